@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Host package installation for NEURON-Fabric. Sourced by scripts/nfabric.
+# Adds the apt entries the project needs (bookworm-backports binaries, trixie
+# sources for QEMU) and installs what is missing. Idempotent.
+
+NF_APT_LIST=/etc/apt/sources.list.d/nfabric.sources
+NF_APT_STAMP=/var/lib/apt/nfabric-updated
+
+nf_apt_sources() {
+    if [ ! -f "$NF_APT_LIST" ]; then
+        nf_log "adding apt entries: bookworm-backports (deb), trixie (deb-src)"
+        cat > "$NF_APT_LIST" <<'SRC'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+        rm -f "$NF_APT_STAMP"
+    fi
+    # Never let trixie binaries in: only its sources are wanted.
+    if [ ! -f /etc/apt/preferences.d/nfabric ]; then
+        cat > /etc/apt/preferences.d/nfabric <<'PREF'
+Package: *
+Pin: release n=trixie
+Pin-Priority: -10
+PREF
+    fi
+    if [ ! -f "$NF_APT_STAMP" ] || [ -n "$(find "$NF_APT_STAMP" -mmin +720 2>/dev/null)" ]; then
+        nf_log "apt-get update"
+        apt-get update -qq >/dev/null || nf_die "apt-get update failed"
+        touch "$NF_APT_STAMP"
+    fi
+}
+
+# nf_need PKG... : install the packages that are not installed yet.
+# A name may carry a /suite suffix (e.g. meson/bookworm-backports).
+nf_need() {
+    local missing=() p name
+    for p in "$@"; do
+        name=${p%%/*}
+        if ! dpkg-query -W -f='${Status}' "$name" 2>/dev/null | grep -q "install ok installed"; then
+            missing+=("$p")
+        fi
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    nf_apt_sources
+    nf_log "installing: ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}" >/dev/null || nf_die "apt-get install ${missing[*]} failed"
+}
+
+NF_PKGS_BUILD="build-essential dpkg-dev pkg-config ninja-build flex bison
+    libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev python3-venv
+    meson/bookworm-backports python3-pycotap/bookworm-backports"
+NF_PKGS_RUN="seabios qemu-system-data/bookworm-backports"
+NF_PKGS_IMAGE="busybox-static cpio xz-utils kmod"
