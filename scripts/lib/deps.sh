@@ -59,5 +59,5 @@ nf_need() {
 NF_PKGS_BUILD="build-essential dpkg-dev pkg-config ninja-build flex bison
     libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev python3-venv
     meson/bookworm-backports python3-pycotap/bookworm-backports"
-NF_PKGS_RUN="seabios qemu-system-data/bookworm-backports"
+NF_PKGS_RUN="seabios ipxe-qemu qemu-system-data/bookworm-backports"
 NF_PKGS_IMAGE="busybox-static cpio xz-utils kmod"

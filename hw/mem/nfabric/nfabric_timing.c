@@ -2,6 +2,8 @@
 /*
  * NEURON-Fabric timing shim (see include/hw/mem/nfabric_timing.h).
  */
+#include <string.h>
+
 #include "hw/mem/nfabric_timing.h"
 
 void nfabric_timing_defaults(NFabricTimingParams *p)
@@ -12,19 +14,43 @@ void nfabric_timing_defaults(NFabricTimingParams *p)
     p->link_mbps = NFABRIC_T_DEFAULT_LINK_MBPS;
 }
 
+const NFabricTimingParamInfo nfabric_timing_params[NFABRIC_T_NUM_PARAMS] = {
+    { "clock-mhz", offsetof(NFabricTimingParams, clock_mhz),
+      1, NFABRIC_T_MAX_CLOCK_MHZ },
+    { "datapath-depth", offsetof(NFabricTimingParams, depth),
+      0, NFABRIC_T_MAX_DEPTH },
+    { "service-ns", offsetof(NFabricTimingParams, service_ns),
+      0, NFABRIC_T_MAX_SERVICE_NS },
+    { "link-mbps", offsetof(NFabricTimingParams, link_mbps),
+      1, NFABRIC_T_MAX_LINK_MBPS },
+};
+
+uint32_t nfabric_timing_param_get(const NFabricTimingParams *p,
+                                  const NFabricTimingParamInfo *info)
+{
+    uint32_t v;
+
+    memcpy(&v, (const char *)p + info->offset, sizeof(v));
+    return v;
+}
+
 const char *nfabric_timing_check(const NFabricTimingParams *p)
 {
-    if (p->clock_mhz == 0 || p->clock_mhz > NFABRIC_T_MAX_CLOCK_MHZ) {
-        return "clock-mhz";
-    }
-    if (p->depth > NFABRIC_T_MAX_DEPTH) {
-        return "depth";
-    }
-    if (p->service_ns > NFABRIC_T_MAX_SERVICE_NS) {
-        return "service-ns";
-    }
-    if (p->link_mbps == 0 || p->link_mbps > NFABRIC_T_MAX_LINK_MBPS) {
-        return "link-mbps";
+    const NFabricTimingParamInfo *bad = nfabric_timing_check_info(p);
+
+    return bad ? bad->name : NULL;
+}
+
+const NFabricTimingParamInfo *
+nfabric_timing_check_info(const NFabricTimingParams *p)
+{
+    for (unsigned i = 0; i < NFABRIC_T_NUM_PARAMS; i++) {
+        const NFabricTimingParamInfo *info = &nfabric_timing_params[i];
+        uint32_t v = nfabric_timing_param_get(p, info);
+
+        if (v < info->min || v > info->max) {
+            return info;
+        }
     }
     return NULL;
 }

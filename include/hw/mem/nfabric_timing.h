@@ -52,11 +52,26 @@ typedef struct NFabricTiming {
 
 void nfabric_timing_defaults(NFabricTimingParams *p);
 
+/* Each parameter: its device property name, where it is, what is valid. */
+typedef struct NFabricTimingParamInfo {
+    const char *name;
+    size_t offset;              /* in NFabricTimingParams */
+    uint32_t min, max;
+} NFabricTimingParamInfo;
+
+#define NFABRIC_T_NUM_PARAMS 4
+extern const NFabricTimingParamInfo nfabric_timing_params[NFABRIC_T_NUM_PARAMS];
+uint32_t nfabric_timing_param_get(const NFabricTimingParams *p,
+                                  const NFabricTimingParamInfo *info);
+
 /*
- * Check parameters.  Returns NULL when they are valid, else the name of the
- * first bad parameter ("clock-mhz", "depth", "service-ns", "link-mbps").
+ * Check parameters.  Returns NULL when they are valid, else the first bad
+ * parameter: its name ("clock-mhz", "datapath-depth", "service-ns",
+ * "link-mbps") or its description.
  */
 const char *nfabric_timing_check(const NFabricTimingParams *p);
+const NFabricTimingParamInfo *
+nfabric_timing_check_info(const NFabricTimingParams *p);
 
 /* Set parameters (already checked) and zero the accumulators. */
 void nfabric_timing_init(NFabricTiming *t, const NFabricTimingParams *p);

@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# `scripts/nfabric bench NAME`: each benchmark is a function nf_bench_NAME
+# defined by one of the libraries, with a one-line description in
+# NF_BENCH_DESC[NAME].  Benchmarks print key=value lines.
+
+NF_BENCH_DESC[engine]="aggregation engine throughput vs scalar reference and memcpy (host)"
+
+nf_bench_engine() {
+    nf_host_build
+    "$NF_HOST_BUILD/bench/nfabric-bench-engine" "$@"
+}
+
+nf_bench_main() {
+    local name=${1:-}
+    if [ -z "$name" ] || [ "$name" = --help ] || [ "$name" = -h ]; then
+        echo "usage: scripts/nfabric bench NAME [ARGS...]"
+        echo
+        echo "Benchmarks (each prints key=value lines):"
+        local k
+        for k in $(printf '%s\n' "${!NF_BENCH_DESC[@]}" | sort); do
+            printf '  %-10s %s\n' "$k" "${NF_BENCH_DESC[$k]}"
+        done
+        [ -n "$name" ] && return 0
+        return 2
+    fi
+    shift
+    declare -F "nf_bench_$name" >/dev/null || {
+        echo "nfabric: unknown benchmark \"$name\" (try: scripts/nfabric bench --help)" >&2
+        return 2
+    }
+    "nf_bench_$name" "$@"
+}

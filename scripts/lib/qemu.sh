@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Fetch Debian's QEMU 10.0 source, link the project's device files into it
+# with small scripted edits to QEMU's own build files, and build
+# qemu-system-x86_64 (x86_64 only).  Everything is reused when present.
+
+NF_QEMU_CONFIGURE_ARGS=(
+    --python=/usr/bin/python3 --target-list=x86_64-softmmu
+    --disable-docs --disable-user --disable-werror --disable-download
+    --disable-rust --disable-gtk --disable-sdl --disable-vnc --disable-opengl
+    --disable-spice --disable-curl --disable-libusb --disable-usb-redir
+    --disable-xen --disable-tools --disable-guest-agent --disable-debug-info
+    --disable-install-blobs
+)
+# The files of the project that live in QEMU's tree (as symlinks).
+NF_QEMU_LINKS=(
+    hw/mem/nfabric
+    include/hw/mem/cxl_nfabric.h
+    include/hw/mem/nfabric_engine.h
+    include/hw/mem/nfabric_regs.h
+    include/hw/mem/nfabric_timing.h
+    tests/qtest/nfabric-test.c
+)
+NF_MARK="NEURON-Fabric"
+
+# Unpack Debian's QEMU 10.0 source (trixie) into $NF_QEMU_SRC.
+nf_qemu_fetch() {
+    [ -x "$NF_QEMU_SRC/configure" ] && return 0
+    nf_need dpkg-dev
+    nf_apt_sources
+    mkdir -p "$NF_CACHE/qemu"
+    local dir
+    dir=$(find "$NF_CACHE/qemu" -maxdepth 1 -type d -name 'qemu-10.0*' | sort -V | tail -n 1)
+    if [ -z "$dir" ]; then
+        nf_log "fetching QEMU's source package (qemu/trixie, 10.0.x) into $NF_CACHE/qemu"
+        (cd "$NF_CACHE/qemu" && apt-get source -qq qemu/trixie >"$NF_CACHE/qemu/fetch.log" 2>&1) ||
+            nf_die "apt-get source qemu/trixie failed (log: $NF_CACHE/qemu/fetch.log)"
+        dir=$(find "$NF_CACHE/qemu" -maxdepth 1 -type d -name 'qemu-10.0*' | sort -V | tail -n 1)
+        [ -n "$dir" ] || nf_die "no qemu-10.0* directory after apt-get source"
+    fi
+    nf_log "copying $(basename "$dir") to $NF_QEMU_SRC"
+    rm -rf "$NF_QEMU_SRC.tmp"
+    cp -a "$dir" "$NF_QEMU_SRC.tmp"
+    mv "$NF_QEMU_SRC.tmp" "$NF_QEMU_SRC"
+}
+
+# nf_edit FILE GREP-PATTERN PYTHON-REPLACEMENT: apply once, fail loudly.
+nf_qemu_edit() {
+    local file=$NF_QEMU_SRC/$1 old=$2 new=$3
+    grep -q "$NF_MARK" "$file" && return 0
+    python3 - "$file" "$old" "$new" <<'PY' || nf_die "could not edit $1 (QEMU's layout changed?)"
+import sys
+path, old, new = sys.argv[1:4]
+text = open(path).read()
+if old not in text:
+    sys.exit(1)
+open(path, "w").write(text.replace(old, new, 1))
+PY
+}
+
+# Link the project's files into QEMU's tree and hook them into its build.
+nf_qemu_overlay() {
+    local p
+    for p in "${NF_QEMU_LINKS[@]}"; do
+        if [ "$(readlink "$NF_QEMU_SRC/$p" 2>/dev/null)" != "$NF_ROOT/$p" ]; then
+            rm -rf "${NF_QEMU_SRC:?}/$p"
+            ln -s "$NF_ROOT/$p" "$NF_QEMU_SRC/$p"
+        fi
+    done
+    nf_qemu_edit hw/mem/meson.build \
+        "system_ss.add(when: 'CONFIG_SPARSE_MEM'" \
+        "subdir('nfabric')  # $NF_MARK
+system_ss.add(when: 'CONFIG_SPARSE_MEM'"
+    nf_qemu_edit hw/mem/Kconfig "config CXL_MEM_DEVICE" \
+        "# $NF_MARK
+source nfabric/Kconfig
+
+config CXL_MEM_DEVICE"
+    nf_qemu_edit meson.build "  'hw/mem',
+" "  'hw/mem',
+  'hw/mem/nfabric',  # $NF_MARK
+"
+    nf_qemu_edit tests/qtest/meson.build \
+        "(config_all_devices.has_key('CONFIG_CXL') ? ['cxl-test'] : [])" \
+        "(config_all_devices.has_key('CONFIG_CXL') ? ['cxl-test'] : []) +  \\
+  (config_all_devices.has_key('CONFIG_CXL_NFABRIC') ? ['nfabric-test'] : [])  # $NF_MARK"
+}
+
+nf_qemu_configure() {
+    [ -f "$NF_QEMU_BUILD/build.ninja" ] && return 0
+    nf_log "configuring QEMU in $NF_QEMU_BUILD"
+    mkdir -p "$NF_QEMU_BUILD"
+    (cd "$NF_QEMU_BUILD" && "$NF_QEMU_SRC/configure" "${NF_QEMU_CONFIGURE_ARGS[@]}" \
+        >"$NF_BUILD/qemu-configure.log" 2>&1) || {
+        tail -30 "$NF_BUILD/qemu-configure.log" >&2
+        rm -f "$NF_QEMU_BUILD/build.ninja"
+        nf_die "QEMU configure failed (log: $NF_BUILD/qemu-configure.log)"
+    }
+}
+
+# nf_qemu_ninja TARGET...: build with progress on the terminal.
+nf_qemu_ninja() {
+    local log=$NF_BUILD/qemu-ninja.log
+    nf_log "building $* (log: $log)"
+    if ! ninja -C "$NF_QEMU_BUILD" -j "$(nproc)" "$@" >"$log" 2>&1; then
+        grep -E 'error|FAILED' "$log" | head -30 >&2
+        nf_die "QEMU build failed (log: $log)"
+    fi
+}
+
+nf_qemu_build() {
+    nf_need $NF_PKGS_BUILD
+    nf_qemu_fetch
+    nf_qemu_overlay
+    nf_qemu_configure
+    if [ -t 2 ] && [ "${NF_QUIET:-0}" = 0 ]; then
+        # Show ninja's own progress line when a person is watching.
+        ninja -C "$NF_QEMU_BUILD" -j "$(nproc)" qemu-system-x86_64 ||
+            nf_die "QEMU build failed"
+    else
+        nf_qemu_ninja qemu-system-x86_64
+    fi
+}
+
+# Let the uninstalled binary (and qtests) find Debian's firmware by itself.
+nf_qemu_firmware() {
+    local dir=$NF_QEMU_BUILD/qemu-bundle/usr/local/share/qemu f
+    mkdir -p "$dir"
+    for f in /usr/share/seabios/*.bin /usr/share/qemu/*.bin /usr/share/qemu/*.rom \
+             /usr/lib/ipxe/qemu/*.rom; do
+        [ -e "$f" ] && [ ! -e "$dir/${f##*/}" ] && ln -s "$f" "$dir/"
+    done
+    return 0
+}
+
+nf_setup_usage() {
+    cat <<'USAGE'
+usage: scripts/nfabric setup [--quiet]
+
+Installs the Debian packages the project needs (adding the apt entries for
+bookworm-backports and trixie's sources), fetches QEMU 10.0's Debian source
+package, links the device into it, builds qemu-system-x86_64 and the
+project's host programs.  Safe to re-run: only what changed is rebuilt.
+USAGE
+}
+
+nf_setup_main() {
+    local quiet=0
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        -h|--help) nf_setup_usage; return 0 ;;
+        --quiet) quiet=1 ;;
+        *) echo "nfabric setup: unknown option \"$1\"" >&2; nf_setup_usage >&2; return 2 ;;
+        esac
+        shift
+    done
+    nf_require_root
+    nf_time_start setup
+    NF_QUIET=$quiet nf_qemu_build
+    nf_need $NF_PKGS_RUN
+    nf_qemu_firmware
+    nf_host_build
+    [ "$quiet" = 1 ] || { nf_time_end setup; nf_log "ready: $NF_QEMU_BIN"; }
+}
+
+nf_qemu_usage() {
+    cat <<'USAGE'
+usage: scripts/nfabric qemu ARGS...
+
+Runs the project's qemu-system-x86_64 with the firmware paths (-L) set, e.g.
+  scripts/nfabric qemu -device help | grep neuron
+  scripts/nfabric qemu -device cxl-neuron-fabric,help
+USAGE
+}
+
+nf_qemu_main() {
+    case "${1:-}" in
+    --help|-h) nf_qemu_usage
+               echo "QEMU's own options: scripts/nfabric qemu -help"; return 0 ;;
+    "") nf_qemu_usage >&2; return 2 ;;
+    esac
+    [ -x "$NF_QEMU_BIN" ] || nf_setup_main --quiet
+    # shellcheck disable=SC2086
+    exec "$NF_QEMU_BIN" $NF_FIRMWARE "$@"
+}

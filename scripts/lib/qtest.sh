@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The `qtest` suite: the device's qtests and QEMU's own cxl-test, built in
+# QEMU's tree, and the device's command-line validation.
+
+nf_register_suite 20 qtest "qtests (nfabric-test, QEMU's cxl-test) and device options"
+
+NF_QTESTS=(tests/qtest/nfabric-test tests/qtest/cxl-test)
+
+# A QEMU command line with the device, for option checks.
+nf_qtest_cmdline() {
+    echo "-M q35,cxl=on -nodefaults -display none -S" \
+         "-object memory-backend-ram,id=vmem0,size=256M" \
+         "-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1" \
+         "-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2" \
+         "-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
+}
+
+# nf_qtest_refused N NAME EXPECTED-MESSAGE DEVICE-ARGS: QEMU must refuse
+# to start and say what is wrong.
+nf_qtest_refused() {
+    local n=$1 name=$2 want=$3 dev=$4 out rc=0
+    # shellcheck disable=SC2046
+    out=$(echo quit | timeout 20 "$NF_QEMU_BIN" $(nf_qtest_cmdline) -monitor stdio \
+          -device "$dev" 2>&1) || rc=$?
+    if [ "$rc" -ne 0 ] && grep -qF -- "$want" <<<"$out"; then
+        echo "ok $n - refused: $name"
+    else
+        echo "not ok $n - refused: $name (rc=$rc)"
+        sed 's/^/#   /' <<<"$out" | head -5
+    fi
+}
+
+nf_suite_qtest() {
+    local rc=0 t n=0 base="cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0"
+    ninja -C "$NF_QEMU_BUILD" "${NF_QTESTS[@]}" >"$NF_BUILD/qtest-ninja.log" 2>&1 || {
+        tail -20 "$NF_BUILD/qtest-ninja.log"
+        return 1
+    }
+    for t in "${NF_QTESTS[@]}"; do
+        echo "# $t"
+        # Each qtest prints its own TAP stream ("ok N /x86_64/...").
+        (cd "$NF_QEMU_BUILD" && QTEST_QEMU_BINARY=./qemu-system-x86_64 \
+            timeout 600 "./$t" --tap -k) || rc=1
+    done
+
+    echo "# device listing and options"
+    if "$NF_QEMU_BIN" -device help 2>&1 | grep -q '"cxl-neuron-fabric"'; then
+        echo "ok 1 - -device help lists cxl-neuron-fabric"
+    else
+        echo "not ok 1 - -device help lists cxl-neuron-fabric"; rc=1
+    fi
+    if "$NF_QEMU_BIN" -device cxl-neuron-fabric,help 2>&1 | grep -q 'datapath-depth=<uint32>'; then
+        echo "ok 2 - -device cxl-neuron-fabric,help lists its properties"
+    else
+        echo "not ok 2 - -device cxl-neuron-fabric,help lists its properties"; rc=1
+    fi
+    nf_qtest_refused 3 "clock-mhz=0" "property 'clock-mhz' must be in 1..100000, not 0" "$base,clock-mhz=0"
+    nf_qtest_refused 4 "link-mbps=0" "property 'link-mbps' must be in" "$base,link-mbps=0"
+    nf_qtest_refused 5 "datapath-depth=5000" "property 'datapath-depth' must be in 0..1024, not 5000" "$base,datapath-depth=5000"
+    nf_qtest_refused 6 "service-ns=2000000" "property 'service-ns' must be in" "$base,service-ns=2000000"
+    nf_qtest_refused 7 "no volatile-memdev" "property 'volatile-memdev' is required" "cxl-neuron-fabric,bus=rp0"
+    nf_qtest_refused 8 "persistent memory" "only 'volatile-memdev' memory is supported" \
+        "$base,persistent-memdev=vmem0"
+    nf_qtest_refused 9 "clock-mhz=abc" "clock-mhz" "$base,clock-mhz=abc"
+    return $rc
+}

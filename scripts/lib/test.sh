@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# `scripts/nfabric test`: runs every registered suite, counts TAP results.
+#
+# A library registers a suite with `nf_register_suite ORDER NAME "what"` and
+# defines nf_suite_NAME, which prints TAP ("ok N - ..." / "not ok N - ...")
+# on stdout and returns non-zero on failure.  A suite that fails without
+# printing a "not ok" line counts as one failure, so a crash is never a pass.
+
+nf_suites_sorted() {
+    local k
+    for k in "${!NF_SUITE_ORDER[@]}"; do
+        printf '%s %s\n' "${NF_SUITE_ORDER[$k]}" "$k"
+    done | sort -n | awk '{print $2}'
+}
+
+nf_test_usage() {
+    echo "usage: scripts/nfabric test [--list] [SUITE...]"
+    echo
+    echo "Runs the named suites (default: all) and ends with 'N passed, N failed'."
+    echo "Logs: build/test-logs/SUITE.log"
+    echo
+    echo "Suites:"
+    local s
+    for s in $(nf_suites_sorted); do
+        printf '  %-8s %s\n' "$s" "${NF_SUITE_DESC[$s]}"
+    done
+}
+
+nf_test_main() {
+    local suites=() s
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        -h|--help) nf_test_usage; return 0 ;;
+        --list) nf_suites_sorted; return 0 ;;
+        -*) echo "nfabric test: unknown option \"$1\"" >&2; nf_test_usage >&2; return 2 ;;
+        *) [ -n "${NF_SUITE_ORDER[$1]:-}" ] ||
+               { echo "nfabric test: unknown suite \"$1\" (have: $(nf_suites_sorted | tr '\n' ' '))" >&2; return 2; }
+           suites+=("$1") ;;
+        esac
+        shift
+    done
+    [ ${#suites[@]} -gt 0 ] || mapfile -t suites < <(nf_suites_sorted)
+
+    nf_setup_main --quiet
+    local logdir=$NF_BUILD/test-logs passed=0 failed=0 p f rc
+    mkdir -p "$logdir"
+    for s in "${suites[@]}"; do
+        nf_log "suite $s: ${NF_SUITE_DESC[$s]}"
+        rc=0
+        "nf_suite_$s" > "$logdir/$s.log" 2>&1 || rc=$?
+        p=$(grep -c '^ok ' "$logdir/$s.log" || true)
+        f=$(grep -c '^not ok ' "$logdir/$s.log" || true)
+        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+            echo "not ok - suite $s exited with status $rc" >> "$logdir/$s.log"
+            f=1
+        fi
+        grep '^not ok ' "$logdir/$s.log" | sed "s/^/  [$s] /" || true
+        printf '%-8s %4d passed, %d failed   (%s)\n' "$s:" "$p" "$f" "$logdir/$s.log"
+        passed=$((passed + p))
+        failed=$((failed + f))
+    done
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+}
+
+# ---- unit: the host-side unit tests built by the root meson.build --------
+nf_register_suite 10 unit "host unit tests (engine, timing model)"
+nf_suite_unit() {
+    local t rc=0
+    # Run each TAP test program directly so that every check is counted.
+    while read -r t; do
+        echo "# $t"
+        "$t" || rc=1
+    done < <(find "$NF_HOST_BUILD/tests/unit" -maxdepth 1 -type f -name 'test*' -perm -u+x | sort)
+    return $rc
+}

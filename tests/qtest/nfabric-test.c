@@ -1,0 +1,773 @@
+/*
+ * QTest testcase for the NEURON-Fabric CXL Type-3 device (cxl-neuron-fabric)
+ *
+ * Starts the device behind a CXL host bridge and root port, enumerates it
+ * by hand (config cycles through 0xcf8/0xcfc), commits an HDM decoder so
+ * that the fixed memory window reaches device memory, then drives the
+ * controller's registers and the CXL.mem path.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "libqtest.h"
+#include "qobject/qdict.h"
+#include "hw/pci/pci_regs.h"
+#include "hw/mem/nfabric_regs.h"
+
+#define MEM_SIZE        (256 * 1024 * 1024ull)
+#define RP_BUS          12
+#define DEV_BUS         13
+#define BAR0_ADDR       0xc0000000ull   /* component registers */
+#define BAR2_ADDR       0xc0100000ull   /* device registers */
+#define BAR4_ADDR       0xc0200000ull   /* MSI-X */
+
+#define NF_CMDLINE \
+    "-machine q35,cxl=on -m 128M " \
+    "-object memory-backend-ram,id=vmem0,size=256M " \
+    "-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1 " \
+    "-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2 " \
+    "-device cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,id=nf0 " \
+    "-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G "
+
+typedef struct NF {
+    QTestState *qts;
+    uint64_t regs;      /* BAR0 + NFABRIC_REGS_OFFSET */
+    uint64_t hpa;       /* host physical address of DPA 0 */
+} NF;
+
+/* ---- PCI configuration through 0xcf8/0xcfc -------------------------- */
+
+static uint32_t cfg_addr(int bus, int dev, int reg)
+{
+    return 0x80000000u | bus << 16 | dev << 11 | (reg & 0xfc);
+}
+
+static uint32_t cfg_readl(QTestState *qts, int bus, int dev, int reg)
+{
+    qtest_outl(qts, 0xcf8, cfg_addr(bus, dev, reg));
+    return qtest_inl(qts, 0xcfc);
+}
+
+static void cfg_writel(QTestState *qts, int bus, int dev, int reg,
+                       uint32_t val)
+{
+    qtest_outl(qts, 0xcf8, cfg_addr(bus, dev, reg));
+    qtest_outl(qts, 0xcfc, val);
+}
+
+static void cfg_writew(QTestState *qts, int bus, int dev, int reg,
+                       uint16_t val)
+{
+    qtest_outl(qts, 0xcf8, cfg_addr(bus, dev, reg));
+    qtest_outw(qts, 0xcfc + (reg & 2), val);
+}
+
+/* ---- device registers ------------------------------------------------ */
+
+static uint32_t rd32(NF *nf, uint32_t off)
+{
+    return qtest_readl(nf->qts, nf->regs + off);
+}
+
+static uint64_t rd64(NF *nf, uint32_t off)
+{
+    return qtest_readq(nf->qts, nf->regs + off);
+}
+
+static void wr32(NF *nf, uint32_t off, uint32_t val)
+{
+    qtest_writel(nf->qts, nf->regs + off, val);
+}
+
+static void wr64(NF *nf, uint32_t off, uint64_t val)
+{
+    qtest_writeq(nf->qts, nf->regs + off, val);
+}
+
+/* Program window i and try to enable it; returns the window's ERROR. */
+static uint32_t win_set(NF *nf, int i, uint64_t base, uint64_t size,
+                        uint64_t counters, unsigned path, unsigned width,
+                        unsigned tie, uint32_t threshold)
+{
+    wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE), base);
+    wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE), size);
+    wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS), counters);
+    wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD), threshold);
+    wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL),
+         NFABRIC_WCTRL(path, width, tie) | NFABRIC_WCTRL_ENABLE);
+    return rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR));
+}
+
+static void win_disable(NF *nf, int i)
+{
+    wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), 0);
+}
+
+/* ---- bring-up ---------------------------------------------------------- */
+
+static uint64_t find_cfmw_base(QTestState *qts)
+{
+    g_autofree char *mtree = qtest_hmp(qts, "info mtree");
+    const char *p = strstr(mtree, "cxl-fixed-memory-region");
+    const char *line;
+
+    g_assert(p);
+    for (line = p; line > mtree && line[-1] != '\n'; line--) {
+        ;
+    }
+    while (*line == ' ') {
+        line++;
+    }
+    return g_ascii_strtoull(line, NULL, 16);
+}
+
+/* Commit HDM decoder 0 of the device: HPA [hpa, hpa + MEM_SIZE) -> DPA 0. */
+static void commit_hdm(NF *nf)
+{
+    QTestState *qts = nf->qts;
+    uint64_t cm = BAR0_ADDR + 0x1000;   /* CXL.cache/mem registers */
+    uint32_t hdr = qtest_readl(qts, cm);
+    unsigned n = hdr >> 24, i;
+    uint64_t hdm = 0;
+
+    g_assert_cmpuint(hdr & 0xffff, ==, 1);      /* CXL capability header */
+    for (i = 1; i <= n; i++) {
+        uint32_t e = qtest_readl(qts, cm + 4 * i);
+
+        if ((e & 0xffff) == 5) {                /* HDM decoder capability */
+            hdm = cm + (e >> 20);
+        }
+    }
+    g_assert(hdm);
+    qtest_writel(qts, hdm + 0x04, 0x2);         /* HDM decoder enable */
+    qtest_writel(qts, hdm + 0x10, nf->hpa & 0xf0000000u);
+    qtest_writel(qts, hdm + 0x14, nf->hpa >> 32);
+    qtest_writel(qts, hdm + 0x18, MEM_SIZE & 0xf0000000u);
+    qtest_writel(qts, hdm + 0x1c, MEM_SIZE >> 32);
+    qtest_writel(qts, hdm + 0x20, 1 << 9);      /* commit, 1 way */
+    g_assert(qtest_readl(qts, hdm + 0x20) & (1 << 10));     /* committed */
+}
+
+static void nf_start_args(NF *nf, const char *extra)
+{
+    QTestState *qts;
+    uint32_t id;
+
+    qts = nf->qts = qtest_initf(NF_CMDLINE "%s", extra ? extra : "");
+
+    /* Root port: bus numbers, a memory window, memory decoding. */
+    id = cfg_readl(qts, RP_BUS, 0, PCI_VENDOR_ID);
+    g_assert_cmphex(id & 0xffff, !=, 0xffff);
+    cfg_writel(qts, RP_BUS, 0, PCI_PRIMARY_BUS,
+               RP_BUS | DEV_BUS << 8 | DEV_BUS << 16);
+    cfg_writew(qts, RP_BUS, 0, PCI_MEMORY_BASE, (BAR0_ADDR >> 16) & 0xfff0);
+    cfg_writew(qts, RP_BUS, 0, PCI_MEMORY_LIMIT,
+               ((BAR0_ADDR + 0xffffff) >> 16) & 0xfff0);
+    cfg_writew(qts, RP_BUS, 0, PCI_COMMAND,
+               PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+
+    /* The device: BARs, memory decoding. */
+    id = cfg_readl(qts, DEV_BUS, 0, PCI_VENDOR_ID);
+    g_assert_cmphex(id & 0xffff, ==, NFABRIC_PCI_VENDOR_ID);
+    g_assert_cmphex(id >> 16, ==, NFABRIC_PCI_DEVICE_ID);
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0, BAR0_ADDR);
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_1, 0);
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_2, BAR2_ADDR);
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_3, 0);
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_4, BAR4_ADDR);
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_5, 0);
+    cfg_writew(qts, DEV_BUS, 0, PCI_COMMAND,
+               PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+
+    nf->regs = BAR0_ADDR + NFABRIC_REGS_OFFSET;
+    nf->hpa = find_cfmw_base(qts);
+    commit_hdm(nf);
+}
+
+static void nf_start(NF *nf)
+{
+    nf_start_args(nf, NULL);
+}
+
+static void nf_stop(NF *nf)
+{
+    qtest_quit(nf->qts);
+}
+
+/* ---- host references -------------------------------------------------- */
+
+static int sat(int v, unsigned width)
+{
+    int max = (1 << (width - 1)) - 1, min = -(1 << (width - 1));
+
+    return v > max ? max : v < min ? min : v;
+}
+
+static int32_t counter_read(NF *nf, uint64_t counters, unsigned width,
+                            uint64_t e)
+{
+    uint64_t a = nf->hpa + counters + e * (width / 8);
+
+    return width == 8 ? (int8_t)qtest_readb(nf->qts, a)
+                      : (int16_t)qtest_readw(nf->qts, a);
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void test_ident(void)
+{
+    NF nf;
+    uint32_t caps;
+
+    nf_start(&nf);
+    g_assert_cmphex(cfg_readl(nf.qts, DEV_BUS, 0, PCI_CLASS_REVISION) >> 8,
+                    ==, 0x050210);
+    g_assert_cmphex(rd32(&nf, NFABRIC_REG_MAGIC), ==, NFABRIC_MAGIC);
+    g_assert_cmphex(rd32(&nf, NFABRIC_REG_VERSION), ==, NFABRIC_VERSION);
+    caps = rd32(&nf, NFABRIC_REG_CAPS);
+    g_assert_cmpuint(caps & NFABRIC_CAPS_WINDOWS_MASK, ==,
+                     NFABRIC_NUM_WINDOWS);
+    g_assert_cmphex((caps & NFABRIC_CAPS_PATHS_MASK) >>
+                    NFABRIC_CAPS_PATHS_SHIFT, ==, 0x7);
+    g_assert_cmphex((caps & NFABRIC_CAPS_WIDTHS_MASK) >>
+                    NFABRIC_CAPS_WIDTHS_SHIFT, ==, 0x3);
+    g_assert_cmphex((caps & NFABRIC_CAPS_TIES_MASK) >>
+                    NFABRIC_CAPS_TIES_SHIFT, ==, 0x3);
+    g_assert_cmphex(rd32(&nf, NFABRIC_REG_WIN_LAYOUT), ==,
+                    NFABRIC_REG_WIN_BASE | NFABRIC_WIN_STRIDE << 16);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_MEM_SIZE), ==, MEM_SIZE);
+    /* 64-bit register read as two halves. */
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_MEM_SIZE), ==, MEM_SIZE);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_MEM_SIZE + 4), ==, 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ENABLED_MASK), ==, 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==, 0);
+    /* The CXL component registers below are the parent's, untouched. */
+    g_assert_cmpuint(qtest_readl(nf.qts, BAR0_ADDR + 0x1000) & 0xffff, ==, 1);
+    nf_stop(&nf);
+}
+
+/* Byte-exact identity for 1/2/4/8-byte accesses at every alignment. */
+static void check_identity_at(NF *nf, uint64_t dpa)
+{
+    QTestState *qts = nf->qts;
+    static const unsigned sizes[] = { 1, 2, 4, 8 };
+
+    for (unsigned si = 0; si < ARRAY_SIZE(sizes); si++) {
+        for (unsigned align = 0; align < 8; align++) {
+            uint64_t a = nf->hpa + dpa + align;
+            uint64_t pat = 0x0123456789abcdefull * (si + 1) + align * 0x1111;
+            uint8_t got[16], want[16];
+
+            memset(want, 0x5a, sizeof(want));
+            qtest_memwrite(qts, nf->hpa + dpa, want, sizeof(want));
+            switch (sizes[si]) {
+            case 1:
+                qtest_writeb(qts, a, pat);
+                g_assert_cmphex(qtest_readb(qts, a), ==, (uint8_t)pat);
+                break;
+            case 2:
+                qtest_writew(qts, a, pat);
+                g_assert_cmphex(qtest_readw(qts, a), ==, (uint16_t)pat);
+                break;
+            case 4:
+                qtest_writel(qts, a, pat);
+                g_assert_cmphex(qtest_readl(qts, a), ==, (uint32_t)pat);
+                break;
+            case 8:
+                qtest_writeq(qts, a, pat);
+                g_assert_cmphex(qtest_readq(qts, a), ==, pat);
+                break;
+            }
+            for (unsigned b = 0; b < sizes[si]; b++) {
+                want[align + b] = pat >> (8 * b);
+            }
+            qtest_memread(qts, nf->hpa + dpa, got, sizeof(got));
+            g_assert_cmpmem(got, sizeof(got), want, sizeof(want));
+        }
+    }
+}
+
+static void test_fp32_identity(void)
+{
+    NF nf;
+
+    nf_start(&nf);
+    check_identity_at(&nf, 0);
+    check_identity_at(&nf, 0x12340);
+    check_identity_at(&nf, MEM_SIZE / 2 - 8);
+    check_identity_at(&nf, MEM_SIZE - 16);
+    /* An FP32 window behaves the same. */
+    g_assert_cmpuint(win_set(&nf, 3, 0x100000, 0x1000, 0,
+                             NFABRIC_PATH_FP32, 0, 0, 0), ==, 0);
+    check_identity_at(&nf, 0x100000);
+    check_identity_at(&nf, 0x100ff8);   /* straddles the window's end */
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_STATS_PATH(NFABRIC_PATH_GBINARY,
+                          NFABRIC_STATS_WRITES)), ==, 0);
+    nf_stop(&nf);
+}
+
+/* Expect a window configuration to be refused with err, changing nothing. */
+static void expect_reject(NF *nf, int i, uint32_t err, uint64_t base,
+                          uint64_t size, uint64_t counters, unsigned path,
+                          unsigned width, unsigned tie, uint32_t threshold)
+{
+    uint32_t mask = rd32(nf, NFABRIC_REG_ENABLED_MASK);
+    uint32_t count = rd32(nf, NFABRIC_REG_ERROR_COUNT);
+
+    g_assert_cmpuint(win_set(nf, i, base, size, counters, path, width, tie,
+                             threshold), ==, err);
+    g_assert_cmpuint(rd32(nf, NFABRIC_REG_LAST_ERROR), ==, err);
+    g_assert_cmpuint(rd32(nf, NFABRIC_REG_ERROR_COUNT), ==, count + 1);
+    g_assert_cmpuint(rd32(nf, NFABRIC_REG_ENABLED_MASK), ==, mask);
+    g_assert_false(rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)) &
+                   NFABRIC_WCTRL_ENABLE);
+}
+
+static void test_validation(void)
+{
+    NF nf;
+    const unsigned gb = NFABRIC_PATH_GBINARY, gt = NFABRIC_PATH_GTERNARY;
+    uint64_t err_before;
+
+    nf_start(&nf);
+    /* Window 0: G-Binary, 4 KiB of data, 32 KiB of 8-bit counters. */
+    g_assert_cmpuint(win_set(&nf, 0, 0x10000, 0x1000, 0x20000, gb, 8,
+                             NFABRIC_TIE_NEGATIVE, 0), ==, 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ENABLED_MASK), ==, 1);
+
+    /* Overlap: data with data, data with counters, counters with data. */
+    expect_reject(&nf, 1, NFABRIC_ERR_OVERLAP, 0x10800, 0x1000, 0x40000, gb,
+                  8, 0, 0);
+    expect_reject(&nf, 1, NFABRIC_ERR_OVERLAP, 0x24000, 0x40, 0x40000, gb,
+                  8, 0, 0);
+    expect_reject(&nf, 1, NFABRIC_ERR_OVERLAP, 0x40000, 0x40, 0x10000, gb,
+                  8, 0, 0);
+    /* Own counters over own data. */
+    expect_reject(&nf, 1, NFABRIC_ERR_OVERLAP, 0x40000, 0x1000, 0x40800, gb,
+                  8, 0, 0);
+    /* Range: empty, past the end, wrapping, counters past the end. */
+    expect_reject(&nf, 1, NFABRIC_ERR_RANGE, 0x40000, 0, 0x80000, gb, 8, 0, 0);
+    expect_reject(&nf, 1, NFABRIC_ERR_RANGE, MEM_SIZE - 0x40, 0x80,
+                  0x80000, gb, 8, 0, 0);
+    expect_reject(&nf, 1, NFABRIC_ERR_RANGE, 0xffffffffffffffc0ull, 0x80,
+                  0x80000, gb, 8, 0, 0);
+    expect_reject(&nf, 1, NFABRIC_ERR_RANGE, 0x40000, 0x1000,
+                  MEM_SIZE - 0x40, gb, 8, 0, 0);
+    expect_reject(&nf, 1, NFABRIC_ERR_RANGE, 0, MEM_SIZE, 0, gb, 16, 0, 0);
+    /* Alignment of base, size and counters. */
+    expect_reject(&nf, 1, NFABRIC_ERR_ALIGN, 0x40008, 0x40, 0x80000, gb,
+                  8, 0, 0);
+    expect_reject(&nf, 1, NFABRIC_ERR_ALIGN, 0x40000, 0x48, 0x80000, gb,
+                  8, 0, 0);
+    expect_reject(&nf, 1, NFABRIC_ERR_ALIGN, 0x40000, 0x40, 0x80004, gb,
+                  8, 0, 0);
+    /* Path, width, tie, threshold. */
+    expect_reject(&nf, 1, NFABRIC_ERR_PATH, 0x40000, 0x40, 0x80000, 7, 8, 0, 0);
+    expect_reject(&nf, 1, NFABRIC_ERR_WIDTH, 0x40000, 0x40, 0x80000, gb,
+                  12, 0, 0);
+    expect_reject(&nf, 1, NFABRIC_ERR_WIDTH, 0x40000, 0x40, 0x80000, gt,
+                  32, 0, 1);
+    expect_reject(&nf, 1, NFABRIC_ERR_TIE, 0x40000, 0x40, 0x80000, gb, 8, 5, 0);
+    expect_reject(&nf, 1, NFABRIC_ERR_THRESHOLD, 0x40000, 0x40, 0x80000, gt,
+                  8, 0, 0);
+    expect_reject(&nf, 1, NFABRIC_ERR_THRESHOLD, 0x40000, 0x40, 0x80000, gt,
+                  8, 0, 128);
+    expect_reject(&nf, 1, NFABRIC_ERR_THRESHOLD, 0x40000, 0x40, 0x80000, gt,
+                  16, 0, 40000);
+
+    /* A rejected window never took effect: its range is plain memory. */
+    qtest_writeq(nf.qts, nf.hpa + 0x40000, 0x1122334455667788ull);
+    g_assert_cmphex(qtest_readq(nf.qts, nf.hpa + 0x40000), ==,
+                    0x1122334455667788ull);
+
+    /* Busy: configuration of an enabled window. */
+    err_before = rd32(&nf, NFABRIC_REG_ERROR_COUNT);
+    wr64(&nf, NFABRIC_REG_WIN(0, NFABRIC_WIN_DPA_BASE), 0x50000);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_WIN(0, NFABRIC_WIN_ERROR)), ==,
+                     NFABRIC_ERR_BUSY);
+    g_assert_cmphex(rd64(&nf, NFABRIC_REG_WIN(0, NFABRIC_WIN_DPA_BASE)), ==,
+                    0x10000);
+    wr32(&nf, NFABRIC_REG_WIN(0, NFABRIC_WIN_CTRL),
+         NFABRIC_WCTRL(gb, 16, 0) | NFABRIC_WCTRL_ENABLE);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==, NFABRIC_ERR_BUSY);
+    g_assert_cmphex(rd32(&nf, NFABRIC_REG_WIN(0, NFABRIC_WIN_CTRL)), ==,
+                    NFABRIC_WCTRL(gb, 8, 0) | NFABRIC_WCTRL_ENABLE);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ERROR_COUNT), ==, err_before + 2);
+
+    /* Register-level errors. */
+    wr32(&nf, NFABRIC_REG_MAGIC, 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==,
+                     NFABRIC_ERR_READONLY);
+    g_assert_cmphex(rd32(&nf, NFABRIC_REG_MAGIC), ==, NFABRIC_MAGIC);
+    wr32(&nf, NFABRIC_REG_WIN(2, NFABRIC_WIN_ERROR), 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==,
+                     NFABRIC_ERR_READONLY);
+    wr32(&nf, 0x300, 1);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==,
+                     NFABRIC_ERR_UNMAPPED);
+    qtest_writew(nf.qts, nf.regs + NFABRIC_REG_WIN(2, NFABRIC_WIN_THRESHOLD),
+                 1);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==,
+                     NFABRIC_ERR_ACCESS);
+    qtest_writel(nf.qts, nf.regs + NFABRIC_REG_WIN(2, NFABRIC_WIN_CTRL) + 2,
+                 1);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==,
+                     NFABRIC_ERR_ACCESS);
+    qtest_writeq(nf.qts, nf.regs + NFABRIC_REG_WIN(2, NFABRIC_WIN_CTRL), 1);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==,
+                     NFABRIC_ERR_ACCESS);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ENABLED_MASK), ==, 1);
+    wr32(&nf, NFABRIC_REG_WIN(2, NFABRIC_WIN_CTRL), 0x8);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==,
+                     NFABRIC_ERR_RESERVED_BITS);
+    wr32(&nf, NFABRIC_REG_CTRL, 0x80);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==,
+                     NFABRIC_ERR_RESERVED_BITS);
+    wr32(&nf, NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), 7);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_WIN(0, NFABRIC_WIN_ERROR)), ==,
+                     NFABRIC_ERR_COMMAND);
+    /* A 64-bit register written as two halves. */
+    wr32(&nf, NFABRIC_REG_WIN(5, NFABRIC_WIN_DPA_BASE), 0x89abcdc0);
+    wr32(&nf, NFABRIC_REG_WIN(5, NFABRIC_WIN_DPA_BASE) + 4, 0x1);
+    g_assert_cmphex(rd64(&nf, NFABRIC_REG_WIN(5, NFABRIC_WIN_DPA_BASE)), ==,
+                    0x189abcdc0ull);
+    /* Clearing the errors. */
+    wr32(&nf, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_ERROR);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==, 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ERROR_COUNT), ==, 0);
+
+    /* Disable, reconfigure, enable: now accepted. */
+    win_disable(&nf, 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ENABLED_MASK), ==, 0);
+    g_assert_cmpuint(win_set(&nf, 1, 0x10800, 0x1000, 0x40000, gb, 8, 0, 0),
+                     ==, 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ENABLED_MASK), ==, 2);
+    nf_stop(&nf);
+}
+
+/* N contributors write random sign lines; compare with a host reference. */
+static void run_gbinary(unsigned width, unsigned tie, unsigned contributors,
+                        uint32_t seed)
+{
+    enum { LINES = 2, BYTES = LINES * 64, ELEMS = BYTES * 8 };
+    const uint64_t base = 0x200000, counters = 0x300000;
+    NF nf;
+    int ref[ELEMS] = { 0 };
+    GRand *rand = g_rand_new_with_seed(seed);
+
+    nf_start(&nf);
+    g_assert_cmpuint(win_set(&nf, 2, base, BYTES, counters,
+                             NFABRIC_PATH_GBINARY, width, tie, 0), ==, 0);
+    for (unsigned c = 0; c < contributors; c++) {
+        for (unsigned w = 0; w < BYTES / 8; w++) {
+            uint64_t v = (uint64_t)g_rand_int(rand) << 32 | g_rand_int(rand);
+
+            qtest_writeq(nf.qts, nf.hpa + base + 8 * w, v);
+            for (unsigned b = 0; b < 64; b++) {
+                unsigned e = w * 64 + b;
+
+                ref[e] = sat(ref[e] + ((v >> b) & 1 ? 1 : -1), width);
+            }
+        }
+    }
+    for (unsigned w = 0; w < BYTES / 8; w++) {
+        uint64_t got = qtest_readq(nf.qts, nf.hpa + base + 8 * w), want = 0;
+
+        for (unsigned b = 0; b < 64; b++) {
+            int cnt = ref[w * 64 + b];
+            int bit = cnt > 0 ? 1 : cnt < 0 ? 0 : tie == NFABRIC_TIE_POSITIVE;
+
+            want |= (uint64_t)bit << b;
+        }
+        g_assert_cmphex(got, ==, want);
+    }
+    for (unsigned e = 0; e < ELEMS; e += 7) {
+        g_assert_cmpint(counter_read(&nf, counters, width, e), ==, ref[e]);
+    }
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_WIN(2, NFABRIC_WIN_CONTRIB_WRITES)),
+                     ==, contributors * BYTES / 8);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_WIN(2, NFABRIC_WIN_CONTRIB_BYTES)),
+                     ==, contributors * BYTES);
+
+    /* A new round: clear, one contribution, read back equals it. */
+    wr32(&nf, NFABRIC_REG_WIN(2, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_WIN(2, NFABRIC_WIN_CONTRIB_WRITES)),
+                     ==, 0);
+    g_assert_cmpint(counter_read(&nf, counters, width, 0), ==, 0);
+    g_assert_cmpint(counter_read(&nf, counters, width, ELEMS - 1), ==, 0);
+    qtest_writeq(nf.qts, nf.hpa + base, 0xf0f0f0f00ff00ff0ull);
+    g_assert_cmphex(qtest_readq(nf.qts, nf.hpa + base), ==,
+                    0xf0f0f0f00ff00ff0ull);
+    /* Untouched elements read as the tie. */
+    g_assert_cmphex(qtest_readb(nf.qts, nf.hpa + base + 8), ==,
+                    tie == NFABRIC_TIE_POSITIVE ? 0xff : 0x00);
+    nf_stop(&nf);
+    g_rand_free(rand);
+}
+
+static void test_gbinary(void)
+{
+    for (unsigned n = 1; n <= 16; n++) {
+        run_gbinary(n % 2 ? 8 : 16, n % 3 ? NFABRIC_TIE_NEGATIVE
+                                          : NFABRIC_TIE_POSITIVE, n, 1000 + n);
+    }
+}
+
+static void test_gbinary_saturation(void)
+{
+    const uint64_t base = 0x1000, counters = 0x2000;
+    NF nf;
+
+    nf_start(&nf);
+    g_assert_cmpuint(win_set(&nf, 0, base, 64, counters,
+                             NFABRIC_PATH_GBINARY, 8, 0, 0), ==, 0);
+    for (int i = 0; i < 130; i++) {
+        qtest_writeb(nf.qts, nf.hpa + base, 0xff);      /* +1 x 8 */
+        qtest_writeb(nf.qts, nf.hpa + base + 1, 0x00);  /* -1 x 8 */
+    }
+    g_assert_cmpint(counter_read(&nf, counters, 8, 0), ==, 127);
+    g_assert_cmpint(counter_read(&nf, counters, 8, 8), ==, -128);
+    /* Sub-word writes touched exactly their 8 elements. */
+    g_assert_cmpint(counter_read(&nf, counters, 8, 16), ==, 0);
+    g_assert_cmphex(qtest_readw(nf.qts, nf.hpa + base), ==, 0x00ff);
+    nf_stop(&nf);
+}
+
+static unsigned tern_code(int v)
+{
+    return v > 0 ? NFABRIC_TERN_PLUS : v < 0 ? NFABRIC_TERN_MINUS
+                                             : NFABRIC_TERN_ZERO;
+}
+
+static void test_gternary(void)
+{
+    enum { BYTES = 64, ELEMS = BYTES * 4, CONTRIB = 6 };
+    const uint64_t base = 0x400000, counters = 0x500000;
+    static const uint32_t thresholds[] = { 1, 2, 3, 5 };
+
+    for (unsigned t = 0; t < ARRAY_SIZE(thresholds); t++) {
+        GRand *rand = g_rand_new_with_seed(77 + t);
+        int sum[ELEMS] = { 0 };
+        uint64_t reserved = 0;
+        NF nf;
+
+        nf_start(&nf);
+        g_assert_cmpuint(win_set(&nf, 4, base, BYTES, counters,
+                                 NFABRIC_PATH_GTERNARY, 8, 0, thresholds[t]),
+                         ==, 0);
+        for (unsigned c = 0; c < CONTRIB; c++) {
+            for (unsigned i = 0; i < BYTES / 4; i++) {
+                uint32_t v = g_rand_int(rand);
+
+                /* Rarely leave a reserved code in, else map it to 0. */
+                for (unsigned k = 0; k < 16; k++) {
+                    unsigned code = (v >> (2 * k)) & 3;
+                    unsigned e = i * 16 + k;
+
+                    if (code == NFABRIC_TERN_RESERVED) {
+                        if (g_rand_int_range(rand, 0, 8) == 0) {
+                            reserved++;
+                            continue;
+                        }
+                        v &= ~(3u << (2 * k));
+                        code = NFABRIC_TERN_ZERO;
+                    }
+                    sum[e] += code == NFABRIC_TERN_PLUS ? 1 :
+                              code == NFABRIC_TERN_MINUS ? -1 : 0;
+                }
+                qtest_writel(nf.qts, nf.hpa + base + 4 * i, v);
+            }
+        }
+        for (unsigned i = 0; i < BYTES / 4; i++) {
+            uint32_t got = qtest_readl(nf.qts, nf.hpa + base + 4 * i);
+            uint32_t want = 0;
+
+            for (unsigned k = 0; k < 16; k++) {
+                int s = sum[i * 16 + k];
+                int g = s >= (int)thresholds[t] ? 1 :
+                        s <= -(int)thresholds[t] ? -1 : 0;
+
+                want |= tern_code(g) << (2 * k);
+            }
+            g_assert_cmphex(got, ==, want);
+        }
+        for (unsigned e = 0; e < ELEMS; e += 5) {
+            g_assert_cmpint(counter_read(&nf, counters, 8, e), ==, sum[e]);
+        }
+        g_assert_cmpuint(rd32(&nf, NFABRIC_REG_WIN(4,
+                              NFABRIC_WIN_RESERVED_CODES)), ==, reserved);
+        nf_stop(&nf);
+        g_rand_free(rand);
+    }
+}
+
+static void test_stats_and_timing(void)
+{
+    NF nf;
+    uint64_t fp32_ps, lb_ps, total, exposed, ppm;
+    QDict *rsp;
+
+    nf_start(&nf);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_T_CLOCK_MHZ), ==, 1000);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_T_DEPTH), ==, 5);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_T_SERVICE_NS), ==, 300);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_T_LINK_MBPS), ==, 32000);
+    wr32(&nf, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_STATS |
+         NFABRIC_CTRL_CLEAR_TIMING);
+    g_assert_cmpuint(win_set(&nf, 0, 0x1000, 64, 0x2000,
+                             NFABRIC_PATH_GBINARY, 8, 0, 0), ==, 0);
+    for (int i = 0; i < 10; i++) {
+        qtest_writeq(nf.qts, nf.hpa + 0x10000 + 8 * i, i);      /* FP32 */
+    }
+    for (int i = 0; i < 3; i++) {
+        qtest_readl(nf.qts, nf.hpa + 0x10000 + 4 * i);          /* FP32 */
+    }
+    for (int i = 0; i < 4; i++) {
+        qtest_writeq(nf.qts, nf.hpa + 0x1000 + 8 * i, ~0ull);   /* G-Binary */
+    }
+    qtest_readq(nf.qts, nf.hpa + 0x1000);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_STATS_PATH(NFABRIC_PATH_FP32,
+                          NFABRIC_STATS_WRITES)), ==, 10);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_STATS_PATH(NFABRIC_PATH_FP32,
+                          NFABRIC_STATS_WRITE_BYTES)), ==, 80);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_STATS_PATH(NFABRIC_PATH_FP32,
+                          NFABRIC_STATS_READS)), ==, 3);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_STATS_PATH(NFABRIC_PATH_FP32,
+                          NFABRIC_STATS_READ_BYTES)), ==, 12);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_STATS_PATH(NFABRIC_PATH_GBINARY,
+                          NFABRIC_STATS_WRITES)), ==, 4);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_STATS_PATH(NFABRIC_PATH_GBINARY,
+                          NFABRIC_STATS_WRITE_BYTES)), ==, 32);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_STATS_PATH(NFABRIC_PATH_GBINARY,
+                          NFABRIC_STATS_READS)), ==, 1);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_STATS_PATH(NFABRIC_PATH_GTERNARY,
+                          NFABRIC_STATS_WRITES)), ==, 0);
+
+    /* Modelled time: 300 ns + n bytes at 32 GB/s, + 5 ns on low-bit. */
+    fp32_ps = 10 * (300000 + 8 * 1000000 / 32000) +
+              3 * (300000 + 4 * 1000000 / 32000);
+    lb_ps = 5 * (300000 + 8 * 1000000 / 32000 + 5000);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_T_PATH_FIELD(NFABRIC_PATH_FP32,
+                          NFABRIC_T_PATH_TIME_PS)), ==, fp32_ps);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_T_PATH_FIELD(NFABRIC_PATH_GBINARY,
+                          NFABRIC_T_PATH_TIME_PS)), ==, lb_ps);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_T_PATH_FIELD(NFABRIC_PATH_GBINARY,
+                          NFABRIC_T_PATH_EXPOSED_PS)), ==, 5 * 5000);
+    total = rd64(&nf, NFABRIC_REG_T_TOTAL_PS);
+    g_assert_cmpuint(total, ==, fp32_ps + lb_ps);
+    exposed = 5 * 5000;
+    ppm = (uint64_t)((double)exposed * 1e6 / (double)(total - exposed) + 0.5);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_T_EXPOSED_PPM), ==, ppm);
+
+    /* The same figures through QOM. */
+    rsp = qtest_qmp(nf.qts, "{'execute': 'qom-get', 'arguments': "
+                    "{'path': '/machine/peripheral/nf0', "
+                    "'property': 'timing-exposed-ppm'}}");
+    g_assert_cmpuint(qdict_get_int(rsp, "return"), ==, ppm);
+    qobject_unref(rsp);
+    rsp = qtest_qmp(nf.qts, "{'execute': 'qom-get', 'arguments': "
+                    "{'path': '/machine/peripheral/nf0', "
+                    "'property': 'timing-gbinary-ps'}}");
+    g_assert_cmpuint(qdict_get_int(rsp, "return"), ==, lb_ps);
+    qobject_unref(rsp);
+
+    /* Register reads are not memory accesses: the figures did not move. */
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_T_TOTAL_PS), ==, total);
+    wr32(&nf, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_STATS |
+         NFABRIC_CTRL_CLEAR_TIMING);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_T_TOTAL_PS), ==, 0);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_STATS_PATH(NFABRIC_PATH_FP32,
+                          NFABRIC_STATS_WRITES)), ==, 0);
+    nf_stop(&nf);
+}
+
+static void test_timing_properties(void)
+{
+    NF nf;
+
+    nf_start_args(&nf, "-global cxl-neuron-fabric.clock-mhz=2000 "
+                  "-global cxl-neuron-fabric.datapath-depth=8 "
+                  "-global cxl-neuron-fabric.service-ns=150 "
+                  "-global cxl-neuron-fabric.link-mbps=64000");
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_T_CLOCK_MHZ), ==, 2000);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_T_DEPTH), ==, 8);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_T_SERVICE_NS), ==, 150);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_T_LINK_MBPS), ==, 64000);
+    g_assert_cmpuint(win_set(&nf, 0, 0, 64, 64, NFABRIC_PATH_GBINARY, 8, 0, 0),
+                     ==, 0);
+    qtest_writeq(nf.qts, nf.hpa, 1);
+    /* 150 ns + 8 B at 64 GB/s (125 ps) + 8 cycles at 2 GHz (4 ns). */
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_T_TOTAL_PS), ==,
+                     150000 + 125 + 4000);
+    nf_stop(&nf);
+}
+
+/*
+ * Reset without re-enumeration: after system_reset the device's BAR is
+ * gone, so set it up again on the same QEMU and check every register.
+ */
+static void test_reset_defaults(void)
+{
+    NF nf;
+    QDict *rsp;
+
+    nf_start(&nf);
+    g_assert_cmpuint(win_set(&nf, 7, 0x1000, 64, 0x2000,
+                             NFABRIC_PATH_GBINARY, 16, 1, 0), ==, 0);
+    qtest_writeq(nf.qts, nf.hpa + 0x1000, 5);
+    wr32(&nf, NFABRIC_REG_MAGIC, 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ERROR_COUNT), ==, 1);
+
+    rsp = qtest_qmp(nf.qts, "{'execute': 'system_reset'}");
+    qobject_unref(rsp);
+    qtest_qmp_eventwait(nf.qts, "RESET");
+
+    /* Enumerate again (reset cleared BARs, bus numbers and decoders). */
+    cfg_writel(nf.qts, RP_BUS, 0, PCI_PRIMARY_BUS,
+               RP_BUS | DEV_BUS << 8 | DEV_BUS << 16);
+    cfg_writew(nf.qts, RP_BUS, 0, PCI_MEMORY_BASE, (BAR0_ADDR >> 16) & 0xfff0);
+    cfg_writew(nf.qts, RP_BUS, 0, PCI_MEMORY_LIMIT,
+               ((BAR0_ADDR + 0xffffff) >> 16) & 0xfff0);
+    cfg_writew(nf.qts, RP_BUS, 0, PCI_COMMAND, PCI_COMMAND_MEMORY);
+    cfg_writel(nf.qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0, BAR0_ADDR);
+    cfg_writel(nf.qts, DEV_BUS, 0, PCI_BASE_ADDRESS_1, 0);
+    cfg_writew(nf.qts, DEV_BUS, 0, PCI_COMMAND, PCI_COMMAND_MEMORY);
+
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ENABLED_MASK), ==, 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ERROR_COUNT), ==, 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==, 0);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_T_TOTAL_PS), ==, 0);
+    for (int p = 0; p < NFABRIC_NUM_PATHS; p++) {
+        for (int f = 0; f < 4; f++) {
+            g_assert_cmpuint(rd64(&nf, NFABRIC_REG_STATS_PATH(p, 8 * f)), ==,
+                             0);
+        }
+    }
+    for (int i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+        for (uint32_t r = 0; r < NFABRIC_WIN_STRIDE - 4; r += 4) {
+            if (r == NFABRIC_WIN_CMD) {
+                continue;
+            }
+            g_assert_cmphex(rd32(&nf, NFABRIC_REG_WIN(i, r)), ==, 0);
+        }
+    }
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_T_DEPTH), ==, 5);
+    nf_stop(&nf);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+    qtest_add_func("/nfabric/ident", test_ident);
+    qtest_add_func("/nfabric/fp32-identity", test_fp32_identity);
+    qtest_add_func("/nfabric/validation", test_validation);
+    qtest_add_func("/nfabric/gbinary", test_gbinary);
+    qtest_add_func("/nfabric/gbinary-saturation", test_gbinary_saturation);
+    qtest_add_func("/nfabric/gternary", test_gternary);
+    qtest_add_func("/nfabric/stats-timing", test_stats_and_timing);
+    qtest_add_func("/nfabric/timing-properties", test_timing_properties);
+    qtest_add_func("/nfabric/reset-defaults", test_reset_defaults);
+    return g_test_run();
+}
