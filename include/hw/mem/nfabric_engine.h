@@ -56,7 +56,9 @@ unsigned nfabric_agg_check(const NFabricAggCfg *cfg);
  * Apply one write of len bytes of packed data, whose first byte is byte off
  * of the window, to the counters.  Returns the number of reserved ternary
  * codes in the data (always 0 for G-Binary), or -1 if [off, off + len) is
- * not inside the window (nothing is changed then).
+ * not inside the window (nothing is changed then).  -1 too, changing
+ * nothing, when nfabric_agg_check(cfg) refuses the configuration; len 0
+ * with off <= cfg->size is a no-op that returns 0.
  */
 int64_t nfabric_agg_write(const NFabricAggCfg *cfg, void *counters,
                           uint64_t off, const uint8_t *data, size_t len);
@@ -77,6 +79,9 @@ int nfabric_agg_read_ref(const NFabricAggCfg *cfg, const void *counters,
 /*
  * Choose the implementation used by nfabric_agg_write/read.  Returns false
  * (and changes nothing) if the host cannot run it.  AUTO is the default.
+ * nfabric_engine_active() names the implementation in use, never AUTO.
+ * The selection is the engine's only mutable global state: the engine is
+ * otherwise reentrant; callers serialise updates of one counter area.
  */
 bool nfabric_engine_select(NFabricImpl impl);
 NFabricImpl nfabric_engine_active(void);
@@ -85,5 +90,12 @@ bool nfabric_engine_supported(NFabricImpl impl);
 
 /* Read counter e of a counter area (tests, tools). */
 int32_t nfabric_counter_get(const void *counters, unsigned width, uint64_t e);
+
+/*
+ * Write counter e of a counter area (tests, tools), v clamped to the
+ * width's range.  Widths other than 8 and 16 write nothing.
+ */
+void nfabric_counter_set(void *counters, unsigned width, uint64_t e,
+                         int32_t v);
 
 #endif /* HW_MEM_NFABRIC_ENGINE_H */
