@@ -15,6 +15,7 @@ NF_QEMU_CONFIGURE_ARGS=(
 NF_QEMU_LINKS=(
     hw/mem/nfabric
     include/hw/mem/cxl_nfabric.h
+    include/hw/mem/nfabric_ctrl.h
     include/hw/mem/nfabric_engine.h
     include/hw/mem/nfabric_regs.h
     include/hw/mem/nfabric_timing.h
@@ -38,6 +39,7 @@ nf_qemu_fetch() {
         [ -n "$dir" ] || nf_die "no qemu-10.0* directory after apt-get source"
     fi
     nf_log "copying $(basename "$dir") to $NF_QEMU_SRC"
+    mkdir -p "$NF_BUILD"
     rm -rf "$NF_QEMU_SRC.tmp"
     cp -a "$dir" "$NF_QEMU_SRC.tmp"
     mv "$NF_QEMU_SRC.tmp" "$NF_QEMU_SRC"

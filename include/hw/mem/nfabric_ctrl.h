@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * NEURON-Fabric controller model: the register block, the path-select table
+ * and the CXL.mem path, over a device memory the caller owns.
+ *
+ * Pure C11, no QEMU headers: the QEMU device (cxl_nfabric.c) wraps it in
+ * MemoryRegions, and the host unit tests and fuzzers drive it directly.
+ * docs/registers.md specifies the behaviour.  Not thread-safe: the caller
+ * serialises calls (QEMU holds the BQL around every access).
+ */
+#ifndef HW_MEM_NFABRIC_CTRL_H
+#define HW_MEM_NFABRIC_CTRL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw/mem/nfabric_engine.h"
+#include "hw/mem/nfabric_regs.h"
+#include "hw/mem/nfabric_timing.h"
+
+/* Statistics kept per path (register order). */
+enum {
+    NFABRIC_STAT_READS,
+    NFABRIC_STAT_WRITES,
+    NFABRIC_STAT_READ_BYTES,
+    NFABRIC_STAT_WRITE_BYTES,
+    NFABRIC_NUM_STATS
+};
+
+/* One entry of the path-select table, as the guest programmed it. */
+typedef struct NFabricWindow {
+    uint64_t dpa_base;
+    uint64_t dpa_size;
+    uint64_t counters;
+    uint32_t ctrl;
+    uint32_t threshold;
+    uint32_t error;
+    uint32_t reserved_codes;
+    uint64_t contrib_writes;
+    uint64_t contrib_bytes;
+} NFabricWindow;
+
+typedef enum NFabricWinEvent {
+    NFABRIC_WIN_EV_ENABLE,
+    NFABRIC_WIN_EV_REJECT,
+    NFABRIC_WIN_EV_DISABLE,
+    NFABRIC_WIN_EV_CLEAR,
+} NFabricWinEvent;
+
+/* What the controller tells its owner.  Any hook may be NULL. */
+typedef struct NFabricCtrlOps {
+    /* Device memory [dpa, dpa + len) changed (migration dirty tracking). */
+    void (*dirty)(void *opaque, uint64_t dpa, uint64_t len);
+    /* A register access was rejected with code (log it as a guest error). */
+    void (*guest_error)(void *opaque, uint64_t off, uint32_t code,
+                        const char *what);
+    /* Tracing. */
+    void (*reg_access)(void *opaque, bool write, uint64_t off, unsigned size,
+                       uint64_t val);
+    void (*window)(void *opaque, NFabricWinEvent ev, unsigned win,
+                   uint32_t code);
+} NFabricCtrlOps;
+
+typedef struct NFabricCtrl {
+    /* Device memory, owned by the caller. */
+    uint8_t *ram;
+    uint64_t ram_size;
+    const NFabricCtrlOps *ops;
+    void *opaque;
+
+    /* Guest-visible state (the device migrates these). */
+    NFabricWindow win[NFABRIC_NUM_WINDOWS];
+    uint32_t last_error;
+    uint32_t error_count;
+    uint64_t stats[NFABRIC_NUM_PATHS][NFABRIC_NUM_STATS];
+    NFabricTiming timing;
+
+    /* Derived from win[] by enable, or by nfabric_ctrl_post_load(). */
+    uint32_t enabled_mask;
+    NFabricAggCfg cfg[NFABRIC_NUM_WINDOWS];
+} NFabricCtrl;
+
+extern const char *const nfabric_path_names[NFABRIC_NUM_PATHS];
+
+/* Set up over ram (checked timing parameters) and reset. */
+void nfabric_ctrl_init(NFabricCtrl *s, uint8_t *ram, uint64_t ram_size,
+                       const NFabricTimingParams *tp,
+                       const NFabricCtrlOps *ops, void *opaque);
+/* Every register to its documented default; windows disabled. */
+void nfabric_ctrl_reset(NFabricCtrl *s);
+
+/* A register access at offset off of the block (any size, any offset). */
+uint64_t nfabric_ctrl_reg_read(NFabricCtrl *s, uint64_t off, unsigned size);
+void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
+                            unsigned size);
+
+/*
+ * A CXL.mem access of len (1..8) bytes at dpa; buf holds the bytes in
+ * memory order.  Returns false (and does nothing) if the range is not
+ * inside device memory or len is 0 or over 8.
+ */
+bool nfabric_ctrl_mem_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
+                             unsigned len, bool write);
+
+/*
+ * After win[] and the other fields were loaded (migration): re-validate
+ * every window whose CTRL has ENABLE set and rebuild the derived state.
+ * Returns 0, or -1 if a window does not validate (state is then unusable).
+ */
+int nfabric_ctrl_post_load(NFabricCtrl *s);
+
+#endif /* HW_MEM_NFABRIC_CTRL_H */
