@@ -8,7 +8,7 @@ nf_host_build() {
         meson setup "$NF_HOST_BUILD" "$NF_ROOT" >/dev/null ||
             nf_die "meson setup of the host build failed"
     fi
-    ninja -C "$NF_HOST_BUILD" >"$NF_BUILD/host-ninja.log" 2>&1 || {
+    ninja -C "$NF_HOST_BUILD" -j "$(nproc)" >"$NF_BUILD/host-ninja.log" 2>&1 || {
         tail -40 "$NF_BUILD/host-ninja.log" >&2
         nf_die "host build failed (log: $NF_BUILD/host-ninja.log)"
     }

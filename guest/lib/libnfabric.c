@@ -1,0 +1,785 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libnfabric: guest user-space access to a NEURON-Fabric CXL device.
+ * See libnfabric.h and docs/guest.md.
+ */
+#include "libnfabric.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PCI_DEVICES "/sys/bus/pci/devices"
+#define CXL_DEVICES "/sys/bus/cxl/devices"
+#define DAX_DEVICES "/sys/bus/dax/devices"
+#define CXL_MEM_CLASS 0x050210u
+
+static int fail(nfabric_dev *d, int err, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    n = snprintf(d->errmsg, sizeof(d->errmsg), "%s: ", nfabric_strerror(err));
+    if (n < 0 || (size_t)n >= sizeof(d->errmsg)) {
+        return err;
+    }
+    va_start(ap, fmt);
+    vsnprintf(d->errmsg + n, sizeof(d->errmsg) - (size_t)n, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+const char *nfabric_strerror(int err)
+{
+    static const char *const dev_err[] = {
+        [NFABRIC_ERR_NONE] = "no error",
+        [NFABRIC_ERR_OVERLAP] = "overlaps an enabled window or counter area",
+        [NFABRIC_ERR_RANGE] = "empty, wrapping or past device memory",
+        [NFABRIC_ERR_ALIGN] = "not 64-byte aligned",
+        [NFABRIC_ERR_PATH] = "unknown path",
+        [NFABRIC_ERR_WIDTH] = "unsupported counter width",
+        [NFABRIC_ERR_THRESHOLD] = "bad G-Ternary threshold",
+        [NFABRIC_ERR_TIE] = "unknown tie rule",
+        [NFABRIC_ERR_BUSY] = "configuration write while enabled",
+        [NFABRIC_ERR_READONLY] = "write to a read-only register",
+        [NFABRIC_ERR_UNMAPPED] = "access to an undefined register offset",
+        [NFABRIC_ERR_ACCESS] = "bad access size or alignment",
+        [NFABRIC_ERR_RESERVED_BITS] = "reserved bits set",
+        [NFABRIC_ERR_COMMAND] = "unknown command",
+    };
+
+    if (err >= 0) {
+        if (err <= NFABRIC_ERR_MAX && dev_err[err]) {
+            return dev_err[err];
+        }
+        return "unknown device error";
+    }
+    switch (err) {
+    case NFLIB_ENODEV: return "no NEURON-Fabric device found";
+    case NFLIB_EOPEN: return "cannot open";
+    case NFLIB_EMMAP: return "cannot map";
+    case NFLIB_EMAGIC: return "bad register block magic";
+    case NFLIB_EVERSION: return "unsupported register layout version";
+    case NFLIB_ENODAX: return "no dax device for the device's region";
+    case NFLIB_EINVAL: return "invalid argument";
+    case NFLIB_ENOREGS: return "device opened without registers";
+    case NFLIB_ENOMEM: return "device opened without memory";
+    case NFLIB_ESYSFS: return "unexpected sysfs content";
+    default: return "unknown library error";
+    }
+}
+
+const char *nfabric_errmsg(const nfabric_dev *d)
+{
+    return d->errmsg[0] ? d->errmsg : "no error";
+}
+
+const char *nfabric_path_name(unsigned path)
+{
+    switch (path) {
+    case NFABRIC_PATH_FP32: return "fp32";
+    case NFABRIC_PATH_GBINARY: return "gbinary";
+    case NFABRIC_PATH_GTERNARY: return "gternary";
+    default: return "?";
+    }
+}
+
+int nfabric_path_parse(const char *s)
+{
+    char *end;
+    unsigned long v;
+
+    if (!strcmp(s, "fp32")) {
+        return NFABRIC_PATH_FP32;
+    }
+    if (!strcmp(s, "gbinary")) {
+        return NFABRIC_PATH_GBINARY;
+    }
+    if (!strcmp(s, "gternary")) {
+        return NFABRIC_PATH_GTERNARY;
+    }
+    errno = 0;
+    v = strtoul(s, &end, 0);
+    if (errno || end == s || *end || v > 15) {
+        return -1;
+    }
+    return (int)v;
+}
+
+/* ---- sysfs helpers ---------------------------------------------------- */
+
+/* Read a sysfs file into buf, trailing newline removed; 0 or -1. */
+static int read_str(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (!f) {
+        return -1;
+    }
+    n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) {
+        buf[--n] = 0;
+    }
+    return 0;
+}
+
+static int read_u64(const char *path, uint64_t *v)
+{
+    char buf[64], *end;
+
+    if (read_str(path, buf, sizeof(buf)) || !buf[0]) {
+        return -1;
+    }
+    errno = 0;
+    *v = strtoull(buf, &end, 0);
+    return errno || *end ? -1 : 0;
+}
+
+/* basename of the target of symlink path; 0 or -1. */
+static int link_base(const char *path, char *buf, size_t len)
+{
+    char tgt[PATH_MAX];
+    ssize_t n = readlink(path, tgt, sizeof(tgt) - 1);
+    const char *b;
+
+    if (n < 0) {
+        return -1;
+    }
+    tgt[n] = 0;
+    b = strrchr(tgt, '/');
+    b = b ? b + 1 : tgt;
+    if (strlen(b) >= len) {
+        return -1;
+    }
+    strcpy(buf, b);
+    return 0;
+}
+
+static bool starts_with(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* Find the PCI device; returns 0 and fills d->pci_name. */
+static int find_pci(nfabric_dev *d, bool any_cxl_mem)
+{
+    DIR *dir = opendir(PCI_DEVICES);
+    struct dirent *e;
+    char path[PATH_MAX];
+    uint64_t vendor, device, class;
+    int found = 0;
+
+    if (!dir) {
+        return fail(d, NFLIB_EOPEN, "%s: %s", PCI_DEVICES, strerror(errno));
+    }
+    while (!found && (e = readdir(dir))) {
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        snprintf(path, sizeof(path), PCI_DEVICES "/%s/vendor", e->d_name);
+        if (read_u64(path, &vendor)) {
+            continue;
+        }
+        snprintf(path, sizeof(path), PCI_DEVICES "/%s/device", e->d_name);
+        if (read_u64(path, &device)) {
+            continue;
+        }
+        snprintf(path, sizeof(path), PCI_DEVICES "/%s/class", e->d_name);
+        if (read_u64(path, &class)) {
+            continue;
+        }
+        if ((vendor == NFABRIC_PCI_VENDOR_ID && device == NFABRIC_PCI_DEVICE_ID) ||
+            (any_cxl_mem && class == CXL_MEM_CLASS)) {
+            snprintf(d->pci_name, sizeof(d->pci_name), "%.63s", e->d_name);
+            found = 1;
+        }
+    }
+    closedir(dir);
+    if (!found) {
+        return fail(d, NFLIB_ENODEV, any_cxl_mem ?
+                    "no PCI device of class 0x%06x in " PCI_DEVICES :
+                    "no PCI device %04x:%04x in " PCI_DEVICES
+                    " (is the QEMU device cxl-neuron-fabric?)",
+                    any_cxl_mem ? CXL_MEM_CLASS : NFABRIC_PCI_VENDOR_ID,
+                    NFABRIC_PCI_DEVICE_ID);
+    }
+    return 0;
+}
+
+/* The memdev (memN) that is a child of the PCI device. */
+static int find_memdev(nfabric_dev *d)
+{
+    char path[PATH_MAX];
+    DIR *dir;
+    struct dirent *e;
+
+    snprintf(path, sizeof(path), PCI_DEVICES "/%s", d->pci_name);
+    dir = opendir(path);
+    if (!dir) {
+        return fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
+    }
+    while ((e = readdir(dir))) {
+        if (starts_with(e->d_name, "mem") && e->d_name[3] >= '0' &&
+            e->d_name[3] <= '9' && strlen(e->d_name) < sizeof(d->memdev)) {
+            strcpy(d->memdev, e->d_name);
+            break;
+        }
+    }
+    closedir(dir);
+    if (!d->memdev[0]) {
+        return fail(d, NFLIB_ENODAX, "%s has no CXL memdev (is cxl_pci loaded?)",
+                    d->pci_name);
+    }
+    return 0;
+}
+
+/*
+ * The region whose target is an endpoint decoder of our memdev, the DPA
+ * where that decoder starts, and the region's dax device.
+ */
+static int find_region(nfabric_dev *d, uint64_t *region_hpa)
+{
+    DIR *dir = opendir(CXL_DEVICES);
+    struct dirent *e;
+    char path[PATH_MAX], dec[64], port[64], mem[64];
+    uint64_t ways = 0;
+    int found = 0;
+
+    if (!dir) {
+        return fail(d, NFLIB_ENODAX, "%s: %s (no CXL bus?)", CXL_DEVICES,
+                    strerror(errno));
+    }
+    while (!found && (e = readdir(dir))) {
+        if (!starts_with(e->d_name, "region")) {
+            continue;
+        }
+        for (unsigned t = 0; t < 16 && !found; t++) {
+            snprintf(path, sizeof(path), CXL_DEVICES "/%s/target%u", e->d_name, t);
+            if (read_str(path, dec, sizeof(dec)) || !dec[0]) {
+                break;
+            }
+            /* decoderE.N lives under endpointE, whose uport is memX. */
+            snprintf(path, sizeof(path), CXL_DEVICES "/%s", dec);
+            {
+                char real[PATH_MAX], *slash;
+
+                if (!realpath(path, real)) {
+                    continue;
+                }
+                slash = strrchr(real, '/');
+                if (!slash) {
+                    continue;
+                }
+                *slash = 0;
+                slash = strrchr(real, '/');
+                snprintf(port, sizeof(port), "%.63s", slash ? slash + 1 : real);
+            }
+            snprintf(path, sizeof(path), CXL_DEVICES "/%s/uport", port);
+            if (link_base(path, mem, sizeof(mem)) || strcmp(mem, d->memdev)) {
+                continue;
+            }
+            snprintf(d->region, sizeof(d->region), "%.31s", e->d_name);
+            snprintf(path, sizeof(path), CXL_DEVICES "/%s/interleave_ways", e->d_name);
+            if (read_u64(path, &ways) || ways != 1) {
+                closedir(dir);
+                return fail(d, NFLIB_ESYSFS, "%s: interleave_ways %" PRIu64
+                            " (only 1 is supported)", d->region, ways);
+            }
+            snprintf(path, sizeof(path), CXL_DEVICES "/%s/dpa_resource", dec);
+            if (read_u64(path, &d->dpa_base)) {
+                closedir(dir);
+                return fail(d, NFLIB_ESYSFS, "cannot read %s", path);
+            }
+            snprintf(path, sizeof(path), CXL_DEVICES "/%s/resource", e->d_name);
+            if (read_u64(path, region_hpa)) {
+                closedir(dir);
+                return fail(d, NFLIB_ESYSFS, "cannot read %s", path);
+            }
+            found = 1;
+        }
+    }
+    closedir(dir);
+    if (!found) {
+        return fail(d, NFLIB_ENODAX, "no CXL region targets %s (was the region "
+                    "created? see docs/guest.md)", d->memdev);
+    }
+    return 0;
+}
+
+static int find_dax(nfabric_dev *d)
+{
+    char path[PATH_MAX];
+    DIR *dir, *sub;
+    struct dirent *e, *f;
+
+    snprintf(path, sizeof(path), CXL_DEVICES "/%s", d->region);
+    dir = opendir(path);
+    if (!dir) {
+        return fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
+    }
+    while (!d->dax_name[0] && (e = readdir(dir))) {
+        if (!starts_with(e->d_name, "dax_region")) {
+            continue;
+        }
+        snprintf(path, sizeof(path), CXL_DEVICES "/%s/%s", d->region, e->d_name);
+        sub = opendir(path);
+        if (!sub) {
+            continue;
+        }
+        while ((f = readdir(sub))) {
+            if (starts_with(f->d_name, "dax") && strchr(f->d_name, '.') &&
+                strlen(f->d_name) < sizeof(d->dax_name)) {
+                strcpy(d->dax_name, f->d_name);
+                break;
+            }
+        }
+        closedir(sub);
+    }
+    closedir(dir);
+    if (!d->dax_name[0]) {
+        return fail(d, NFLIB_ENODAX, "%s has no dax device (is dax_cxl loaded?)",
+                    d->region);
+    }
+    return 0;
+}
+
+static int map_mem(nfabric_dev *d)
+{
+    char path[PATH_MAX], drv[64];
+    uint64_t size, hpa_region = 0, hpa_dax;
+    int rc;
+    void *p;
+
+    if ((rc = find_memdev(d)) || (rc = find_region(d, &hpa_region)) ||
+        (rc = find_dax(d))) {
+        return rc;
+    }
+    snprintf(path, sizeof(path), DAX_DEVICES "/%s/driver", d->dax_name);
+    if (link_base(path, drv, sizeof(drv)) || strcmp(drv, "device_dax")) {
+        return fail(d, NFLIB_ENODAX, "%s is not bound to device_dax (see "
+                    "docs/guest.md)", d->dax_name);
+    }
+    snprintf(path, sizeof(path), DAX_DEVICES "/%s/size", d->dax_name);
+    if (read_u64(path, &size) || !size) {
+        return fail(d, NFLIB_ESYSFS, "cannot read %s", path);
+    }
+    /* A dax device may start inside its region. */
+    snprintf(path, sizeof(path), DAX_DEVICES "/%s/resource", d->dax_name);
+    if (!read_u64(path, &hpa_dax) && hpa_dax >= hpa_region) {
+        d->dpa_base += hpa_dax - hpa_region;
+    }
+    snprintf(path, sizeof(path), "/dev/%s", d->dax_name);
+    d->dax_fd = open(path, O_RDWR | O_SYNC);
+    if (d->dax_fd < 0) {
+        return fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
+    }
+    p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, d->dax_fd, 0);
+    if (p == MAP_FAILED) {
+        return fail(d, NFLIB_EMMAP, "%s (%" PRIu64 " bytes): %s", path, size,
+                    strerror(errno));
+    }
+    d->mem = p;
+    d->mem_size = size;
+    return 0;
+}
+
+static int map_regs(nfabric_dev *d)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    void *p;
+    uint32_t magic;
+
+    snprintf(path, sizeof(path), PCI_DEVICES "/%s/resource0", d->pci_name);
+    d->bar_fd = open(path, O_RDWR | O_SYNC);
+    if (d->bar_fd < 0) {
+        return fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
+    }
+    if (fstat(d->bar_fd, &st) || st.st_size < NFABRIC_REGS_OFFSET + NFABRIC_REGS_SIZE) {
+        return fail(d, NFLIB_ESYSFS, "%s: size %lld, need %d", path,
+                    (long long)st.st_size, NFABRIC_REGS_OFFSET + NFABRIC_REGS_SIZE);
+    }
+    p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+             d->bar_fd, 0);
+    if (p == MAP_FAILED) {
+        return fail(d, NFLIB_EMMAP, "%s: %s", path, strerror(errno));
+    }
+    d->bar = p;
+    d->bar_size = (size_t)st.st_size;
+    d->regs = (volatile uint8_t *)p + NFABRIC_REGS_OFFSET;
+    magic = nfabric_rd32(d, NFABRIC_REG_MAGIC);
+    if (magic != NFABRIC_MAGIC) {
+        return fail(d, NFLIB_EMAGIC, "%s+0x%x reads 0x%08x, expected 0x%08x",
+                    path, NFABRIC_REGS_OFFSET, magic, NFABRIC_MAGIC);
+    }
+    d->version = nfabric_rd32(d, NFABRIC_REG_VERSION);
+    if ((d->version >> 16) != NFABRIC_VERSION_MAJOR) {
+        return fail(d, NFLIB_EVERSION, "device version %u.%u, library %u.%u",
+                    d->version >> 16, d->version & 0xffff,
+                    NFABRIC_VERSION_MAJOR, NFABRIC_VERSION_MINOR);
+    }
+    d->caps = nfabric_rd32(d, NFABRIC_REG_CAPS);
+    d->dev_mem_size = nfabric_rd64(d, NFABRIC_REG_MEM_SIZE);
+    return 0;
+}
+
+int nfabric_open(nfabric_dev *d, unsigned flags)
+{
+    int rc;
+
+    memset(d, 0, sizeof(*d));
+    d->flags = flags;
+    d->bar_fd = d->dax_fd = -1;
+    if (flags & NFABRIC_OPEN_NO_REGS && flags & NFABRIC_OPEN_NO_MEM) {
+        return fail(d, NFLIB_EINVAL, "NO_REGS and NO_MEM together");
+    }
+    rc = find_pci(d, flags & NFABRIC_OPEN_NO_REGS);
+    if (!rc && !(flags & NFABRIC_OPEN_NO_REGS)) {
+        rc = map_regs(d);
+    }
+    if (!rc && !(flags & NFABRIC_OPEN_NO_MEM)) {
+        rc = map_mem(d);
+    }
+    if (rc) {
+        char msg[sizeof(d->errmsg)];
+
+        memcpy(msg, d->errmsg, sizeof(msg));
+        nfabric_close(d);
+        memcpy(d->errmsg, msg, sizeof(msg));
+    }
+    return rc;
+}
+
+void nfabric_close(nfabric_dev *d)
+{
+    if (d->mem) {
+        munmap(d->mem, d->mem_size);
+    }
+    if (d->bar) {
+        munmap(d->bar, d->bar_size);
+    }
+    if (d->dax_fd >= 0) {
+        close(d->dax_fd);
+    }
+    if (d->bar_fd >= 0) {
+        close(d->bar_fd);
+    }
+    d->mem = NULL;
+    d->bar = NULL;
+    d->regs = NULL;
+    d->dax_fd = d->bar_fd = -1;
+    d->errmsg[0] = 0;
+}
+
+/* ---- registers ------------------------------------------------------- */
+
+uint32_t nfabric_rd32(const nfabric_dev *d, uint32_t off)
+{
+    return *(volatile uint32_t *)(d->regs + off);
+}
+
+void nfabric_wr32(const nfabric_dev *d, uint32_t off, uint32_t v)
+{
+    *(volatile uint32_t *)(d->regs + off) = v;
+}
+
+uint64_t nfabric_rd64(const nfabric_dev *d, uint32_t off)
+{
+    uint64_t lo = nfabric_rd32(d, off);
+    uint64_t hi = nfabric_rd32(d, off + 4);
+
+    return lo | hi << 32;
+}
+
+void nfabric_wr64(const nfabric_dev *d, uint32_t off, uint64_t v)
+{
+    nfabric_wr32(d, off, (uint32_t)v);
+    nfabric_wr32(d, off + 4, (uint32_t)(v >> 32));
+}
+
+unsigned nfabric_num_windows(const nfabric_dev *d)
+{
+    unsigned n = d->caps & NFABRIC_CAPS_WINDOWS_MASK;
+
+    return n > NFABRIC_NUM_WINDOWS ? NFABRIC_NUM_WINDOWS : n;
+}
+
+static int need_regs(nfabric_dev *d)
+{
+    if (!d->regs) {
+        return fail(d, NFLIB_ENOREGS, "no register block mapped");
+    }
+    return 0;
+}
+
+/*
+ * A register write, judged by the device: if its error count moved, the
+ * write was refused and the window's (else the global) error is returned.
+ */
+static int judged(nfabric_dev *d, unsigned win, uint32_t before, const char *what)
+{
+    uint32_t err;
+
+    if (nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT) == before) {
+        return 0;
+    }
+    err = win < NFABRIC_NUM_WINDOWS ?
+        nfabric_rd32(d, NFABRIC_REG_WIN(win, NFABRIC_WIN_ERROR)) : 0;
+    if (!err) {
+        err = nfabric_rd32(d, NFABRIC_REG_LAST_ERROR);
+    }
+    if (!err) {
+        err = NFABRIC_ERR_MAX + 1;
+    }
+    return fail(d, (int)err, "%s refused by the device (error %u)", what, err);
+}
+
+static int check_win(nfabric_dev *d, unsigned i)
+{
+    int rc = need_regs(d);
+
+    if (rc) {
+        return rc;
+    }
+    if (i >= nfabric_num_windows(d)) {
+        return fail(d, NFLIB_EINVAL, "window %u: the device has %u windows", i,
+                    nfabric_num_windows(d));
+    }
+    return 0;
+}
+
+int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c)
+{
+    uint32_t before, ctrl;
+    int rc = check_win(d, i);
+
+    if (rc) {
+        return rc;
+    }
+    before = nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT);
+    nfabric_wr64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE), c->base);
+    nfabric_wr64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE), c->size);
+    nfabric_wr64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS), c->counters);
+    nfabric_wr32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD), c->threshold);
+    if ((rc = judged(d, i, before, "window configuration write"))) {
+        return rc;
+    }
+    ctrl = NFABRIC_WCTRL(c->path, c->width, c->tie) | NFABRIC_WCTRL_ENABLE;
+    nfabric_wr32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), ctrl);
+    if ((rc = judged(d, i, before, "window enable"))) {
+        return rc;
+    }
+    if (!(nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)) & NFABRIC_WCTRL_ENABLE)) {
+        uint32_t err = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR));
+
+        return fail(d, err ? (int)err : NFABRIC_ERR_MAX + 1,
+                    "window %u: enable refused (error %u)", i, err);
+    }
+    return 0;
+}
+
+int nfabric_window_disable(nfabric_dev *d, unsigned i)
+{
+    uint32_t before, ctrl;
+    int rc = check_win(d, i);
+
+    if (rc) {
+        return rc;
+    }
+    before = nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT);
+    ctrl = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
+    nfabric_wr32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), ctrl & ~NFABRIC_WCTRL_ENABLE);
+    return judged(d, i, before, "window disable");
+}
+
+int nfabric_window_clear(nfabric_dev *d, unsigned i)
+{
+    uint32_t before;
+    int rc = check_win(d, i);
+
+    if (rc) {
+        return rc;
+    }
+    before = nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT);
+    nfabric_wr32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR);
+    return judged(d, i, before, "window clear");
+}
+
+int nfabric_windows_reset(nfabric_dev *d)
+{
+    int rc = need_regs(d);
+
+    for (unsigned i = 0; !rc && i < nfabric_num_windows(d); i++) {
+        if (nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)) & NFABRIC_WCTRL_ENABLE) {
+            rc = nfabric_window_disable(d, i);
+        }
+    }
+    return rc;
+}
+
+int nfabric_window_get(const nfabric_dev *d, unsigned i, nfabric_win_state *s)
+{
+    uint32_t ctrl;
+
+    memset(s, 0, sizeof(*s));
+    if (!d->regs || i >= nfabric_num_windows(d)) {
+        return !d->regs ? NFLIB_ENOREGS : NFLIB_EINVAL;
+    }
+    s->cfg.base = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE));
+    s->cfg.size = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE));
+    s->cfg.counters = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS));
+    ctrl = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
+    s->ctrl = ctrl;
+    s->enabled = ctrl & NFABRIC_WCTRL_ENABLE;
+    s->cfg.path = (ctrl & NFABRIC_WCTRL_PATH_MASK) >> NFABRIC_WCTRL_PATH_SHIFT;
+    s->cfg.width = (ctrl & NFABRIC_WCTRL_WIDTH_MASK) >> NFABRIC_WCTRL_WIDTH_SHIFT;
+    s->cfg.tie = (ctrl & NFABRIC_WCTRL_TIE_MASK) >> NFABRIC_WCTRL_TIE_SHIFT;
+    s->cfg.threshold = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD));
+    s->error = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR));
+    s->contrib_writes = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CONTRIB_WRITES));
+    s->contrib_bytes = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CONTRIB_BYTES));
+    s->reserved_codes = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_RESERVED_CODES));
+    return 0;
+}
+
+static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return alen && blen && a < b + blen && b < a + alen;
+}
+
+unsigned nfabric_window_check(const nfabric_dev *d, unsigned i,
+                              const nfabric_win_cfg *c)
+{
+    bool agg = c->path == NFABRIC_PATH_GBINARY || c->path == NFABRIC_PATH_GTERNARY;
+    uint64_t cbytes, msize = d->dev_mem_size;
+    nfabric_win_state s;
+
+    if (c->path >= NFABRIC_NUM_PATHS) {
+        return NFABRIC_ERR_PATH;
+    }
+    if (agg && c->width != 8 && c->width != 16) {
+        return NFABRIC_ERR_WIDTH;
+    }
+    if (c->path == NFABRIC_PATH_GBINARY && c->tie >= NFABRIC_NUM_TIES) {
+        return NFABRIC_ERR_TIE;
+    }
+    if (c->path == NFABRIC_PATH_GTERNARY &&
+        (c->threshold == 0 || c->threshold > (1u << (c->width - 1)) - 1u)) {
+        return NFABRIC_ERR_THRESHOLD;
+    }
+    /* The device's order: range, counter range, alignment, overlap. */
+    cbytes = nfabric_counter_bytes(c->path, c->width, c->size);
+    if (!c->size || c->base > msize || c->size > msize - c->base) {
+        return NFABRIC_ERR_RANGE;
+    }
+    if (cbytes && (c->counters > msize || cbytes > msize - c->counters)) {
+        return NFABRIC_ERR_RANGE;
+    }
+    if (c->base % NFABRIC_ALIGN || c->size % NFABRIC_ALIGN ||
+        (cbytes && c->counters % NFABRIC_ALIGN)) {
+        return NFABRIC_ERR_ALIGN;
+    }
+    if (agg && overlaps(c->base, c->size, c->counters, cbytes)) {
+        return NFABRIC_ERR_OVERLAP;
+    }
+    for (unsigned j = 0; j < nfabric_num_windows(d); j++) {
+        uint64_t jc;
+
+        if (j == i || nfabric_window_get(d, j, &s) || !s.enabled) {
+            continue;
+        }
+        jc = nfabric_counter_bytes(s.cfg.path, s.cfg.width, s.cfg.size);
+        if (overlaps(c->base, c->size, s.cfg.base, s.cfg.size) ||
+            overlaps(c->base, c->size, s.cfg.counters, jc) ||
+            (agg && overlaps(c->counters, cbytes, s.cfg.base, s.cfg.size)) ||
+            (agg && overlaps(c->counters, cbytes, s.cfg.counters, jc))) {
+            return NFABRIC_ERR_OVERLAP;
+        }
+    }
+    return NFABRIC_ERR_NONE;
+}
+
+int nfabric_ctrl(nfabric_dev *d, uint32_t cmd)
+{
+    uint32_t before;
+    int rc = need_regs(d);
+
+    if (rc) {
+        return rc;
+    }
+    before = nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT);
+    nfabric_wr32(d, NFABRIC_REG_CTRL, cmd);
+    if (cmd & NFABRIC_CTRL_CLEAR_ERROR) {
+        return 0;   /* the count was just zeroed */
+    }
+    return judged(d, NFABRIC_NUM_WINDOWS, before, "CTRL command");
+}
+
+int nfabric_stats(const nfabric_dev *d, nfabric_path_stats st[NFABRIC_NUM_PATHS])
+{
+    if (!d->regs) {
+        return NFLIB_ENOREGS;
+    }
+    for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
+        st[p].reads = nfabric_rd64(d, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_READS));
+        st[p].writes = nfabric_rd64(d, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_WRITES));
+        st[p].read_bytes = nfabric_rd64(d, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_READ_BYTES));
+        st[p].write_bytes = nfabric_rd64(d, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_WRITE_BYTES));
+    }
+    return 0;
+}
+
+int nfabric_timing_read(const nfabric_dev *d, nfabric_timing *t)
+{
+    if (!d->regs) {
+        return NFLIB_ENOREGS;
+    }
+    t->clock_mhz = nfabric_rd32(d, NFABRIC_REG_T_CLOCK_MHZ);
+    t->depth = nfabric_rd32(d, NFABRIC_REG_T_DEPTH);
+    t->service_ns = nfabric_rd32(d, NFABRIC_REG_T_SERVICE_NS);
+    t->link_mbps = nfabric_rd32(d, NFABRIC_REG_T_LINK_MBPS);
+    t->exposed_ppm = nfabric_rd32(d, NFABRIC_REG_T_EXPOSED_PPM);
+    t->total_ps = nfabric_rd64(d, NFABRIC_REG_T_TOTAL_PS);
+    for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
+        t->path_time_ps[p] = nfabric_rd64(d, NFABRIC_REG_T_PATH_FIELD(p, NFABRIC_T_PATH_TIME_PS));
+        t->path_exposed_ps[p] = nfabric_rd64(d, NFABRIC_REG_T_PATH_FIELD(p, NFABRIC_T_PATH_EXPOSED_PS));
+    }
+    return 0;
+}
+
+void *nfabric_dpa_ptr(const nfabric_dev *d, uint64_t dpa, uint64_t len)
+{
+    if (!d->mem || dpa < d->dpa_base || dpa - d->dpa_base > d->mem_size ||
+        len > d->mem_size - (dpa - d->dpa_base)) {
+        return NULL;
+    }
+    return d->mem + (dpa - d->dpa_base);
+}
+
+int32_t nfabric_counter(const nfabric_dev *d, uint64_t counters,
+                        unsigned width, uint64_t e)
+{
+    const volatile uint8_t *p = nfabric_dpa_ptr(d, counters + e * (width / 8), width / 8);
+
+    if (!p) {
+        return 0;
+    }
+    if (width == 16) {
+        uint16_t v = (uint16_t)(p[0] | p[1] << 8);
+
+        return (int16_t)v;
+    }
+    return (int8_t)p[0];
+}

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libnfabric: guest user-space access to a NEURON-Fabric CXL device.
+ *
+ * Finds the device in /sys/bus/pci/devices by PCI ID, maps its register
+ * block (BAR0 + NFABRIC_REGS_OFFSET, through sysfs resource0) and the
+ * device memory of its CXL RAM region (/dev/daxX.Y), and programs the
+ * path-select windows.  Plain C11 + POSIX; docs/guest.md describes it.
+ *
+ * Return values: 0 on success; a positive value is an error code reported
+ * by the device (NFABRIC_ERR_*, include/hw/mem/nfabric_regs.h); a negative
+ * value is a library error (NFLIB_E*).  nfabric_strerror() names both;
+ * nfabric_errmsg() gives the last failure's message with its detail.
+ */
+#ifndef NFABRIC_GUEST_LIB_H
+#define NFABRIC_GUEST_LIB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hw/mem/nfabric_regs.h"
+
+/* Library errors (negative). */
+#define NFLIB_ENODEV      (-1)  /* no device with the NEURON-Fabric PCI ID */
+#define NFLIB_EOPEN       (-2)  /* a sysfs or /dev file could not be opened */
+#define NFLIB_EMMAP       (-3)  /* mmap failed */
+#define NFLIB_EMAGIC      (-4)  /* register block has the wrong magic */
+#define NFLIB_EVERSION    (-5)  /* unsupported register layout version */
+#define NFLIB_ENODAX      (-6)  /* no dax device for the device's region */
+#define NFLIB_EINVAL      (-7)  /* invalid argument */
+#define NFLIB_ENOREGS     (-8)  /* opened without registers */
+#define NFLIB_ENOMEM      (-9)  /* opened without device memory */
+#define NFLIB_ESYSFS      (-10) /* unexpected sysfs content */
+
+/* nfabric_open() flags. */
+#define NFABRIC_OPEN_NO_REGS  (1u << 0) /* memory only (e.g. stock cxl-type3) */
+#define NFABRIC_OPEN_NO_MEM   (1u << 1) /* registers only */
+
+typedef struct nfabric_dev {
+    unsigned flags;
+    char pci_name[64];          /* e.g. "0000:0d:00.0" (empty: none) */
+    char memdev[32];            /* e.g. "mem0" */
+    char region[32];            /* e.g. "region0" */
+    char dax_name[32];          /* e.g. "dax0.0" */
+    /* Registers. */
+    int bar_fd;
+    void *bar;
+    size_t bar_size;
+    volatile uint8_t *regs;     /* bar + NFABRIC_REGS_OFFSET */
+    uint32_t version, caps;
+    uint64_t dev_mem_size;      /* NFABRIC_REG_MEM_SIZE */
+    /* Device memory (the dax mapping). */
+    int dax_fd;
+    uint8_t *mem;
+    size_t mem_size;
+    uint64_t dpa_base;          /* DPA of mem[0] */
+    char errmsg[512];
+} nfabric_dev;
+
+/* What a window is programmed with. */
+typedef struct nfabric_win_cfg {
+    uint64_t base;              /* DPA of the data */
+    uint64_t size;              /* data bytes */
+    uint64_t counters;          /* DPA of the counter area (aggregating paths) */
+    unsigned path;              /* NFABRIC_PATH_* */
+    unsigned width;             /* counter width in bits: 8, 16 */
+    unsigned tie;               /* NFABRIC_TIE_* */
+    uint32_t threshold;         /* G-Ternary gate */
+} nfabric_win_cfg;
+
+/* What a window reports. */
+typedef struct nfabric_win_state {
+    nfabric_win_cfg cfg;
+    uint32_t ctrl;              /* raw WIN_CTRL */
+    bool enabled;
+    uint32_t error;             /* WIN_ERROR */
+    uint64_t contrib_writes;    /* writes since the round was cleared */
+    uint64_t contrib_bytes;
+    uint32_t reserved_codes;
+} nfabric_win_state;
+
+typedef struct nfabric_path_stats {
+    uint64_t reads, writes, read_bytes, write_bytes;
+} nfabric_path_stats;
+
+typedef struct nfabric_timing {
+    uint32_t clock_mhz, depth, service_ns, link_mbps;
+    uint32_t exposed_ppm;
+    uint64_t total_ps;
+    uint64_t path_time_ps[NFABRIC_NUM_PATHS];
+    uint64_t path_exposed_ps[NFABRIC_NUM_PATHS];
+} nfabric_timing;
+
+const char *nfabric_strerror(int err);
+const char *nfabric_errmsg(const nfabric_dev *d);
+const char *nfabric_path_name(unsigned path);
+/* Parse "fp32", "gbinary", "gternary" (or a number); -1 if unknown. */
+int nfabric_path_parse(const char *s);
+
+/*
+ * Open the first NEURON-Fabric device (or, with NFABRIC_OPEN_NO_REGS, the
+ * first CXL memory device with a dax region).  d is always initialised, so
+ * nfabric_close() and nfabric_errmsg() may be called after a failure.
+ */
+int nfabric_open(nfabric_dev *d, unsigned flags);
+void nfabric_close(nfabric_dev *d);
+
+/* Raw register access at offsets of the register block (32-bit MMIO). */
+uint32_t nfabric_rd32(const nfabric_dev *d, uint32_t off);
+void nfabric_wr32(const nfabric_dev *d, uint32_t off, uint32_t v);
+/* 64-bit registers as two 32-bit halves, low then high. */
+uint64_t nfabric_rd64(const nfabric_dev *d, uint32_t off);
+void nfabric_wr64(const nfabric_dev *d, uint32_t off, uint64_t v);
+
+unsigned nfabric_num_windows(const nfabric_dev *d);
+
+/*
+ * Program window i and enable it.  Returns 0, the device's error code
+ * (positive: WIN_ERROR after a refused write or enable), or a library
+ * error.  The library does not pre-validate: the device is the judge.
+ */
+int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c);
+/* Disable window i (its counters stay in memory). */
+int nfabric_window_disable(nfabric_dev *d, unsigned i);
+/* Start a new aggregation round on window i (zeroes counters, contributions). */
+int nfabric_window_clear(nfabric_dev *d, unsigned i);
+int nfabric_window_get(const nfabric_dev *d, unsigned i, nfabric_win_state *s);
+/* Disable every window. */
+int nfabric_windows_reset(nfabric_dev *d);
+
+/*
+ * The error code the device should give for c in window i, judged here
+ * from the documented rules against the other enabled windows (a cross
+ * check for tests and for the tool's diagnostics).
+ */
+unsigned nfabric_window_check(const nfabric_dev *d, unsigned i,
+                              const nfabric_win_cfg *c);
+
+/* Global CTRL command (NFABRIC_CTRL_*); returns the device error. */
+int nfabric_ctrl(nfabric_dev *d, uint32_t cmd);
+int nfabric_stats(const nfabric_dev *d, nfabric_path_stats st[NFABRIC_NUM_PATHS]);
+int nfabric_timing_read(const nfabric_dev *d, nfabric_timing *t);
+
+/* Device memory: pointer to DPA dpa (NULL if outside the mapping). */
+void *nfabric_dpa_ptr(const nfabric_dev *d, uint64_t dpa, uint64_t len);
+
+/* Counter e of a counter area at DPA counters (signed LE, width bits). */
+int32_t nfabric_counter(const nfabric_dev *d, uint64_t counters,
+                        unsigned width, uint64_t e);
+
+#endif /* NFABRIC_GUEST_LIB_H */

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nfabric-test: the guest-side functional tests of a NEURON-Fabric device,
+ * run inside the guest after the CXL region exists.  TAP on stdout.
+ *
+ *   nfabric-test [--only GROUP,...] [--seed N] [--list]
+ *
+ * Groups: fp32 gbinary gternary mixed config stats (default: all).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "gt.h"
+
+nfabric_dev *gt_dev;
+bool gt_have_regs;
+uint64_t gt_seed = 0x4e464142u;
+
+int gt_check_at(int ok, const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    int r;
+
+    va_start(ap, fmt);
+    r = tap_vcheck(ok, file, line, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+void gt_diag(const char *fmt, ...)
+{
+    va_list ap;
+
+    printf("# ");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+void gt_summary(const char *fmt, ...)
+{
+    va_list ap;
+
+    printf("summary: ");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+bool gt_need_regs(const char *group)
+{
+    if (gt_have_regs) {
+        return true;
+    }
+    CHECK(0, "%s: needs the NEURON-Fabric register block: %s", group,
+          nfabric_errmsg(gt_dev));
+    return false;
+}
+
+void gt_write_bytes(volatile uint8_t *dst, const uint8_t *src, size_t len,
+                    unsigned size)
+{
+    for (size_t i = 0; i + size <= len; i += size) {
+        uint64_t v = 0;
+
+        for (unsigned k = 0; k < size; k++) {
+            v |= (uint64_t)src[i + k] << (8 * k);
+        }
+        gt_st(dst + i, size, v);
+    }
+}
+
+void gt_read_bytes(uint8_t *dst, const volatile uint8_t *src, size_t len,
+                   unsigned size)
+{
+    for (size_t i = 0; i + size <= len; i += size) {
+        uint64_t v = gt_ld(src + i, size);
+
+        for (unsigned k = 0; k < size; k++) {
+            dst[i + k] = (uint8_t)(v >> (8 * k));
+        }
+    }
+}
+
+uint64_t gt_rand(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double gt_uniform(uint64_t *state)
+{
+    return (double)(gt_rand(state) >> 11) / 4503599627370496.0 - 1.0;
+}
+
+double gt_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+volatile uint8_t *gt_mem(uint64_t dpa, uint64_t len)
+{
+    return nfabric_dpa_ptr(gt_dev, dpa, len);
+}
+
+bool gt_fork_workers(unsigned n, int (*fn)(unsigned j, void *arg), void *arg)
+{
+    pid_t pid[GT_WORKERS];
+    bool ok = true;
+
+    fflush(stdout);
+    fflush(stderr);
+    for (unsigned w = 0; w < GT_WORKERS; w++) {
+        pid[w] = fork();
+        if (pid[w] < 0) {
+            gt_diag("fork: %s", strerror(errno));
+            ok = false;
+            continue;
+        }
+        if (pid[w] == 0) {
+            int rc = 0;
+
+            for (unsigned j = w; j < n; j += GT_WORKERS) {
+                rc |= fn(j, arg);
+            }
+            _exit(rc ? 1 : 0);
+        }
+    }
+    for (unsigned w = 0; w < GT_WORKERS; w++) {
+        int st;
+
+        if (pid[w] <= 0) {
+            continue;
+        }
+        if (waitpid(pid[w], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+    const char *what;
+} groups[] = {
+    { "fp32", gt_group_fp32, "(a) FP32 identity over the whole region" },
+    { "gbinary", gt_group_gbinary, "(b) G-Binary sign aggregation, K workers" },
+    { "gternary", gt_group_gternary, "(c) G-Ternary gated aggregation" },
+    { "mixed", gt_group_mixed, "(d) FP32 head + G-Binary backbone, one region" },
+    { "config", gt_group_config, "(e) bad configurations are refused" },
+    { "stats", gt_group_stats, "(f) statistics and timing registers" },
+};
+#define NGROUPS (sizeof(groups) / sizeof(groups[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: nfabric-test [--only GROUP[,GROUP...]] [--seed N] [--list]\n\nGroups:\n");
+    for (unsigned g = 0; g < NGROUPS; g++) {
+        fprintf(f, "  %-9s %s\n", groups[g].name, groups[g].what);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static nfabric_dev dev;
+    bool want[NGROUPS];
+    const char *only = NULL;
+    int rc;
+
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[a], "--list")) {
+            for (unsigned g = 0; g < NGROUPS; g++) {
+                printf("%s\n", groups[g].name);
+            }
+            return 0;
+        } else if (!strcmp(argv[a], "--only") && a + 1 < argc) {
+            only = argv[++a];
+        } else if (!strcmp(argv[a], "--seed") && a + 1 < argc) {
+            char *end;
+
+            gt_seed = strtoull(argv[++a], &end, 0);
+            if (*end) {
+                fprintf(stderr, "nfabric-test: bad --seed\n");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "nfabric-test: bad argument \"%s\"\n", argv[a]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    for (unsigned g = 0; g < NGROUPS; g++) {
+        want[g] = !only;
+    }
+    if (only) {
+        char buf[256], *tok, *save = NULL;
+
+        snprintf(buf, sizeof(buf), "%s", only);
+        for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            unsigned g;
+
+            for (g = 0; g < NGROUPS && strcmp(groups[g].name, tok); g++) {
+            }
+            if (g == NGROUPS) {
+                fprintf(stderr, "nfabric-test: unknown group \"%s\"\n", tok);
+                usage(stderr);
+                return 2;
+            }
+            want[g] = true;
+        }
+    }
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    gt_dev = &dev;
+    rc = nfabric_open(&dev, 0);
+    gt_have_regs = rc == 0;
+    if (rc) {
+        char why[sizeof(dev.errmsg)];
+
+        snprintf(why, sizeof(why), "%s", nfabric_errmsg(&dev));
+        /* The memory alone (a stock cxl-type3): the FP32 checks still run. */
+        rc = nfabric_open(&dev, NFABRIC_OPEN_NO_REGS);
+        snprintf(dev.errmsg, sizeof(dev.errmsg), "%s", why);
+        TAP_CHECK(0, "open the NEURON-Fabric device: %s", why);
+        if (rc) {
+            return tap_done();
+        }
+    } else {
+        TAP_CHECK(1, "open %s: %s, /dev/%s %zu MiB at DPA 0x%" PRIx64 ", version %u.%u",
+                  dev.pci_name, dev.region, dev.dax_name, dev.mem_size >> 20,
+                  dev.dpa_base, dev.version >> 16, dev.version & 0xffff);
+    }
+    gt_diag("seed 0x%" PRIx64, gt_seed);
+    for (unsigned g = 0; g < NGROUPS; g++) {
+        double t0;
+
+        if (!want[g]) {
+            continue;
+        }
+        gt_diag("group %s: %s", groups[g].name, groups[g].what);
+        t0 = gt_now();
+        if (gt_have_regs) {
+            nfabric_windows_reset(&dev);
+        }
+        groups[g].fn();
+        if (gt_have_regs) {
+            nfabric_windows_reset(&dev);
+        }
+        gt_diag("group %s took %.2f s", groups[g].name, gt_now() - t0);
+    }
+    nfabric_close(&dev);
+    return tap_done();
+}

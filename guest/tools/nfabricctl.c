@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nfabricctl: inspect and program a NEURON-Fabric device from the guest.
+ * `nfabricctl --help` lists the commands; docs/guest.md has examples.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libnfabric.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: nfabricctl COMMAND [ARGS]\n"
+"\n"
+"Commands:\n"
+"  info                   device, region, dax mapping and register block\n"
+"  windows                every window's configuration and round state\n"
+"  set-window I --base B --size S [--counters C] --path fp32|gbinary|gternary\n"
+"             [--width 8|16] [--tie neg|pos] [--threshold T]\n"
+"                         program window I and enable it (B, C: device\n"
+"                         physical addresses; numbers take 0x and K/M/G)\n"
+"  disable I              disable window I\n"
+"  clear I                start a new aggregation round on window I\n"
+"  stats [--clear]        per-path access statistics (--clear zeroes them)\n"
+"  timing [--clear]       timing-model parameters and accumulated figures\n"
+"  --help                 this text\n"
+"\n"
+"Exit status: 0 on success, 1 if the device or library refused, 2 for bad\n"
+"arguments.\n");
+}
+
+static int bad(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "nfabricctl: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (try: nfabricctl --help)\n");
+    return 2;
+}
+
+/* Parse an unsigned number with optional K/M/G suffix. */
+static int parse_u64(const char *s, uint64_t *v)
+{
+    char *end;
+    unsigned long long x;
+    unsigned shift = 0;
+
+    if (!s || !*s || *s == '-') {
+        return -1;
+    }
+    errno = 0;
+    x = strtoull(s, &end, 0);
+    if (errno || end == s) {
+        return -1;
+    }
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end || (shift && x > (UINT64_MAX >> shift))) {
+        return -1;
+    }
+    *v = (uint64_t)x << shift;
+    return 0;
+}
+
+static int open_dev(nfabric_dev *d, unsigned flags)
+{
+    int rc = nfabric_open(d, flags);
+
+    if (rc) {
+        fprintf(stderr, "nfabricctl: %s\n", nfabric_errmsg(d));
+    }
+    return rc;
+}
+
+static int parse_index(const nfabric_dev *d, const char *s, unsigned *i)
+{
+    uint64_t v;
+
+    if (!s) {
+        return bad("%s: missing window index", "command");
+    }
+    if (parse_u64(s, &v) || v >= nfabric_num_windows(d)) {
+        fprintf(stderr, "nfabricctl: bad window index \"%s\" (0..%u)\n", s,
+                nfabric_num_windows(d) - 1);
+        return 2;
+    }
+    *i = (unsigned)v;
+    return 0;
+}
+
+static int cmd_info(void)
+{
+    nfabric_dev d;
+    int rc = nfabric_open(&d, NFABRIC_OPEN_NO_MEM);
+
+    if (rc) {
+        fprintf(stderr, "nfabricctl: %s\n", nfabric_errmsg(&d));
+        return 1;
+    }
+    printf("pci: %s\n", d.pci_name);
+    printf("version: %u.%u\n", d.version >> 16, d.version & 0xffff);
+    printf("caps: 0x%08x (windows %u, paths", d.caps, nfabric_num_windows(&d));
+    for (unsigned p = 0; p < 8; p++) {
+        if (d.caps & (1u << (NFABRIC_CAPS_PATHS_SHIFT + p))) {
+            printf(" %s", nfabric_path_name(p));
+        }
+    }
+    printf(", widths");
+    for (unsigned k = 0; k < 8; k++) {
+        if (d.caps & (1u << (NFABRIC_CAPS_WIDTHS_SHIFT + k))) {
+            printf(" %u", 8u << k);
+        }
+    }
+    printf(", ties");
+    for (unsigned t = 0; t < 8; t++) {
+        if (d.caps & (1u << (NFABRIC_CAPS_TIES_SHIFT + t))) {
+            printf(" %s", t == NFABRIC_TIE_NEGATIVE ? "neg" : t == NFABRIC_TIE_POSITIVE ? "pos" : "?");
+        }
+    }
+    printf(")\n");
+    printf("device-memory: %" PRIu64 " bytes\n", d.dev_mem_size);
+    printf("enabled-mask: 0x%08x\n", nfabric_rd32(&d, NFABRIC_REG_ENABLED_MASK));
+    printf("last-error: %u (%s)\n", nfabric_rd32(&d, NFABRIC_REG_LAST_ERROR),
+           nfabric_strerror((int)nfabric_rd32(&d, NFABRIC_REG_LAST_ERROR)));
+    printf("error-count: %u\n", nfabric_rd32(&d, NFABRIC_REG_ERROR_COUNT));
+    nfabric_close(&d);
+    /* The memory side separately, so that a missing region is reported. */
+    rc = nfabric_open(&d, 0);
+    if (rc) {
+        printf("mapping: none (%s)\n", nfabric_errmsg(&d));
+        return 1;
+    }
+    printf("memdev: %s\nregion: %s\ndax: /dev/%s (%zu bytes, DPA 0x%" PRIx64 ")\n",
+           d.memdev, d.region, d.dax_name, d.mem_size, d.dpa_base);
+    nfabric_close(&d);
+    return 0;
+}
+
+static int cmd_windows(void)
+{
+    nfabric_dev d;
+    nfabric_win_state s;
+
+    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+        return 1;
+    }
+    printf("%-3s %-3s %-8s %-12s %-12s %-12s %-5s %-3s %-9s %-5s %-10s %-12s %s\n",
+           "win", "on", "path", "base", "size", "counters", "width", "tie",
+           "threshold", "error", "writes", "bytes", "reserved");
+    for (unsigned i = 0; i < nfabric_num_windows(&d); i++) {
+        nfabric_window_get(&d, i, &s);
+        printf("%-3u %-3s %-8s 0x%-10" PRIx64 " 0x%-10" PRIx64 " 0x%-10" PRIx64
+               " %-5u %-3s %-9u %-5u %-10" PRIu64 " %-12" PRIu64 " %u\n",
+               i, s.enabled ? "yes" : "no", nfabric_path_name(s.cfg.path),
+               s.cfg.base, s.cfg.size, s.cfg.counters, s.cfg.width,
+               s.cfg.tie == NFABRIC_TIE_NEGATIVE ? "neg" :
+               s.cfg.tie == NFABRIC_TIE_POSITIVE ? "pos" : "?",
+               s.cfg.threshold, s.error, s.contrib_writes, s.contrib_bytes,
+               s.reserved_codes);
+    }
+    nfabric_close(&d);
+    return 0;
+}
+
+static int cmd_set_window(int argc, char **argv)
+{
+    nfabric_win_cfg c = { .width = 8, .tie = NFABRIC_TIE_NEGATIVE, .threshold = 1 };
+    bool have_base = false, have_size = false, have_path = false;
+    nfabric_dev d;
+    unsigned i;
+    uint64_t v;
+    int rc;
+
+    if (argc < 2 || argv[1][0] == '-') {
+        return bad("%s: missing window index", "set-window");
+    }
+    for (int a = 2; a < argc; a++) {
+        const char *opt = argv[a], *val = a + 1 < argc ? argv[a + 1] : NULL;
+
+        if (!val) {
+            return bad("option %s needs a value", opt);
+        }
+        a++;
+        if (!strcmp(opt, "--base")) {
+            if (parse_u64(val, &c.base)) {
+                return bad("bad --base \"%s\"", val);
+            }
+            have_base = true;
+        } else if (!strcmp(opt, "--size")) {
+            if (parse_u64(val, &c.size)) {
+                return bad("bad --size \"%s\"", val);
+            }
+            have_size = true;
+        } else if (!strcmp(opt, "--counters")) {
+            if (parse_u64(val, &c.counters)) {
+                return bad("bad --counters \"%s\"", val);
+            }
+        } else if (!strcmp(opt, "--path")) {
+            if (!strcmp(val, "fp32")) {
+                c.path = NFABRIC_PATH_FP32;
+            } else if (!strcmp(val, "gbinary")) {
+                c.path = NFABRIC_PATH_GBINARY;
+            } else if (!strcmp(val, "gternary")) {
+                c.path = NFABRIC_PATH_GTERNARY;
+            } else {
+                return bad("bad --path \"%s\" (fp32, gbinary or gternary)", val);
+            }
+            have_path = true;
+        } else if (!strcmp(opt, "--width")) {
+            if (parse_u64(val, &v) || (v != 8 && v != 16)) {
+                return bad("bad --width \"%s\" (8 or 16)", val);
+            }
+            c.width = (unsigned)v;
+        } else if (!strcmp(opt, "--tie")) {
+            if (!strcmp(val, "neg")) {
+                c.tie = NFABRIC_TIE_NEGATIVE;
+            } else if (!strcmp(val, "pos")) {
+                c.tie = NFABRIC_TIE_POSITIVE;
+            } else {
+                return bad("bad --tie \"%s\" (neg or pos)", val);
+            }
+        } else if (!strcmp(opt, "--threshold")) {
+            if (parse_u64(val, &v) || v > UINT32_MAX) {
+                return bad("bad --threshold \"%s\"", val);
+            }
+            c.threshold = (uint32_t)v;
+        } else {
+            return bad("set-window: unknown option \"%s\"", opt);
+        }
+    }
+    if (!have_base || !have_size || !have_path) {
+        return bad("%s: --base, --size and --path are required", "set-window");
+    }
+    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+        return 1;
+    }
+    if ((rc = parse_index(&d, argv[1], &i))) {
+        nfabric_close(&d);
+        return rc;
+    }
+    rc = nfabric_window_set(&d, i, &c);
+    if (rc) {
+        fprintf(stderr, "nfabricctl: set-window %u: %s\n", i, nfabric_errmsg(&d));
+    } else {
+        printf("window %u: %s base 0x%" PRIx64 " size 0x%" PRIx64 " counters 0x%"
+               PRIx64 " (%" PRIu64 " bytes) enabled\n", i, nfabric_path_name(c.path),
+               c.base, c.size, c.counters,
+               nfabric_counter_bytes(c.path, c.width, c.size));
+    }
+    nfabric_close(&d);
+    return rc ? 1 : 0;
+}
+
+static int cmd_window_op(int argc, char **argv, int (*op)(nfabric_dev *, unsigned))
+{
+    nfabric_dev d;
+    unsigned i;
+    int rc;
+
+    if (argc != 2) {
+        return bad("%s: needs exactly one window index", argv[0]);
+    }
+    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+        return 1;
+    }
+    if ((rc = parse_index(&d, argv[1], &i))) {
+        nfabric_close(&d);
+        return rc;
+    }
+    rc = op(&d, i);
+    if (rc) {
+        fprintf(stderr, "nfabricctl: %s %u: %s\n", argv[0], i, nfabric_errmsg(&d));
+    } else {
+        printf("window %u: %s\n", i, !strcmp(argv[0], "clear") ? "cleared" : "disabled");
+    }
+    nfabric_close(&d);
+    return rc ? 1 : 0;
+}
+
+static int clear_opt(int argc, char **argv, bool *clear)
+{
+    *clear = false;
+    if (argc == 2 && !strcmp(argv[1], "--clear")) {
+        *clear = true;
+    } else if (argc != 1) {
+        return bad("%s: the only option is --clear", argv[0]);
+    }
+    return 0;
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+    nfabric_path_stats st[NFABRIC_NUM_PATHS];
+    nfabric_dev d;
+    bool clear;
+    int rc;
+
+    if ((rc = clear_opt(argc, argv, &clear))) {
+        return rc;
+    }
+    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+        return 1;
+    }
+    nfabric_stats(&d, st);
+    printf("%-9s %12s %12s %14s %14s\n", "path", "reads", "writes", "read_bytes",
+           "write_bytes");
+    for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
+        printf("%-9s %12" PRIu64 " %12" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n",
+               nfabric_path_name(p), st[p].reads, st[p].writes, st[p].read_bytes,
+               st[p].write_bytes);
+    }
+    if (clear && (rc = nfabric_ctrl(&d, NFABRIC_CTRL_CLEAR_STATS))) {
+        fprintf(stderr, "nfabricctl: %s\n", nfabric_errmsg(&d));
+    }
+    nfabric_close(&d);
+    return rc ? 1 : 0;
+}
+
+static int cmd_timing(int argc, char **argv)
+{
+    nfabric_timing t;
+    nfabric_dev d;
+    bool clear;
+    int rc;
+
+    if ((rc = clear_opt(argc, argv, &clear))) {
+        return rc;
+    }
+    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+        return 1;
+    }
+    nfabric_timing_read(&d, &t);
+    printf("clock_mhz=%u\ndepth_cycles=%u\nservice_ns=%u\nlink_mbps=%u\n",
+           t.clock_mhz, t.depth, t.service_ns, t.link_mbps);
+    printf("total_ps=%" PRIu64 "\nexposed_ppm=%u\nexposed_percent=%.4f\n",
+           t.total_ps, t.exposed_ppm, t.exposed_ppm / 10000.0);
+    for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
+        printf("%s_time_ps=%" PRIu64 "\n%s_exposed_ps=%" PRIu64 "\n",
+               nfabric_path_name(p), t.path_time_ps[p], nfabric_path_name(p),
+               t.path_exposed_ps[p]);
+    }
+    if (clear && (rc = nfabric_ctrl(&d, NFABRIC_CTRL_CLEAR_TIMING))) {
+        fprintf(stderr, "nfabricctl: %s\n", nfabric_errmsg(&d));
+    }
+    nfabric_close(&d);
+    return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *cmd = argc > 1 ? argv[1] : NULL;
+
+    if (!cmd) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    argc--;
+    argv++;
+    if (!strcmp(cmd, "info") || !strcmp(cmd, "windows")) {
+        if (argc != 1) {
+            return bad("%s takes no arguments", cmd);
+        }
+        return !strcmp(cmd, "info") ? cmd_info() : cmd_windows();
+    }
+    if (!strcmp(cmd, "set-window")) {
+        return cmd_set_window(argc, argv);
+    }
+    if (!strcmp(cmd, "disable")) {
+        return cmd_window_op(argc, argv, nfabric_window_disable);
+    }
+    if (!strcmp(cmd, "clear")) {
+        return cmd_window_op(argc, argv, nfabric_window_clear);
+    }
+    if (!strcmp(cmd, "stats")) {
+        return cmd_stats(argc, argv);
+    }
+    if (!strcmp(cmd, "timing")) {
+        return cmd_timing(argc, argv);
+    }
+    return bad("unknown command \"%s\"", cmd);
+}

@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# `scripts/nfabric demo` and the `guest` test suite: boot the guest once and
+# run the guest programs' functional checks (guest/tests/) against the
+# device.  docs/guest.md describes the checks.
+
+# nf_guest_run LOG CMD [vm options...]: build the image, boot, run CMD,
+# console to LOG only.  Returns the guest command's status.
+nf_guest_run() {
+    local log=$1 cmd=$2
+    shift 2
+    nf_image_main >&2
+    nf_vm_main --quiet --log "$log" --timeout 900 --run "$cmd" "$@"
+}
+
+# ---- guest: every guest check (a)-(f) in one boot --------------------------
+nf_register_suite 30 guest "guest checks in one boot: FP32, G-Binary, G-Ternary, mixed, bad configs, stats"
+nf_suite_guest() {
+    local log=$NF_BUILD/test-logs/guest-console.log rc=0
+    mkdir -p "$(dirname "$log")"
+    nf_guest_run "$log" "nfabric-test" || rc=$?
+    # The TAP lines (and diagnostics) of the guest, for the runner to count.
+    grep -E '^(ok|not ok|#|1\.\.|summary:)' "$log" || true
+    grep -E '^NFABRIC-(READY|NOT-READY)' "$log" || true
+    return $rc
+}
+
+nf_demo_usage() {
+    cat <<'USAGE'
+usage: scripts/nfabric demo [--device cxl-neuron-fabric|cxl-type3]
+
+Builds the guest image if needed, boots a guest with the NEURON-Fabric CXL
+device, creates the CXL RAM region, and runs the functional checks from
+guest user space:
+  (a) FP32 identity over the whole region (sizes 1/2/4/8, alignments 0..7)
+  (b) G-Binary: K=4 worker processes aggregate packed signs in one window
+  (c) G-Ternary: gated aggregation at several thresholds
+  (d) mixed windows: FP32 classifier head + G-Binary backbone in one region
+Prints a summary and ends with `demo: N passed, N failed`.
+The console log is build/guest/demo.log.
+USAGE
+}
+
+nf_demo_main() {
+    local device=cxl-neuron-fabric
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        -h|--help) nf_demo_usage; return 0 ;;
+        --device) [ $# -ge 2 ] || { echo "nfabric demo: --device needs a value" >&2; return 2; }
+                  device=$2; shift ;;
+        *) echo "nfabric demo: unknown argument \"$1\"" >&2; nf_demo_usage >&2; return 2 ;;
+        esac
+        shift
+    done
+    local log=$NF_BUILD/guest/demo.log rc=0 passed failed
+    # QEMU with the device, firmware and the host programs (idempotent).
+    nf_setup_main --quiet
+    mkdir -p "$NF_BUILD/guest"
+    echo "NEURON-Fabric demo: booting a guest with $device (console: $log)"
+    nf_guest_run "$log" "nfabric-test --only fp32,gbinary,gternary,mixed" --device "$device" || rc=$?
+    echo
+    grep -E '^NFABRIC-(READY|NOT-READY)' "$log" | sed 's/^/  guest: /' || true
+    if grep -q '^summary: ' "$log"; then
+        echo "Results:"
+        grep '^summary: ' "$log" | sed 's/^summary: /  /'
+    fi
+    if grep -q '^not ok ' "$log"; then
+        echo "Failed checks:"
+        grep '^not ok ' "$log" | sed 's/^/  /'
+    fi
+    passed=$(grep -c '^ok ' "$log" || true)
+    failed=$(grep -c '^not ok ' "$log" || true)
+    if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+        echo "  the guest run failed (status $rc) before reporting a failed check; see $log"
+        failed=1
+    fi
+    echo "demo: $passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+}

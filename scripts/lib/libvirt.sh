@@ -1,0 +1,299 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# libvirt: `scripts/nfabric libvirt-xml` writes a domain for the same guest as
+# `scripts/nfabric vm`, and the `libvirt` suite runs it under libvirtd.
+#
+# libvirt 11.3 (bookworm-backports) has no CXL XML: the CXL topology goes in
+# <qemu:commandline>, the domain boots the kernel directly, and its serial
+# console is a file.  The daemons are started here (no systemd as PID 1) and
+# stopped again.  docs/guest.md has the details.
+
+NF_LIBVIRT_DOMAIN=nfabric-guest
+NF_LIBVIRT_URI=qemu:///system
+NF_LIBVIRT_PKGS="libvirt-daemon-driver-qemu/bookworm-backports
+    libvirt-clients/bookworm-backports libvirt-daemon/bookworm-backports"
+
+nf_libvirt_xml_usage() {
+    cat <<'USAGE'
+usage: scripts/nfabric libvirt-xml [OPTIONS]
+
+Prints a libvirt domain XML that boots the guest of `scripts/nfabric vm`
+(direct kernel boot, the CXL topology as QEMU arguments, serial console to
+a file).  Options:
+  --name NAME         domain name (default nfabric-guest)
+  --cpus N            vCPUs (default 2)
+  --mem SIZE          guest RAM (default 2G)
+  --cxl-mem SIZE      device memory, a multiple of 256M (default 256M)
+  --device NAME       cxl-neuron-fabric (default) or cxl-type3
+  --run CMD           command the guest runs once the region is ready, then
+                      powers off (default: nfabric-test)
+  --serial FILE       serial console log (default build/guest/libvirt-serial.log)
+  -o, --output FILE   write the XML to FILE instead of stdout
+USAGE
+}
+
+nf_xml_escape() {
+    local s=$1
+    s=${s//&/&amp;}
+    s=${s//</&lt;}
+    s=${s//>/&gt;}
+    s=${s//\'/&apos;}
+    s=${s//\"/&quot;}
+    printf '%s' "$s"
+}
+
+# nf_libvirt_xml NAME CPUS MEM_MIB CXL_MIB DEVICE CMD SERIAL
+nf_libvirt_xml() {
+    local name=$1 cpus=$2 mem=$3 cxl=$4 device=$5 cmd=$6 serial=$7 a fmw
+    fmw=$(( cxl > 4096 ? cxl : 4096 ))
+    local cmdline="console=ttyS0 quiet loglevel=3 panic=-1"
+    [ -n "$cmd" ] && cmdline="$cmdline nfabric.run=$(printf '%s' "$cmd" | base64 -w0)"
+    cat <<XML
+<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
+  <name>$(nf_xml_escape "$name")</name>
+  <description>NEURON-Fabric guest (scripts/nfabric libvirt-xml)</description>
+  <memory unit='MiB'>$mem</memory>
+  <vcpu>$cpus</vcpu>
+  <os>
+    <type arch='x86_64' machine='q35'>hvm</type>
+    <kernel>$(nf_xml_escape "$NF_GUEST_KERNEL")</kernel>
+    <initrd>$(nf_xml_escape "$NF_GUEST_INITRD")</initrd>
+    <cmdline>$(nf_xml_escape "$cmdline")</cmdline>
+  </os>
+  <features>
+    <acpi/>
+    <apic/>
+  </features>
+  <cpu mode='maximum'>
+    <feature policy='disable' name='hypervisor'/>
+  </cpu>
+  <clock offset='utc'/>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>destroy</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <emulator>$(nf_xml_escape "$NF_QEMU_BIN")</emulator>
+    <serial type='file'>
+      <source path='$(nf_xml_escape "$serial")'/>
+      <target port='0'/>
+    </serial>
+    <controller type='usb' model='none'/>
+    <memballoon model='none'/>
+  </devices>
+  <qemu:commandline>
+XML
+    {
+        # shellcheck disable=SC2086
+        printf '%s\n' $NF_FIRMWARE -machine cxl=on
+        nf_vm_cxl_args "$device" "$cxl" "$fmw" ""
+    } | sed 's/^-M$/-machine/' | while IFS= read -r a; do
+        printf "    <qemu:arg value='%s'/>\n" "$(nf_xml_escape "$a")"
+    done
+    cat <<XML
+  </qemu:commandline>
+</domain>
+XML
+}
+
+nf_libvirt_xml_main() {
+    local name=$NF_LIBVIRT_DOMAIN cpus=2 mem=2G cxlmem=256M device=cxl-neuron-fabric
+    local cmd=nfabric-test serial=$NF_BUILD/guest/libvirt-serial.log out=""
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        -h|--help) nf_libvirt_xml_usage; return 0 ;;
+        --name|--cpus|--mem|--cxl-mem|--device|--run|--serial|-o|--output)
+            [ $# -ge 2 ] || { echo "nfabric libvirt-xml: $1 needs a value" >&2; return 2; }
+            case "$1" in
+            --name) name=$2 ;; --cpus) cpus=$2 ;; --mem) mem=$2 ;;
+            --cxl-mem) cxlmem=$2 ;; --device) device=$2 ;; --run) cmd=$2 ;;
+            --serial) serial=$2 ;; -o|--output) out=$2 ;;
+            esac
+            shift ;;
+        *) echo "nfabric libvirt-xml: unknown argument \"$1\"" >&2; nf_libvirt_xml_usage >&2; return 2 ;;
+        esac
+        shift
+    done
+    local mem_mib cxl_mib
+    [[ "$cpus" =~ ^[1-9][0-9]*$ ]] || { echo "nfabric libvirt-xml: bad --cpus \"$cpus\"" >&2; return 2; }
+    mem_mib=$(nf_size_mib "$mem")
+    [ -n "$mem_mib" ] && [ "$mem_mib" -ge 256 ] || { echo "nfabric libvirt-xml: bad --mem \"$mem\"" >&2; return 2; }
+    cxl_mib=$(nf_size_mib "$cxlmem")
+    [ -n "$cxl_mib" ] && [ "$cxl_mib" -ge 256 ] && [ $((cxl_mib % 256)) -eq 0 ] ||
+        { echo "nfabric libvirt-xml: bad --cxl-mem \"$cxlmem\" (a multiple of 256M)" >&2; return 2; }
+    case "$device" in
+    cxl-neuron-fabric|cxl-type3) ;;
+    *) echo "nfabric libvirt-xml: --device must be cxl-neuron-fabric or cxl-type3" >&2; return 2 ;;
+    esac
+    case "$serial" in /*) ;; *) serial=$PWD/$serial ;; esac
+    if [ -n "$out" ]; then
+        nf_libvirt_xml "$name" "$cpus" "$mem_mib" "$cxl_mib" "$device" "$cmd" "$serial" > "$out"
+    else
+        nf_libvirt_xml "$name" "$cpus" "$mem_mib" "$cxl_mib" "$device" "$cmd" "$serial"
+    fi
+}
+
+# ---- installing and running libvirt ---------------------------------------
+
+# libvirt-daemon-driver-qemu depends on "qemu-system | qemu-kvm"; the domain
+# runs the project's own QEMU, so a local placeholder package provides them
+# (Debian's qemu-system-x86 would drag in a second QEMU and newer seabios).
+nf_libvirt_install() {
+    if ! dpkg-query -W -f='${Status}' nfabric-qemu-system 2>/dev/null | grep -q "install ok installed" &&
+       ! dpkg-query -W -f='${Status}' qemu-system-x86 2>/dev/null | grep -q "install ok installed"; then
+        local d=$NF_BUILD/libvirt/placeholder
+        rm -rf "$d"
+        mkdir -p "$d/DEBIAN"
+        cat > "$d/DEBIAN/control" <<'CTRL'
+Package: nfabric-qemu-system
+Version: 1.0
+Architecture: all
+Maintainer: NEURON-Fabric <nfabric@localhost>
+Provides: qemu-system, qemu-kvm
+Description: placeholder for libvirt: NEURON-Fabric runs its own QEMU build
+ Satisfies libvirt-daemon-driver-qemu's dependency on a QEMU package; the
+ domain's <emulator> is the project's build/qemu-build/qemu-system-x86_64.
+CTRL
+        dpkg-deb --build "$d" "$NF_BUILD/libvirt/nfabric-qemu-system.deb" >/dev/null ||
+            nf_die "libvirt: cannot build the placeholder package"
+        nf_apt_sources
+        nf_log "installing libvirt (bookworm-backports) and the QEMU placeholder"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            "$NF_BUILD/libvirt/nfabric-qemu-system.deb" $NF_LIBVIRT_PKGS >/dev/null ||
+            nf_die "libvirt: apt-get install failed"
+    fi
+    nf_need $NF_LIBVIRT_PKGS
+    # QEMU as root, no relabelling or chown of the kernel/initrd.
+    local conf=/etc/libvirt/qemu.conf
+    if ! grep -q '^# nfabric: begin' "$conf" 2>/dev/null; then
+        cat >> "$conf" <<'CONF'
+# nfabric: begin (scripts/lib/libvirt.sh)
+user = "root"
+group = "root"
+dynamic_ownership = 0
+security_driver = "none"
+# nfabric: end
+CONF
+    fi
+}
+
+NF_LIBVIRT_STARTED=()
+
+# Start virtlogd and libvirtd unless a libvirtd already answers.
+nf_libvirt_start() {
+    local d=$NF_BUILD/libvirt n=0
+    mkdir -p "$d"
+    NF_LIBVIRT_STARTED=()
+    if virsh -c "$NF_LIBVIRT_URI" list --all >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ ! -S /run/libvirt/virtlogd-sock ]; then
+        rm -f "$d/virtlogd.pid"
+        virtlogd -d -p "$d/virtlogd.pid" || return 1
+        NF_LIBVIRT_STARTED+=("$d/virtlogd.pid")
+    fi
+    rm -f "$d/libvirtd.pid"
+    libvirtd -d -p "$d/libvirtd.pid" || return 1
+    NF_LIBVIRT_STARTED+=("$d/libvirtd.pid")
+    until virsh -c "$NF_LIBVIRT_URI" list --all >/dev/null 2>&1; do
+        n=$((n + 1))
+        [ "$n" -gt 100 ] && return 1
+        sleep 0.1
+    done
+}
+
+# Stop the daemons this run started (by their PID files), newest first.
+nf_libvirt_stop() {
+    local i f pid n
+    for ((i = ${#NF_LIBVIRT_STARTED[@]} - 1; i >= 0; i--)); do
+        f=${NF_LIBVIRT_STARTED[$i]}
+        pid=$(cat "$f" 2>/dev/null) || continue
+        [ -n "$pid" ] || continue
+        kill "$pid" 2>/dev/null || continue
+        n=0
+        while kill -0 "$pid" 2>/dev/null && [ "$n" -lt 100 ]; do
+            sleep 0.1
+            n=$((n + 1))
+        done
+        kill -0 "$pid" 2>/dev/null && return 1
+    done
+    NF_LIBVIRT_STARTED=()
+    return 0
+}
+
+nf_libvirt_cleanup_domain() {
+    virsh -c "$NF_LIBVIRT_URI" destroy "$NF_LIBVIRT_DOMAIN" >/dev/null 2>&1 || true
+    virsh -c "$NF_LIBVIRT_URI" undefine "$NF_LIBVIRT_DOMAIN" >/dev/null 2>&1 || true
+}
+
+# ---- libvirt: the guest checks in a libvirt-managed domain ----------------
+nf_register_suite 40 libvirt "libvirt: define, start and check the guest domain, then remove it"
+nf_suite_libvirt() {
+    local n=0 rc=0 d=$NF_BUILD/libvirt xml serial t0 st=""
+    local vs=(virsh -c "$NF_LIBVIRT_URI")
+    nf_lv_tap() {   # nf_lv_tap OK|FAIL text
+        n=$((n + 1))
+        if [ "$1" = OK ]; then echo "ok $n - libvirt: $2"; else echo "not ok $n - libvirt: $2"; rc=1; fi
+    }
+    nf_libvirt_install
+    nf_image_main >&2
+    mkdir -p "$d"
+    xml=$d/domain.xml
+    serial=$d/serial.log
+    rm -f "$serial"
+    nf_libvirt_xml_main --serial "$serial" --run nfabric-test -o "$xml"
+    if nf_libvirt_start; then
+        nf_lv_tap OK "$(libvirtd --version | awk '{print $NF}') libvirtd and virtlogd answer on $NF_LIBVIRT_URI"
+    else
+        nf_lv_tap FAIL "libvirtd did not start"
+        nf_libvirt_stop
+        return 1
+    fi
+    nf_libvirt_cleanup_domain
+    if "${vs[@]}" define "$xml" >"$d/define.log" 2>&1; then
+        nf_lv_tap OK "domain $NF_LIBVIRT_DOMAIN defined from $xml"
+        t0=$EPOCHREALTIME
+        if "${vs[@]}" start "$NF_LIBVIRT_DOMAIN" >"$d/start.log" 2>&1; then
+            nf_lv_tap OK "domain started"
+            # Wait for the guest's verdict on its serial console.
+            local waited=0
+            while [ "$waited" -lt 9000 ]; do
+                grep -q '^NFABRIC-EXIT=' "$serial" 2>/dev/null && break
+                st=$("${vs[@]}" domstate "$NF_LIBVIRT_DOMAIN" 2>/dev/null || true)
+                [ "$st" = "shut off" ] && break
+                sleep 0.1
+                waited=$((waited + 1))
+            done
+            local ready exitc p f
+            ready=$(tr -d '\r' < "$serial" 2>/dev/null | grep -m1 '^NFABRIC-READY' || true)
+            exitc=$(tr -d '\r' < "$serial" 2>/dev/null | sed -n 's/^NFABRIC-EXIT=//p' | head -1)
+            p=$(tr -d '\r' < "$serial" 2>/dev/null | grep -c '^ok ' || true)
+            f=$(tr -d '\r' < "$serial" 2>/dev/null | grep -c '^not ok ' || true)
+            [ -n "$ready" ] && nf_lv_tap OK "guest ready: ${ready#NFABRIC-READY }" ||
+                nf_lv_tap FAIL "guest never printed NFABRIC-READY (serial log $serial)"
+            if [ "$exitc" = 0 ] && [ "$p" -gt 0 ] && [ "$f" -eq 0 ]; then
+                nf_lv_tap OK "guest checks passed: $p ok, 0 not ok, in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}') s from start"
+            else
+                nf_lv_tap FAIL "guest checks: $p ok, $f not ok, exit status '${exitc:-none}' (serial log $serial)"
+                tr -d '\r' < "$serial" 2>/dev/null | grep '^not ok ' | sed 's/^/# guest: /' || true
+            fi
+        else
+            nf_lv_tap FAIL "domain did not start: $(tail -3 "$d/start.log" | tr '\n' ' ')"
+        fi
+    else
+        nf_lv_tap FAIL "virsh define failed: $(tail -3 "$d/define.log" | tr '\n' ' ')"
+    fi
+    "${vs[@]}" destroy "$NF_LIBVIRT_DOMAIN" >/dev/null 2>&1 || true
+    if "${vs[@]}" undefine "$NF_LIBVIRT_DOMAIN" >"$d/undefine.log" 2>&1 &&
+       ! "${vs[@]}" dominfo "$NF_LIBVIRT_DOMAIN" >/dev/null 2>&1; then
+        nf_lv_tap OK "domain destroyed and undefined"
+    else
+        nf_lv_tap FAIL "domain could not be removed: $(tail -2 "$d/undefine.log" | tr '\n' ' ')"
+    fi
+    if [ ${#NF_LIBVIRT_STARTED[@]} -eq 0 ]; then
+        nf_lv_tap OK "libvirtd was already running: left running"
+    elif nf_libvirt_stop; then
+        nf_lv_tap OK "daemons stopped"
+    else
+        nf_lv_tap FAIL "a daemon did not stop"
+    fi
+    return $rc
+}
