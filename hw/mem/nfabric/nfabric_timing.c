@@ -57,40 +57,147 @@ nfabric_timing_check_info(const NFabricTimingParams *p)
 
 void nfabric_timing_clear(NFabricTiming *t)
 {
-    for (unsigned i = 0; i < NFABRIC_NUM_PATHS; i++) {
-        t->time_ps[i] = 0;
-        t->exposed_ps[i] = 0;
-    }
+    /* Everything after the derived datapath_ps, ring included. */
+    size_t from = offsetof(NFabricTiming, time_ps);
+
+    memset((char *)t + from, 0, sizeof(*t) - from);
 }
 
 void nfabric_timing_init(NFabricTiming *t, const NFabricTimingParams *p)
 {
-    t->p = *p;
+    NFabricTimingParams np = *p;        /* p may be &t->p */
+
+    t->p = np;
     /* depth cycles at clock_mhz; clock_mhz is never 0 once checked. */
-    t->datapath_ps = (uint64_t)p->depth * 1000000u / p->clock_mhz;
+    t->datapath_ps = (uint64_t)np.depth * 1000000u / np.clock_mhz;
     nfabric_timing_clear(t);
+}
+
+/* n bytes at link_mbps * 10^6 B/s occupy the link n * 10^6 / link_mbps ps. */
+static uint64_t link_ps(const NFabricTiming *t, uint64_t n)
+{
+    return n * 1000000u / t->p.link_mbps;
 }
 
 uint64_t nfabric_timing_base_ps(const NFabricTiming *t, uint64_t n)
 {
-    /* n bytes at link_mbps * 10^6 B/s take n * 10^6 / link_mbps ps. */
-    return (uint64_t)t->p.service_ns * 1000u + n * 1000000u / t->p.link_mbps;
+    return (uint64_t)t->p.service_ns * 1000u + link_ps(t, n);
 }
 
-uint64_t nfabric_timing_account(NFabricTiming *t, unsigned path, uint64_t n)
+static uint64_t max64(uint64_t a, uint64_t b)
 {
-    uint64_t base = nfabric_timing_base_ps(t, n);
-    uint64_t exposed = 0;
+    return a > b ? a : b;
+}
+
+/*
+ * Queue occupancy at the arrival instant a of a request that starts on the
+ * link at start and completes at done.  The ring holds the requests still
+ * in flight, oldest first; link starts and completions are both
+ * non-decreasing in call order (FIFO link, constant service latency), so
+ * the completed ones are at its head and the started ones a prefix.
+ */
+static void occupancy(NFabricTiming *t, uint64_t a, uint64_t start,
+                      uint64_t done)
+{
+    uint32_t in_flight, queued, tail;
+
+    while (t->occ_count && t->occ_done_ps[t->occ_head] <= a) {
+        t->occ_head = (t->occ_head + 1) % NFABRIC_T_OCC_SLOTS;
+        t->occ_count--;
+        if (t->occ_started) {
+            t->occ_started--;
+        }
+    }
+    while (t->occ_started < t->occ_count &&
+           t->occ_start_ps[(t->occ_head + t->occ_started) %
+                           NFABRIC_T_OCC_SLOTS] <= a) {
+        t->occ_started++;
+    }
+    in_flight = t->occ_count + 1;
+    queued = t->occ_count - t->occ_started + (start > a);
+    if (in_flight > t->max_in_flight) {
+        t->max_in_flight = in_flight;
+    }
+    if (queued > t->max_queued) {
+        t->max_queued = queued;
+    }
+
+    if (t->occ_count == NFABRIC_T_OCC_SLOTS) {
+        /* Full: forget the oldest; the maxima now read "at least". */
+        t->occ_saturated = 1;
+        t->occ_head = (t->occ_head + 1) % NFABRIC_T_OCC_SLOTS;
+        t->occ_count--;
+        if (t->occ_started) {
+            t->occ_started--;
+        }
+    }
+    tail = (t->occ_head + t->occ_count) % NFABRIC_T_OCC_SLOTS;
+    t->occ_start_ps[tail] = start;
+    t->occ_done_ps[tail] = done;
+    t->occ_count++;
+}
+
+uint64_t nfabric_timing_account_at(NFabricTiming *t, unsigned path,
+                                   uint64_t n, uint64_t arrival_ps)
+{
+    uint64_t a, ready, start, done, exposed, xfer;
 
     if (path >= NFABRIC_NUM_PATHS) {
         return 0;
     }
-    if (path != NFABRIC_PATH_FP32) {
-        exposed = t->datapath_ps;
+    a = max64(arrival_ps, t->last_arrival_ps);
+    if (nfabric_timing_accesses(t) == 0) {
+        t->first_arrival_ps = a;
     }
-    t->time_ps[path] += base + exposed;
+    t->last_arrival_ps = a;
+
+    /* The datapath: low-bit paths only; depth 0 means there is none. */
+    ready = a;
+    if (path != NFABRIC_PATH_FP32 && t->p.depth) {
+        uint64_t enter = max64(a, t->pipe_free_ps);
+
+        /* One line per cycle: n bytes take n / 64 cycles to go in. */
+        t->pipe_free_ps = enter + n * 1000000u /
+                          ((uint64_t)NFABRIC_T_LINE_BYTES * t->p.clock_mhz);
+        ready = enter + t->datapath_ps;
+    }
+
+    /* The link, FIFO; then the service latency. */
+    xfer = link_ps(t, n);
+    start = max64(ready, t->link_free_ps);
+    /* Without its datapath the request would start at max(a, link free). */
+    exposed = start - max64(a, t->link_free_ps);
+    t->link_free_ps = start + xfer;
+    done = t->link_free_ps + (uint64_t)t->p.service_ns * 1000u;
+
+    occupancy(t, a, start, done);
+    t->time_ps[path] += done - a;
     t->exposed_ps[path] += exposed;
-    return base + exposed;
+    t->accesses[path]++;
+    t->queued_ps += start - a;
+    t->link_busy_ps += xfer;
+    t->now_ps = max64(t->now_ps, done);
+    return done - a;
+}
+
+uint64_t nfabric_timing_account(NFabricTiming *t, unsigned path, uint64_t n)
+{
+    return nfabric_timing_account_at(t, path, n, t->now_ps);
+}
+
+uint64_t nfabric_timing_accesses(const NFabricTiming *t)
+{
+    uint64_t sum = 0;
+
+    for (unsigned i = 0; i < NFABRIC_NUM_PATHS; i++) {
+        sum += t->accesses[i];
+    }
+    return sum;
+}
+
+uint64_t nfabric_timing_runtime_ps(const NFabricTiming *t)
+{
+    return nfabric_timing_accesses(t) ? t->now_ps - t->first_arrival_ps : 0;
 }
 
 uint64_t nfabric_timing_total_ps(const NFabricTiming *t)
