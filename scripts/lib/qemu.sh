@@ -19,6 +19,7 @@ NF_QEMU_LINKS=(
     include/hw/mem/nfabric_engine.h
     include/hw/mem/nfabric_regs.h
     include/hw/mem/nfabric_timing.h
+    include/hw/mem/nfabric_trace.h
     tests/qtest/nfabric-test.c
 )
 NF_MARK="NEURON-Fabric"
@@ -45,14 +46,18 @@ nf_qemu_fetch() {
     mv "$NF_QEMU_SRC.tmp" "$NF_QEMU_SRC"
 }
 
-# nf_edit FILE GREP-PATTERN PYTHON-REPLACEMENT: apply once, fail loudly.
+# nf_qemu_edit FILE OLD NEW: replace the text OLD by NEW once; nothing to do
+# if NEW is there already; fail loudly if neither is (QEMU's layout changed,
+# or an older version of this edit is in the tree: re-run after
+# `rm -rf build/qemu-src`).
 nf_qemu_edit() {
     local file=$NF_QEMU_SRC/$1 old=$2 new=$3
-    grep -q "$NF_MARK" "$file" && return 0
     python3 - "$file" "$old" "$new" <<'PY' || nf_die "could not edit $1 (QEMU's layout changed?)"
 import sys
 path, old, new = sys.argv[1:4]
 text = open(path).read()
+if new in text:
+    sys.exit(0)
 if old not in text:
     sys.exit(1)
 open(path, "w").write(text.replace(old, new, 1))
@@ -85,6 +90,14 @@ config CXL_MEM_DEVICE"
         "(config_all_devices.has_key('CONFIG_CXL') ? ['cxl-test'] : [])" \
         "(config_all_devices.has_key('CONFIG_CXL') ? ['cxl-test'] : []) +  \\
   (config_all_devices.has_key('CONFIG_CXL_NFABRIC') ? ['nfabric-test'] : [])  # $NF_MARK"
+    # nfabric-test replays the device's records with the timing model.
+    nf_qemu_edit tests/qtest/meson.build "
+qtests = {
+" "
+qtests = {
+  'nfabric-test': files('../../hw/mem/nfabric/nfabric_timing.c',
+                        '../../hw/mem/nfabric/nfabric_trace.c'),  # $NF_MARK
+"
 }
 
 nf_qemu_configure() {

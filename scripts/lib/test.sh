@@ -64,7 +64,7 @@ nf_test_main() {
 }
 
 # ---- unit: the host-side unit tests built by the root meson.build --------
-nf_register_suite 10 unit "host unit tests (engine, timing model)"
+nf_register_suite 10 unit "host unit tests (engine, controller model, timing model and tool)"
 nf_suite_unit() {
     local t rc=0
     # Run each TAP test program directly so that every check is counted.
@@ -72,5 +72,7 @@ nf_suite_unit() {
         echo "# $t"
         "$t" || rc=1
     done < <(find "$NF_HOST_BUILD/tests/unit" -maxdepth 1 -type f -name 'test*' -perm -u+x | sort)
+    echo "# tests/unit/test_timing_tool.sh"
+    sh "$NF_ROOT/tests/unit/test_timing_tool.sh" "$NF_HOST_BUILD/bench/nfabric-timing" || rc=1
     return $rc
 }

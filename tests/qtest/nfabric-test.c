@@ -14,6 +14,8 @@
 #include "qobject/qdict.h"
 #include "hw/pci/pci_regs.h"
 #include "hw/mem/nfabric_regs.h"
+#include "hw/mem/nfabric_timing.h"
+#include "hw/mem/nfabric_trace.h"
 
 #define MEM_SIZE        (256 * 1024 * 1024ull)
 #define RP_BUS          12
@@ -756,6 +758,75 @@ static void test_reset_defaults(void)
     nf_stop(&nf);
 }
 
+/*
+ * The device records its access stream (record=FILE); replaying the record
+ * through the offline model gives exactly the figures the registers show.
+ */
+static void test_record_replay(void)
+{
+    g_autofree char *path = g_strdup_printf("%s/nfabric-record-%d.bin",
+                                            g_get_tmp_dir(), getpid());
+    g_autofree char *arg = g_strdup_printf("-global cxl-neuron-fabric.record=%s",
+                                           path);
+    g_autofree NFabricTiming *t = g_new0(NFabricTiming, 1);
+    uint64_t total, runtime, path_ps[NFABRIC_NUM_PATHS];
+    uint64_t path_exp[NFABRIC_NUM_PATHS], acc[NFABRIC_NUM_PATHS];
+    uint32_t ppm;
+    int64_t records;
+    FILE *f;
+    NF nf;
+
+    nf_start_args(&nf, arg);
+    for (int i = 0; i < 20; i++) {
+        qtest_writeq(nf.qts, nf.hpa + 0x80000 + 8 * i, i);
+    }
+    /* A clear in the middle: the record says so too. */
+    wr32(&nf, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_TIMING);
+    g_assert_cmpuint(win_set(&nf, 0, 0x1000, 64, 0x2000,
+                             NFABRIC_PATH_GBINARY, 8, 0, 0), ==, 0);
+    g_assert_cmpuint(win_set(&nf, 1, 0x4000, 64, 0x5000,
+                             NFABRIC_PATH_GTERNARY, 16, 0, 2), ==, 0);
+    for (int i = 0; i < 8; i++) {
+        qtest_writeq(nf.qts, nf.hpa + 0x1000 + 8 * i, 0x5555 * i);
+        qtest_writel(nf.qts, nf.hpa + 0x4000 + 4 * i, 0x1111 * i);
+        qtest_writeb(nf.qts, nf.hpa + 0x90000 + i, i);
+    }
+    qtest_readq(nf.qts, nf.hpa + 0x1000);
+    qtest_readw(nf.qts, nf.hpa + 0x4002);
+    qtest_readl(nf.qts, nf.hpa + 0x90000);
+
+    total = rd64(&nf, NFABRIC_REG_T_TOTAL_PS);
+    runtime = rd64(&nf, NFABRIC_REG_T_RUNTIME_PS);
+    ppm = rd32(&nf, NFABRIC_REG_T_EXPOSED_PPM);
+    for (int p = 0; p < NFABRIC_NUM_PATHS; p++) {
+        path_ps[p] = rd64(&nf, NFABRIC_REG_T_PATH_FIELD(p,
+                          NFABRIC_T_PATH_TIME_PS));
+        path_exp[p] = rd64(&nf, NFABRIC_REG_T_PATH_FIELD(p,
+                           NFABRIC_T_PATH_EXPOSED_PS));
+        acc[p] = rd64(&nf, NFABRIC_REG_T_ACCESSES_PATH(p));
+    }
+    g_assert_cmpuint(acc[NFABRIC_PATH_FP32], ==, 9);
+    g_assert_cmpuint(acc[NFABRIC_PATH_GBINARY], ==, 9);
+    g_assert_cmpuint(acc[NFABRIC_PATH_GTERNARY], ==, 9);
+    g_assert_cmpuint(ppm, >, 0);
+    nf_stop(&nf);   /* QEMU exits: the record is flushed */
+
+    f = fopen(path, "rb");
+    g_assert(f);
+    records = nfabric_trace_replay(f, t, NULL, NULL);
+    fclose(f);
+    unlink(path);
+    g_assert_cmpint(records, >, 27);
+    g_assert_cmpuint(nfabric_timing_total_ps(t), ==, total);
+    g_assert_cmpuint(nfabric_timing_runtime_ps(t), ==, runtime);
+    g_assert_cmpuint(nfabric_timing_exposed_ppm(t), ==, ppm);
+    for (int p = 0; p < NFABRIC_NUM_PATHS; p++) {
+        g_assert_cmpuint(t->time_ps[p], ==, path_ps[p]);
+        g_assert_cmpuint(t->exposed_ps[p], ==, path_exp[p]);
+        g_assert_cmpuint(t->accesses[p], ==, acc[p]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -769,5 +840,6 @@ int main(int argc, char **argv)
     qtest_add_func("/nfabric/stats-timing", test_stats_and_timing);
     qtest_add_func("/nfabric/timing-properties", test_timing_properties);
     qtest_add_func("/nfabric/reset-defaults", test_reset_defaults);
+    qtest_add_func("/nfabric/record-replay", test_record_replay);
     return g_test_run();
 }

@@ -29,6 +29,7 @@
 #include "qemu/bitops.h"
 #include "qemu/host-utils.h"
 #include "qapi/error.h"
+#include "qemu/error-report.h"
 #include "qapi/visitor.h"
 #include "hw/qdev-properties.h"
 #include "hw/resettable.h"
@@ -200,6 +201,7 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
     CXLNFabricState *s = CXL_NFABRIC(pdev);
     CXLType3Dev *ct3d = CXL_TYPE3(pdev);
     const NFabricTimingParamInfo *bad;
+    FILE *record = NULL;
 
     bad = nfabric_timing_check_info(&s->tparams);
     if (bad) {
@@ -221,8 +223,27 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
         return;
     }
 
+    if (s->record_path) {
+        record = fopen(s->record_path, "wb");
+        if (!record) {
+            error_setg_errno(errp, errno, "%s: property 'record': cannot "
+                             "create '%s'", TYPE_CXL_NFABRIC, s->record_path);
+            return;
+        }
+        if (nfabric_trace_write_header(record, &s->tparams,
+                                       NFABRIC_TRACE_F_DEPENDENT) != 0) {
+            error_setg(errp, "%s: property 'record': cannot write '%s'",
+                       TYPE_CXL_NFABRIC, s->record_path);
+            fclose(record);
+            return;
+        }
+    }
+
     nc->parent_realize(pdev, errp);
     if (*errp) {
+        if (record) {
+            fclose(record);
+        }
         return;
     }
 
@@ -230,6 +251,7 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
     nfabric_ctrl_init(&s->ctrl, memory_region_get_ram_ptr(s->vmr),
                       memory_region_size(s->vmr), &s->tparams,
                       &nfabric_ctrl_ops, s);
+    s->ctrl.record = record;
 
     memory_region_init_io(&s->mem, OBJECT(s), &nfabric_mem_ops, s,
                           "cxl-neuron-fabric-mem", s->ctrl.ram_size);
@@ -250,6 +272,13 @@ static void nfabric_exit(PCIDevice *pdev)
     memory_region_del_subregion(&ct3d->cxl_cstate.crb.component_registers,
                                 &s->regs);
     memory_region_del_subregion(s->vmr, &s->mem);
+    if (s->ctrl.record) {
+        if (fclose(s->ctrl.record) != 0 || s->ctrl.record_failed) {
+            error_report("%s: the record '%s' is incomplete: a write failed",
+                         TYPE_CXL_NFABRIC, s->record_path);
+        }
+        s->ctrl.record = NULL;
+    }
     nc->parent_exit(pdev);
 }
 
@@ -312,6 +341,18 @@ static const VMStateDescription vmstate_nfabric = {
                              NFABRIC_NUM_PATHS),
         VMSTATE_UINT64_ARRAY(ctrl.timing.exposed_ps, CXLNFabricState,
                              NFABRIC_NUM_PATHS),
+        VMSTATE_UINT64_ARRAY(ctrl.timing.accesses, CXLNFabricState,
+                             NFABRIC_NUM_PATHS),
+        VMSTATE_UINT64(ctrl.timing.queued_ps, CXLNFabricState),
+        VMSTATE_UINT64(ctrl.timing.link_busy_ps, CXLNFabricState),
+        VMSTATE_UINT64(ctrl.timing.first_arrival_ps, CXLNFabricState),
+        VMSTATE_UINT32(ctrl.timing.max_in_flight, CXLNFabricState),
+        VMSTATE_UINT32(ctrl.timing.max_queued, CXLNFabricState),
+        VMSTATE_UINT32(ctrl.timing.occ_saturated, CXLNFabricState),
+        VMSTATE_UINT64(ctrl.timing.now_ps, CXLNFabricState),
+        VMSTATE_UINT64(ctrl.timing.last_arrival_ps, CXLNFabricState),
+        VMSTATE_UINT64(ctrl.timing.pipe_free_ps, CXLNFabricState),
+        VMSTATE_UINT64(ctrl.timing.link_free_ps, CXLNFabricState),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -327,57 +368,81 @@ static const Property nfabric_props[] = {
                        NFABRIC_T_DEFAULT_SERVICE_NS),
     DEFINE_PROP_UINT32("link-mbps", CXLNFabricState, tparams.link_mbps,
                        NFABRIC_T_DEFAULT_LINK_MBPS),
+    DEFINE_PROP_STRING("record", CXLNFabricState, record_path),
 };
 
-/* Read-only figures for qom-get: timing-* and stats-*. */
+/* Read-only figures for qom-get: each one reads a register. */
+typedef struct NFabricFigure {
+    const char *name;
+    uint32_t reg;
+    unsigned size;
+    const char *desc;
+} NFabricFigure;
+
+static const NFabricFigure nfabric_figures[] = {
+#define PATH_FIGURES(p, pname) \
+    { "timing-" pname "-ps", \
+      NFABRIC_REG_T_PATH_FIELD(p, NFABRIC_T_PATH_TIME_PS), 8, \
+      "modelled time of the path's accesses, ps" }, \
+    { "timing-" pname "-exposed-ps", \
+      NFABRIC_REG_T_PATH_FIELD(p, NFABRIC_T_PATH_EXPOSED_PS), 8, \
+      "part of that time the datapath added, ps" }, \
+    { "timing-" pname "-accesses", NFABRIC_REG_T_ACCESSES_PATH(p), 8, \
+      "accesses the timing model accounted on the path" }, \
+    { "stats-" pname "-reads", \
+      NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_READS), 8, "reads" }, \
+    { "stats-" pname "-writes", \
+      NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_WRITES), 8, "writes" }, \
+    { "stats-" pname "-read-bytes", \
+      NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_READ_BYTES), 8, "bytes read" }, \
+    { "stats-" pname "-write-bytes", \
+      NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_WRITE_BYTES), 8, \
+      "bytes written" }
+    PATH_FIGURES(NFABRIC_PATH_FP32, "fp32"),
+    PATH_FIGURES(NFABRIC_PATH_GBINARY, "gbinary"),
+    PATH_FIGURES(NFABRIC_PATH_GTERNARY, "gternary"),
+#undef PATH_FIGURES
+    { "timing-total-ps", NFABRIC_REG_T_TOTAL_PS, 8,
+      "modelled time of all accesses, ps" },
+    { "timing-exposed-ppm", NFABRIC_REG_T_EXPOSED_PPM, 4,
+      "exposed datapath overhead, parts per million" },
+    { "timing-runtime-ps", NFABRIC_REG_T_RUNTIME_PS, 8,
+      "modelled runtime, first arrival to last completion, ps" },
+    { "timing-queued-ps", NFABRIC_REG_T_QUEUED_PS, 8,
+      "sum of waits for the link, ps" },
+    { "timing-link-busy-ps", NFABRIC_REG_T_LINK_BUSY_PS, 8,
+      "sum of link occupancy, ps" },
+    { "timing-max-in-flight", NFABRIC_REG_T_MAX_IN_FLIGHT, 4,
+      "most requests in flight at once" },
+    { "timing-max-queued", NFABRIC_REG_T_MAX_QUEUED, 4,
+      "most requests waiting for the link at once" },
+};
+
 static void nfabric_get_figure(Object *obj, Visitor *v, const char *name,
                                void *opaque, Error **errp)
 {
     CXLNFabricState *s = CXL_NFABRIC(obj);
-    const NFabricTiming *t = &s->ctrl.timing;
-    uintptr_t which = (uintptr_t)opaque;
-    uint64_t val;
+    const NFabricFigure *f = opaque;
+    uint64_t val = 0;
 
-    if (which < NFABRIC_NUM_PATHS) {
-        val = t->time_ps[which];
-    } else if (which < 2 * NFABRIC_NUM_PATHS) {
-        val = t->exposed_ps[which - NFABRIC_NUM_PATHS];
-    } else if (which == 2 * NFABRIC_NUM_PATHS) {
-        val = nfabric_timing_total_ps(t);
-    } else {
-        val = nfabric_timing_exposed_ppm(t);
+    if (!nfabric_ctrl_reg_peek(&s->ctrl, f->reg, f->size, &val)) {
+        error_setg(errp, "%s: figure '%s' is not readable", TYPE_CXL_NFABRIC,
+                   name);
+        return;
     }
     visit_type_uint64(v, name, &val, errp);
 }
 
 static void nfabric_add_figures(ObjectClass *oc)
 {
-    for (uintptr_t p = 0; p < NFABRIC_NUM_PATHS; p++) {
-        g_autofree char *tn = g_strdup_printf("timing-%s-ps",
-                                              nfabric_path_names[p]);
-        g_autofree char *en = g_strdup_printf("timing-%s-exposed-ps",
-                                              nfabric_path_names[p]);
+    for (size_t i = 0; i < ARRAY_SIZE(nfabric_figures); i++) {
+        const NFabricFigure *f = &nfabric_figures[i];
+        g_autofree char *desc = g_strdup_printf("%s (read-only)", f->desc);
 
-        object_class_property_add(oc, tn, "uint64", nfabric_get_figure,
-                                  NULL, NULL, (void *)p);
-        object_class_property_set_description(oc, tn,
-            "modelled time of the path's accesses, ps (read-only)");
-        object_class_property_add(oc, en, "uint64", nfabric_get_figure,
-                                  NULL, NULL,
-                                  (void *)(p + NFABRIC_NUM_PATHS));
-        object_class_property_set_description(oc, en,
-            "part of it the datapath added, ps (read-only)");
+        object_class_property_add(oc, f->name, "uint64", nfabric_get_figure,
+                                  NULL, NULL, (void *)f);
+        object_class_property_set_description(oc, f->name, desc);
     }
-    object_class_property_add(oc, "timing-total-ps", "uint64",
-                              nfabric_get_figure, NULL, NULL,
-                              (void *)(uintptr_t)(2 * NFABRIC_NUM_PATHS));
-    object_class_property_add(oc, "timing-exposed-ppm", "uint64",
-                              nfabric_get_figure, NULL, NULL,
-                              (void *)(uintptr_t)(2 * NFABRIC_NUM_PATHS + 1));
-    object_class_property_set_description(oc, "timing-total-ps",
-        "modelled time of all accesses, ps (read-only)");
-    object_class_property_set_description(oc, "timing-exposed-ppm",
-        "exposed datapath overhead, parts per million (read-only)");
 }
 
 static void nfabric_class_init(ObjectClass *oc, void *data)
@@ -409,6 +474,8 @@ static void nfabric_class_init(ObjectClass *oc, void *data)
         "timing model: CXL service time per access in ns (0..1000000)");
     object_class_property_set_description(oc, "link-mbps",
         "timing model: link bandwidth in MB/s (1..10000000)");
+    object_class_property_set_description(oc, "record",
+        "file to record the access stream to, for nfabric-timing --replay");
     nfabric_add_figures(oc);
 }
 

@@ -273,7 +273,21 @@ static void nfabric_account(NFabricCtrl *s, unsigned path, bool write,
 
     st[write ? NFABRIC_STAT_WRITES : NFABRIC_STAT_READS]++;
     st[write ? NFABRIC_STAT_WRITE_BYTES : NFABRIC_STAT_READ_BYTES] += len;
+    if (s->record && !s->record_failed &&
+        nfabric_trace_write_access(s->record, nfabric_timing_now_ps(&s->timing),
+                                   path, len, write) != 0) {
+        s->record_failed = true;
+    }
     nfabric_timing_account(&s->timing, path, len);
+}
+
+/* The model restarted at time 0: a record says so, to replay the same. */
+static void nfabric_record_clear(NFabricCtrl *s)
+{
+    if (s->record && !s->record_failed &&
+        nfabric_trace_write_clear(s->record) != 0) {
+        s->record_failed = true;
+    }
 }
 
 /*
@@ -393,9 +407,18 @@ static bool nfabric_reg_decode(uint64_t off, NFabricReg *r)
         r->base = off & ~7ull;
         return true;
     }
+    if (off >= NFABRIC_REG_T_ACCESSES &&
+        off < NFABRIC_REG_T_ACCESSES_PATH(NFABRIC_NUM_PATHS)) {
+        r->width = 8;
+        r->base = off & ~7ull;
+        return true;
+    }
     switch (off & ~7ull) {
     case NFABRIC_REG_MEM_SIZE:
     case NFABRIC_REG_T_TOTAL_PS:
+    case NFABRIC_REG_T_RUNTIME_PS:
+    case NFABRIC_REG_T_QUEUED_PS:
+    case NFABRIC_REG_T_LINK_BUSY_PS:
         r->width = 8;
         r->base = off & ~7ull;
         return true;
@@ -418,6 +441,8 @@ static bool nfabric_reg_decode(uint64_t off, NFabricReg *r)
     case NFABRIC_REG_T_SERVICE_NS:
     case NFABRIC_REG_T_LINK_MBPS:
     case NFABRIC_REG_T_EXPOSED_PPM:
+    case NFABRIC_REG_T_MAX_IN_FLIGHT:
+    case NFABRIC_REG_T_MAX_QUEUED:
         return true;
     }
     return false;
@@ -480,6 +505,10 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
         return rel % NFABRIC_T_PATH_STRIDE == NFABRIC_T_PATH_TIME_PS ?
                t->time_ps[p] : t->exposed_ps[p];
     }
+    if (off >= NFABRIC_REG_T_ACCESSES &&
+        off < NFABRIC_REG_T_ACCESSES_PATH(NFABRIC_NUM_PATHS)) {
+        return t->accesses[(off - NFABRIC_REG_T_ACCESSES) / 8];
+    }
     switch (off) {
     case NFABRIC_REG_MAGIC:
         return NFABRIC_MAGIC;
@@ -509,6 +538,16 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
         return nfabric_timing_exposed_ppm(t);
     case NFABRIC_REG_T_TOTAL_PS:
         return nfabric_timing_total_ps(t);
+    case NFABRIC_REG_T_MAX_IN_FLIGHT:
+        return t->max_in_flight;
+    case NFABRIC_REG_T_RUNTIME_PS:
+        return nfabric_timing_runtime_ps(t);
+    case NFABRIC_REG_T_QUEUED_PS:
+        return t->queued_ps;
+    case NFABRIC_REG_T_LINK_BUSY_PS:
+        return t->link_busy_ps;
+    case NFABRIC_REG_T_MAX_QUEUED:
+        return t->max_queued;
     }
     abort();
 }
@@ -524,6 +563,21 @@ static bool nfabric_reg_access_ok(const NFabricReg *r, uint64_t off,
         return false;
     }
     return size <= r->width;
+}
+
+bool nfabric_ctrl_reg_peek(NFabricCtrl *s, uint64_t off, unsigned size,
+                           uint64_t *val)
+{
+    NFabricReg r;
+
+    if (!nfabric_reg_decode(off, &r) || !nfabric_reg_access_ok(&r, off, size)) {
+        return false;
+    }
+    *val = nfabric_reg_value(s, &r);
+    if (size == 4 && r.width == 8) {
+        *val = (uint32_t)(*val >> ((off - r.base) * 8));
+    }
+    return true;
 }
 
 uint64_t nfabric_ctrl_reg_read(NFabricCtrl *s, uint64_t off, unsigned size)
@@ -564,6 +618,7 @@ static void nfabric_global_ctrl_write(NFabricCtrl *s, uint32_t val,
     }
     if (val & NFABRIC_CTRL_CLEAR_TIMING) {
         nfabric_timing_clear(&s->timing);
+        nfabric_record_clear(s);
     }
     if (val & NFABRIC_CTRL_CLEAR_ERROR) {
         s->last_error = NFABRIC_ERR_NONE;
@@ -653,6 +708,7 @@ void nfabric_ctrl_reset(NFabricCtrl *s)
     s->last_error = NFABRIC_ERR_NONE;
     s->error_count = 0;
     nfabric_timing_init(&s->timing, &s->timing.p);
+    nfabric_record_clear(s);
 }
 
 
@@ -682,6 +738,15 @@ bool nfabric_ctrl_mem_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
 int nfabric_ctrl_post_load(NFabricCtrl *s)
 {
     uint32_t enabled = 0;
+
+    /*
+     * The occupancy ring is not migrated: the device's stream is dependent
+     * (each access arrives when the previous completed), so nothing is in
+     * flight between accesses.
+     */
+    s->timing.occ_head = 0;
+    s->timing.occ_count = 0;
+    s->timing.occ_started = 0;
 
     for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
         if (s->win[i].ctrl & NFABRIC_WCTRL_ENABLE) {

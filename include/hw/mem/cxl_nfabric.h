@@ -25,6 +25,7 @@ struct CXLNFabricState {
 
     /* Properties. */
     NFabricTimingParams tparams;
+    char *record_path;
 };
 
 struct CXLNFabricClass {

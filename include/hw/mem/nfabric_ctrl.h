@@ -13,10 +13,12 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hw/mem/nfabric_engine.h"
 #include "hw/mem/nfabric_regs.h"
 #include "hw/mem/nfabric_timing.h"
+#include "hw/mem/nfabric_trace.h"
 
 /* Statistics kept per path (register order). */
 enum {
@@ -75,6 +77,15 @@ typedef struct NFabricCtrl {
     uint64_t stats[NFABRIC_NUM_PATHS][NFABRIC_NUM_STATS];
     NFabricTiming timing;
 
+    /*
+     * Optional record of the access stream (docs/timing.md), written in
+     * the order the timing model sees it; the owner opens it and writes
+     * the header.  record_failed is set (and recording stops) if a write
+     * fails.
+     */
+    FILE *record;
+    bool record_failed;
+
     /* Derived from win[] by enable, or by nfabric_ctrl_post_load(). */
     uint32_t enabled_mask;
     NFabricAggCfg cfg[NFABRIC_NUM_WINDOWS];
@@ -93,6 +104,12 @@ void nfabric_ctrl_reset(NFabricCtrl *s);
 uint64_t nfabric_ctrl_reg_read(NFabricCtrl *s, uint64_t off, unsigned size);
 void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
                             unsigned size);
+/*
+ * The value a read would return, without its side effects (no error
+ * status, no trace): false if the read would be rejected.  For QMP.
+ */
+bool nfabric_ctrl_reg_peek(NFabricCtrl *s, uint64_t off, unsigned size,
+                           uint64_t *val);
 
 /*
  * A CXL.mem access of len (1..8) bytes at dpa; buf holds the bytes in

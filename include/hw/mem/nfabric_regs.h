@@ -115,7 +115,8 @@
 #define NFABRIC_REG_T_SERVICE_NS    0x208   /* CXL service time per access */
 #define NFABRIC_REG_T_LINK_MBPS     0x20c   /* link bandwidth, MB/s (10^6 B/s) */
 /* Accumulated figures (RO). */
-#define NFABRIC_REG_T_EXPOSED_PPM   0x210   /* u32 exposed/total, parts per million */
+#define NFABRIC_REG_T_EXPOSED_PPM   0x210   /* u32 exposed/base, parts per million */
+#define NFABRIC_REG_T_MAX_IN_FLIGHT 0x214   /* u32 most requests in flight */
 #define NFABRIC_REG_T_TOTAL_PS      0x218   /* u64 modelled time, all paths, ps */
 #define NFABRIC_REG_T_PATH          0x220   /* per path: */
 #define NFABRIC_T_PATH_STRIDE       0x10
@@ -123,6 +124,13 @@
 #define NFABRIC_T_PATH_EXPOSED_PS   0x08    /* u64 of which datapath-exposed, ps */
 #define NFABRIC_REG_T_PATH_FIELD(p, field) \
     (NFABRIC_REG_T_PATH + (p) * NFABRIC_T_PATH_STRIDE + (field))
+/* Queue figures of the model (RO). */
+#define NFABRIC_REG_T_RUNTIME_PS    0x250   /* u64 first arrival to last completion */
+#define NFABRIC_REG_T_QUEUED_PS     0x258   /* u64 sum of waits for the link */
+#define NFABRIC_REG_T_LINK_BUSY_PS  0x260   /* u64 sum of link occupancy */
+#define NFABRIC_REG_T_MAX_QUEUED    0x268   /* u32 most requests waiting for the link */
+#define NFABRIC_REG_T_ACCESSES      0x270   /* u64 per path: accesses accounted */
+#define NFABRIC_REG_T_ACCESSES_PATH(p) (NFABRIC_REG_T_ACCESSES + (p) * 8)
 
 /* ---- Windows --------------------------------------------------------- */
 #define NFABRIC_REG_WIN_BASE        0x400
