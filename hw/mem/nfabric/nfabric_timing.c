@@ -63,6 +63,30 @@ void nfabric_timing_clear(NFabricTiming *t)
     memset((char *)t + from, 0, sizeof(*t) - from);
 }
 
+/* n bytes at link_mbps * 10^6 B/s occupy the link n * 10^6 / link_mbps ps. */
+static uint64_t link_ps_calc(const NFabricTimingParams *p, uint64_t n)
+{
+    return n * 1000000u / p->link_mbps;
+}
+
+/* n bytes enter the datapath at one 64-byte line per cycle. */
+static uint64_t pipe_ps_calc(const NFabricTimingParams *p, uint64_t n)
+{
+    return n * 1000000u / ((uint64_t)NFABRIC_T_LINE_BYTES * p->clock_mhz);
+}
+
+static uint64_t link_ps(const NFabricTiming *t, uint64_t n)
+{
+    return n <= NFABRIC_T_LINE_BYTES ? t->link_ps_tab[n]
+                                     : link_ps_calc(&t->p, n);
+}
+
+static uint64_t pipe_ps(const NFabricTiming *t, uint64_t n)
+{
+    return n <= NFABRIC_T_LINE_BYTES ? t->pipe_ps_tab[n]
+                                     : pipe_ps_calc(&t->p, n);
+}
+
 void nfabric_timing_init(NFabricTiming *t, const NFabricTimingParams *p)
 {
     NFabricTimingParams np = *p;        /* p may be &t->p */
@@ -70,13 +94,12 @@ void nfabric_timing_init(NFabricTiming *t, const NFabricTimingParams *p)
     t->p = np;
     /* depth cycles at clock_mhz; clock_mhz is never 0 once checked. */
     t->datapath_ps = (uint64_t)np.depth * 1000000u / np.clock_mhz;
+    /* Every access of the device is at most 8 bytes: no division there. */
+    for (unsigned n = 0; n <= NFABRIC_T_LINE_BYTES; n++) {
+        t->link_ps_tab[n] = link_ps_calc(&np, n);
+        t->pipe_ps_tab[n] = pipe_ps_calc(&np, n);
+    }
     nfabric_timing_clear(t);
-}
-
-/* n bytes at link_mbps * 10^6 B/s occupy the link n * 10^6 / link_mbps ps. */
-static uint64_t link_ps(const NFabricTiming *t, uint64_t n)
-{
-    return n * 1000000u / t->p.link_mbps;
 }
 
 uint64_t nfabric_timing_base_ps(const NFabricTiming *t, uint64_t n)
@@ -157,8 +180,7 @@ uint64_t nfabric_timing_account_at(NFabricTiming *t, unsigned path,
         uint64_t enter = max64(a, t->pipe_free_ps);
 
         /* One line per cycle: n bytes take n / 64 cycles to go in. */
-        t->pipe_free_ps = enter + n * 1000000u /
-                          ((uint64_t)NFABRIC_T_LINE_BYTES * t->p.clock_mhz);
+        t->pipe_free_ps = enter + pipe_ps(t, n);
         ready = enter + t->datapath_ps;
     }
 

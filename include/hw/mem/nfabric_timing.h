@@ -75,6 +75,9 @@ typedef struct NFabricTimingParams {
 typedef struct NFabricTiming {
     NFabricTimingParams p;
     uint64_t datapath_ps;       /* derived: depth cycles at the clock */
+    /* Derived: link and datapath-entry time of n <= 64 bytes (hot path). */
+    uint64_t link_ps_tab[NFABRIC_T_LINE_BYTES + 1];
+    uint64_t pipe_ps_tab[NFABRIC_T_LINE_BYTES + 1];
 
     /* Accumulators (registers T_TOTAL_PS, T_PATH_*, T_EXPOSED_PPM). */
     uint64_t time_ps[NFABRIC_NUM_PATHS];    /* sum of latencies */
