@@ -9,7 +9,13 @@ nf_register_suite 35 concurrency "4 vCPUs, 4 worker processes writing the same w
 nf_suite_concurrency() {
     local log=$NF_BUILD/test-logs/concurrency-console.log rc=0
     mkdir -p "$(dirname "$log")"
-    nf_guest_run "$log" "nfabric-test --only gbinary,gternary,mixed,stats" --cpus 4 || rc=$?
+    nf_guest_run "$log" 'echo "NFABRIC-CPUS=$(grep -c ^processor /proc/cpuinfo)"; nfabric-test --only gbinary,gternary,mixed,stats' \
+        --cpus 4 || rc=$?
+    if tr -d '\r' < "$log" | grep -q '^NFABRIC-CPUS=4$'; then
+        echo "ok - the guest runs on 4 vCPUs"
+    else
+        echo "not ok - the guest runs on 4 vCPUs"; rc=1
+    fi
     grep -E '^(ok|not ok|#|1\.\.)' "$log" || true
     grep -qE '^NFABRIC-READY' "$log" || { echo "not ok - the guest did not get ready"; rc=1; }
     return $rc
