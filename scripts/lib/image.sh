@@ -16,7 +16,8 @@ NF_GUEST_INITRD=$NF_GUEST/initramfs.cpio.gz
 # Modules the init loads, in this order (their dependencies come first).
 NF_GUEST_MODULES="cxl_acpi cxl_pci cxl_mem cxl_port dax device_dax dax_cxl"
 # Guest programs copied from the host build.
-NF_GUEST_PROGRAMS="nfabricctl nfabric-test nfabric-bench"
+# Static guest programs, relative to build/host/guest/; each goes to /usr/bin.
+NF_GUEST_PROGRAMS="nfabricctl nfabric-test nfabric-bench train/static/nfabric-train"
 
 nf_image_usage() {
     cat <<'USAGE'
@@ -218,7 +219,7 @@ nf_image_main() {
     mkdir -p "$root"
     cp -a "$parts/base/." "$parts/modules-$kver/." "$parts/ndctl/." "$root/"
     for p in $NF_GUEST_PROGRAMS; do
-        cp "$NF_HOST_BUILD/guest/$p" "$root/usr/bin/$p"
+        cp "$NF_HOST_BUILD/guest/$p" "$root/usr/bin/${p##*/}"
     done
     install -m 755 "$NF_ROOT/guest/init/init" "$root/init"
     echo "$kver" > "$root/etc/nfabric/kernel-version"
