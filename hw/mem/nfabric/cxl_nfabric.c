@@ -40,11 +40,19 @@
 
 /* ---- hooks of the controller model ---------------------------------- */
 
+/*
+ * Only migration reads these dirty bits: the backend's RAM is reached
+ * through the device alone, so no translated code and no display depend
+ * on it.  Outside migration the (per-access) bitmap update is skipped;
+ * when migration starts it sends all of the RAM once anyway.
+ */
 static void nfabric_hook_dirty(void *opaque, uint64_t dpa, uint64_t len)
 {
     CXLNFabricState *s = opaque;
 
-    memory_region_set_dirty(s->vmr, dpa, len);
+    if (memory_region_is_logging(s->vmr, DIRTY_MEMORY_MIGRATION)) {
+        memory_region_set_dirty(s->vmr, dpa, len);
+    }
 }
 
 static void nfabric_hook_guest_error(void *opaque, uint64_t off,
