@@ -261,6 +261,12 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
                       &nfabric_ctrl_ops, s);
     s->ctrl.record = record;
 
+    /*
+     * cxl-type3 does not register its memory for migration; the counters
+     * and the data live there, so this device does.
+     */
+    vmstate_register_ram(s->vmr, DEVICE(s));
+
     memory_region_init_io(&s->mem, OBJECT(s), &nfabric_mem_ops, s,
                           "cxl-neuron-fabric-mem", s->ctrl.ram_size);
     memory_region_add_subregion_overlap(s->vmr, 0, &s->mem, 1);
@@ -280,6 +286,7 @@ static void nfabric_exit(PCIDevice *pdev)
     memory_region_del_subregion(&ct3d->cxl_cstate.crb.component_registers,
                                 &s->regs);
     memory_region_del_subregion(s->vmr, &s->mem);
+    vmstate_unregister_ram(s->vmr, DEVICE(s));
     if (s->ctrl.record) {
         if (fclose(s->ctrl.record) != 0 || s->ctrl.record_failed) {
             error_report("%s: the record '%s' is incomplete: a write failed",
