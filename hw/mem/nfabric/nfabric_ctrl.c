@@ -292,12 +292,15 @@ static void nfabric_record_clear(NFabricCtrl *s)
 
 /*
  * One guest access of len (1..8) bytes at dpa.  buf holds the bytes in
- * memory order.  An access that straddles a window boundary is served (and
- * counted) piece by piece, each piece on its own path.
+ * memory order.  An access that straddles a window boundary is served
+ * piece by piece, each piece on its own path, and counted once on each
+ * path it touched.
  */
 static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                            unsigned len, bool write)
 {
+    uint64_t served[NFABRIC_NUM_PATHS] = { 0 };
+
     while (len) {
         uint64_t end;
         int i = nfabric_lookup(s, dpa, &end);
@@ -333,10 +336,16 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                 }
             }
         }
-        nfabric_account(s, path, write, n);
+        served[path] += n;
         dpa += n;
         buf += n;
         len -= n;
+    }
+    /* One access on each path it touched, with the bytes that path served. */
+    for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
+        if (served[p]) {
+            nfabric_account(s, p, write, served[p]);
+        }
     }
 }
 
@@ -749,6 +758,9 @@ int nfabric_ctrl_post_load(NFabricCtrl *s)
     s->timing.occ_started = 0;
 
     for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+        if (s->win[i].ctrl & ~NFABRIC_WCTRL_VALID) {
+            return -1;      /* a guest can never store reserved bits */
+        }
         if (s->win[i].ctrl & NFABRIC_WCTRL_ENABLE) {
             enabled |= 1u << i;
         }
