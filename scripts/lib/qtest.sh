@@ -4,7 +4,8 @@
 
 nf_register_suite 20 qtest "qtests (nfabric-test, QEMU's cxl-test) and device options"
 
-NF_QTESTS=(tests/qtest/nfabric-test tests/qtest/cxl-test)
+NF_QTESTS=(tests/qtest/nfabric-test tests/qtest/nfabric-migration-test
+           tests/qtest/nfabric-fuzz-test tests/qtest/cxl-test)
 
 # A QEMU command line with the device, for option checks.
 nf_qtest_cmdline() {
