@@ -28,17 +28,12 @@
 
 #include "qemu/osdep.h"
 #include "libqtest.h"
+#include "nfabric-qtest.h"
 #include "qobject/qdict.h"
 #include "hw/pci/pci_regs.h"
 #include "hw/mem/nfabric_regs.h"
 
-#define MEM_SIZE        (256 * 1024 * 1024ull)
 #define ARENA           (1024 * 1024ull)    /* windows live in the first MiB */
-#define RP_BUS          12
-#define DEV_BUS         13
-#define BAR0_ADDR       0xc0000000ull
-#define BAR2_ADDR       0xc0100000ull
-#define BAR4_ADDR       0xc0200000ull
 #define NW              NFABRIC_NUM_WINDOWS
 
 #define NF_CMDLINE \
@@ -66,48 +61,7 @@ typedef struct NF {
     unsigned ops, checks;
 } NF;
 
-/* ---- bring-up (as in nfabric-test.c) ---------------------------------- */
-
-static uint32_t cfg_addr(int bus, int dev, int reg)
-{
-    return 0x80000000u | bus << 16 | dev << 11 | (reg & 0xfc);
-}
-
-static uint32_t cfg_readl(QTestState *qts, int bus, int dev, int reg)
-{
-    qtest_outl(qts, 0xcf8, cfg_addr(bus, dev, reg));
-    return qtest_inl(qts, 0xcfc);
-}
-
-static void cfg_writel(QTestState *qts, int bus, int dev, int reg,
-                       uint32_t val)
-{
-    qtest_outl(qts, 0xcf8, cfg_addr(bus, dev, reg));
-    qtest_outl(qts, 0xcfc, val);
-}
-
-static void cfg_writew(QTestState *qts, int bus, int dev, int reg,
-                       uint16_t val)
-{
-    qtest_outl(qts, 0xcf8, cfg_addr(bus, dev, reg));
-    qtest_outw(qts, 0xcfc + (reg & 2), val);
-}
-
-static uint64_t find_cfmw_base(QTestState *qts)
-{
-    g_autofree char *mtree = qtest_hmp(qts, "info mtree");
-    const char *p = strstr(mtree, "cxl-fixed-memory-region");
-    const char *line;
-
-    g_assert(p);
-    for (line = p; line > mtree && line[-1] != '\n'; line--) {
-        ;
-    }
-    while (*line == ' ') {
-        line++;
-    }
-    return g_ascii_strtoull(line, NULL, 16);
-}
+/* ---- bring-up (PCI config and the window: nfabric-qtest.h) ---------- */
 
 static void commit_hdm(NF *nf)
 {

@@ -11,18 +11,12 @@
 
 #include "qemu/osdep.h"
 #include "libqtest.h"
+#include "nfabric-qtest.h"
 #include "qobject/qdict.h"
 #include "hw/pci/pci_regs.h"
 #include "hw/mem/nfabric_regs.h"
 #include "hw/mem/nfabric_timing.h"
 #include "hw/mem/nfabric_trace.h"
-
-#define MEM_SIZE        (256 * 1024 * 1024ull)
-#define RP_BUS          12
-#define DEV_BUS         13
-#define BAR0_ADDR       0xc0000000ull   /* component registers */
-#define BAR2_ADDR       0xc0100000ull   /* device registers */
-#define BAR4_ADDR       0xc0200000ull   /* MSI-X */
 
 #define NF_CMDLINE \
     "-machine q35,cxl=on -m 128M " \
@@ -37,33 +31,6 @@ typedef struct NF {
     uint64_t regs;      /* BAR0 + NFABRIC_REGS_OFFSET */
     uint64_t hpa;       /* host physical address of DPA 0 */
 } NF;
-
-/* ---- PCI configuration through 0xcf8/0xcfc -------------------------- */
-
-static uint32_t cfg_addr(int bus, int dev, int reg)
-{
-    return 0x80000000u | bus << 16 | dev << 11 | (reg & 0xfc);
-}
-
-static uint32_t cfg_readl(QTestState *qts, int bus, int dev, int reg)
-{
-    qtest_outl(qts, 0xcf8, cfg_addr(bus, dev, reg));
-    return qtest_inl(qts, 0xcfc);
-}
-
-static void cfg_writel(QTestState *qts, int bus, int dev, int reg,
-                       uint32_t val)
-{
-    qtest_outl(qts, 0xcf8, cfg_addr(bus, dev, reg));
-    qtest_outl(qts, 0xcfc, val);
-}
-
-static void cfg_writew(QTestState *qts, int bus, int dev, int reg,
-                       uint16_t val)
-{
-    qtest_outl(qts, 0xcf8, cfg_addr(bus, dev, reg));
-    qtest_outw(qts, 0xcfc + (reg & 2), val);
-}
 
 /* ---- device registers ------------------------------------------------ */
 
@@ -107,22 +74,6 @@ static void win_disable(NF *nf, int i)
 }
 
 /* ---- bring-up ---------------------------------------------------------- */
-
-static uint64_t find_cfmw_base(QTestState *qts)
-{
-    g_autofree char *mtree = qtest_hmp(qts, "info mtree");
-    const char *p = strstr(mtree, "cxl-fixed-memory-region");
-    const char *line;
-
-    g_assert(p);
-    for (line = p; line > mtree && line[-1] != '\n'; line--) {
-        ;
-    }
-    while (*line == ' ') {
-        line++;
-    }
-    return g_ascii_strtoull(line, NULL, 16);
-}
 
 /* Commit HDM decoder 0 of the device: HPA [hpa, hpa + MEM_SIZE) -> DPA 0. */
 static void commit_hdm(NF *nf)
