@@ -93,6 +93,55 @@ config CXL_MEM_DEVICE"
         "(config_all_devices.has_key('CONFIG_CXL') ? ['cxl-test'] : [])" \
         "(config_all_devices.has_key('CONFIG_CXL') ? ['cxl-test'] : []) +  \\
   (config_all_devices.has_key('CONFIG_CXL_NFABRIC') ? ['nfabric-test', 'nfabric-migration-test', 'nfabric-fuzz-test'] : [])  # $NF_MARK"
+    # A hook for subclasses: serve a CXL.mem access once the parent has
+    # decoded HPA to DPA, instead of the parent's address_space_read/write
+    # on its memory.  cxl-type3 itself leaves the hooks NULL and behaves as
+    # before; cxl-neuron-fabric serves its accesses there, one call from the
+    # fixed memory window instead of a second MemoryRegion dispatch
+    # (docs/device.md).
+    nf_qemu_edit include/hw/cxl/cxl_device.h "    bool (*set_cacheline)(CXLType3Dev *ct3d, uint64_t dpa_offset,
+                          uint8_t *data);
+};" "    bool (*set_cacheline)(CXLType3Dev *ct3d, uint64_t dpa_offset,
+                          uint8_t *data);
+    /*
+     * $NF_MARK: if set, serve a decoded CXL.mem access of size bytes at
+     * dpa_offset of as (data in memory order, as address_space_read/write
+     * take it) instead of accessing as.
+     */
+    MemTxResult (*mem_read)(CXLType3Dev *ct3d, AddressSpace *as,
+                            uint64_t dpa_offset, uint64_t *data,
+                            unsigned size, MemTxAttrs attrs);
+    MemTxResult (*mem_write)(CXLType3Dev *ct3d, AddressSpace *as,
+                             uint64_t dpa_offset, uint64_t data,
+                             unsigned size, MemTxAttrs attrs);
+};"
+    # CXL_TYPE3() has checked d at the top of both functions, so the class
+    # is read without a second checked cast.
+    nf_qemu_edit hw/mem/cxl_type3.c "MemTxResult cxl_type3_read(PCIDevice *d, hwaddr host_addr, uint64_t *data,
+                           unsigned size, MemTxAttrs attrs)
+{" "/* $NF_MARK: the class of a device CXL_TYPE3() has checked. */
+static inline CXLType3Class *cxl_type3_class_of(CXLType3Dev *ct3d)
+{
+    return (CXLType3Class *)object_get_class(OBJECT(ct3d));
+}
+
+MemTxResult cxl_type3_read(PCIDevice *d, hwaddr host_addr, uint64_t *data,
+                           unsigned size, MemTxAttrs attrs)
+{"
+    nf_qemu_edit hw/mem/cxl_type3.c "    return address_space_read(as, dpa_offset, attrs, data, size);
+}" "    if (cxl_type3_class_of(ct3d)->mem_read) {  /* $NF_MARK */
+        return cxl_type3_class_of(ct3d)->mem_read(ct3d, as, dpa_offset, data,
+                                                  size, attrs);
+    }
+    return address_space_read(as, dpa_offset, attrs, data, size);
+}"
+    nf_qemu_edit hw/mem/cxl_type3.c "    return address_space_write(as, dpa_offset, attrs, &data, size);
+}" "    if (cxl_type3_class_of(ct3d)->mem_write) {  /* $NF_MARK */
+        return cxl_type3_class_of(ct3d)->mem_write(ct3d, as, dpa_offset, data,
+                                                   size, attrs);
+    }
+    return address_space_write(as, dpa_offset, attrs, &data, size);
+}"
     # Performance, behaviour unchanged: every CXL.mem access asks whether
     # the target is a cxl-type3; for a subclass (this device) QOM answers
     # with a type-table lookup and an ancestor walk each time, about a fifth

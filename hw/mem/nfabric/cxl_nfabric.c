@@ -8,24 +8,25 @@
  * gated aggregation (the engine in nfabric_engine.c).  Every access is
  * accounted by the timing shim (nfabric_timing.c).
  *
- * How the CXL.mem path is intercepted without patching cxl_type3.c: the
- * parent decodes HPA to DPA and then accesses its hostvmem_as address
- * space, whose root is the volatile backend's RAM region.  After the
- * parent's realize we overlay that RAM region with an I/O region of our
- * own (priority 1, same size), so every DPA access lands in
- * nfabric_mem_read/write, which reach the backend's RAM directly.  The
- * parent's own accesses to the memory bypass the overlay: sanitize and
- * secure erase memset the RAM directly, and set_cacheline (poison clear) is
- * overridden below to write the RAM directly.  None of them counts.
+ * How the CXL.mem path is intercepted: the parent decodes HPA to DPA (its
+ * HDM decoders) and then calls its class's mem_read/mem_write hooks, which
+ * this device sets (a small hook added to cxl-type3 by scripts/lib/qemu.sh;
+ * cxl-type3 itself leaves them NULL and accesses its memory as before).  So
+ * every guest CXL.mem access reaches nfabric_mem_read/write with its DPA,
+ * one call from the fixed memory window, and the controller serves it from
+ * the volatile backend's RAM.  The parent's own accesses to the memory do
+ * not pass there: sanitize and secure erase memset the RAM directly, and
+ * set_cacheline (poison clear) is overridden below to write the RAM
+ * directly.  None of them counts.
  *
- * Locking: both regions are I/O regions with global locking, so every
- * access and register write runs under the BQL; the device state needs no
- * lock of its own.  docs/registers.md is the register specification.
+ * Locking: the fixed memory window (where CXL.mem accesses enter) and the
+ * register block are I/O regions with global locking, so every access and
+ * register write runs under the BQL; the device state needs no lock of its
+ * own.  docs/registers.md is the register specification.
  */
 
 #include "qemu/osdep.h"
 #include "qemu/log.h"
-#include "qemu/bswap.h"
 #include "qemu/bitops.h"
 #include "qemu/host-utils.h"
 #include "qapi/error.h"
@@ -107,51 +108,41 @@ static const NFabricCtrlOps nfabric_ctrl_ops = {
 
 /* ---- the CXL.mem path ------------------------------------------------ */
 
-static MemTxResult nfabric_mem_read(void *opaque, hwaddr addr, uint64_t *data,
+/*
+ * A decoded access of size (1..8) bytes at dpa; *data and data hold the
+ * bytes in memory order, as the parent's address_space_read/write take them.
+ * The device has volatile memory only (realize refuses the rest), so as is
+ * always the parent's hostvmem_as, whose root is the RAM the controller
+ * serves.
+ */
+static MemTxResult nfabric_mem_read(CXLType3Dev *ct3d, AddressSpace *as,
+                                    uint64_t dpa, uint64_t *data,
                                     unsigned size, MemTxAttrs attrs)
 {
-    CXLNFabricState *s = opaque;
-    uint8_t buf[8];
+    CXLNFabricState *s = (CXLNFabricState *)ct3d;   /* the class says so */
 
-    if (size > sizeof(buf) ||
-        !nfabric_ctrl_mem_access(&s->ctrl, addr, buf, size, false)) {
+    *data = 0;
+    if (size > sizeof(*data) ||
+        !nfabric_ctrl_mem_access(&s->ctrl, dpa, (uint8_t *)data, size,
+                                 false)) {
         return MEMTX_DECODE_ERROR;
     }
-    *data = ldn_le_p(buf, size);
     return MEMTX_OK;
 }
 
-static MemTxResult nfabric_mem_write(void *opaque, hwaddr addr, uint64_t data,
+static MemTxResult nfabric_mem_write(CXLType3Dev *ct3d, AddressSpace *as,
+                                     uint64_t dpa, uint64_t data,
                                      unsigned size, MemTxAttrs attrs)
 {
-    CXLNFabricState *s = opaque;
-    uint8_t buf[8];
+    CXLNFabricState *s = (CXLNFabricState *)ct3d;   /* the class says so */
 
-    if (size > sizeof(buf)) {
-        return MEMTX_DECODE_ERROR;
-    }
-    stn_le_p(buf, size, data);
-    if (!nfabric_ctrl_mem_access(&s->ctrl, addr, buf, size, true)) {
+    if (size > sizeof(data) ||
+        !nfabric_ctrl_mem_access(&s->ctrl, dpa, (uint8_t *)&data, size,
+                                 true)) {
         return MEMTX_DECODE_ERROR;
     }
     return MEMTX_OK;
 }
-
-static const MemoryRegionOps nfabric_mem_ops = {
-    .read_with_attrs = nfabric_mem_read,
-    .write_with_attrs = nfabric_mem_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
-    .impl = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
-};
 
 /* Parent's poison-clear path: write the line to storage, never count it. */
 static bool nfabric_set_cacheline(CXLType3Dev *ct3d, uint64_t dpa,
@@ -267,10 +258,6 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
      */
     vmstate_register_ram(s->vmr, DEVICE(s));
 
-    memory_region_init_io(&s->mem, OBJECT(s), &nfabric_mem_ops, s,
-                          "cxl-neuron-fabric-mem", s->ctrl.ram_size);
-    memory_region_add_subregion_overlap(s->vmr, 0, &s->mem, 1);
-
     memory_region_init_io(&s->regs, OBJECT(s), &nfabric_reg_ops, s,
                           "cxl-neuron-fabric-regs", NFABRIC_REGS_SIZE);
     memory_region_add_subregion(&ct3d->cxl_cstate.crb.component_registers,
@@ -285,7 +272,6 @@ static void nfabric_exit(PCIDevice *pdev)
 
     memory_region_del_subregion(&ct3d->cxl_cstate.crb.component_registers,
                                 &s->regs);
-    memory_region_del_subregion(s->vmr, &s->mem);
     vmstate_unregister_ram(s->vmr, DEVICE(s));
     if (s->ctrl.record) {
         if (fclose(s->ctrl.record) != 0 || s->ctrl.record_failed) {
@@ -477,6 +463,8 @@ static void nfabric_class_init(ObjectClass *oc, void *data)
     resettable_class_set_parent_phases(rc, NULL, nfabric_reset_hold, NULL,
                                        &nc->parent_phases);
     cvc->set_cacheline = nfabric_set_cacheline;
+    cvc->mem_read = nfabric_mem_read;
+    cvc->mem_write = nfabric_mem_write;
 
     dc->desc = "CXL Type-3 memory with NEURON-Fabric gradient aggregation";
     dc->vmsd = &vmstate_nfabric;

@@ -19,7 +19,6 @@ struct CXLNFabricState {
     CXLType3Dev parent_obj;
 
     MemoryRegion regs;          /* register block, BAR0 + 0x2000 */
-    MemoryRegion mem;           /* overlay on the volatile backend's RAM */
     MemoryRegion *vmr;          /* the volatile backend's RAM region */
     NFabricCtrl ctrl;           /* the controller model over its RAM */
 
