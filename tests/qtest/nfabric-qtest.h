@@ -10,6 +10,7 @@
 #define NFABRIC_QTEST_H
 
 #include "libqtest.h"
+#include "hw/pci/pci_regs.h"
 
 #define MEM_SIZE        (256 * 1024 * 1024ull)
 #define RP_BUS          12
@@ -41,6 +42,19 @@ static inline void cfg_writew(QTestState *qts, int bus, int dev, int reg,
 {
     qtest_outl(qts, 0xcf8, cfg_addr(bus, dev, reg));
     qtest_outw(qts, 0xcfc + (reg & 2), val);
+}
+
+/* Place the device's BARs at BAR0/2/4_ADDR and turn on memory decoding. */
+static inline void map_device_bars(QTestState *qts)
+{
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0, BAR0_ADDR);
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_1, 0);
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_2, BAR2_ADDR);
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_3, 0);
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_4, BAR4_ADDR);
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_5, 0);
+    cfg_writew(qts, DEV_BUS, 0, PCI_COMMAND,
+               PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
 }
 
 static inline uint64_t find_cfmw_base(QTestState *qts)

@@ -124,14 +124,7 @@ static void nf_start_args(NF *nf, const char *extra)
     id = cfg_readl(qts, DEV_BUS, 0, PCI_VENDOR_ID);
     g_assert_cmphex(id & 0xffff, ==, NFABRIC_PCI_VENDOR_ID);
     g_assert_cmphex(id >> 16, ==, NFABRIC_PCI_DEVICE_ID);
-    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0, BAR0_ADDR);
-    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_1, 0);
-    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_2, BAR2_ADDR);
-    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_3, 0);
-    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_4, BAR4_ADDR);
-    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_5, 0);
-    cfg_writew(qts, DEV_BUS, 0, PCI_COMMAND,
-               PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+    map_device_bars(qts);
 
     nf->regs = BAR0_ADDR + NFABRIC_REGS_OFFSET;
     nf->hpa = find_cfmw_base(qts);
