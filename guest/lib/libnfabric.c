@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PCI_DEVICES "/sys/bus/pci/devices"
@@ -55,6 +56,8 @@ const char *nfabric_strerror(int err)
         [NFABRIC_ERR_ACCESS] = "bad access size or alignment",
         [NFABRIC_ERR_RESERVED_BITS] = "reserved bits set",
         [NFABRIC_ERR_COMMAND] = "unknown command",
+        [NFABRIC_ERR_ROUND] = "not the window's current round",
+        [NFABRIC_ERR_HEAD] = "no such head",
     };
 
     if (err >= 0) {
@@ -74,6 +77,8 @@ const char *nfabric_strerror(int err)
     case NFLIB_ENOREGS: return "device opened without registers";
     case NFLIB_ENOMEM: return "device opened without memory";
     case NFLIB_ESYSFS: return "unexpected sysfs content";
+    case NFLIB_ETIMEDOUT: return "timed out";
+    case NFLIB_ESTALE: return "the round moved on";
     default: return "unknown library error";
     }
 }
@@ -782,4 +787,178 @@ int32_t nfabric_counter(const nfabric_dev *d, uint64_t counters,
         return (int16_t)v;
     }
     return (int8_t)p[0];
+}
+
+/* ---- heads and rounds (version 1.1) ------------------------------------- */
+
+static bool has_heads(const nfabric_dev *d)
+{
+    return d->regs && (d->version & 0xffff) >= 1;
+}
+
+int nfabric_pool_stats(const nfabric_dev *d,
+                       nfabric_path_stats st[NFABRIC_NUM_PATHS])
+{
+    if (!d->regs) {
+        return NFLIB_ENOREGS;
+    }
+    if (!has_heads(d)) {
+        return nfabric_stats(d, st);
+    }
+    for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
+        st[p].reads = nfabric_rd64(d, NFABRIC_REG_POOL_STATS_PATH(p, NFABRIC_STATS_READS));
+        st[p].writes = nfabric_rd64(d, NFABRIC_REG_POOL_STATS_PATH(p, NFABRIC_STATS_WRITES));
+        st[p].read_bytes = nfabric_rd64(d, NFABRIC_REG_POOL_STATS_PATH(p, NFABRIC_STATS_READ_BYTES));
+        st[p].write_bytes = nfabric_rd64(d, NFABRIC_REG_POOL_STATS_PATH(p, NFABRIC_STATS_WRITE_BYTES));
+    }
+    return 0;
+}
+
+int nfabric_heads_read(const nfabric_dev *d, nfabric_heads *h)
+{
+    uint32_t info;
+
+    memset(h, 0, sizeof(*h));
+    if (!d->regs) {
+        return NFLIB_ENOREGS;
+    }
+    if (!has_heads(d)) {
+        h->count = 1;
+        h->live = 1;
+        return 0;
+    }
+    info = nfabric_rd32(d, NFABRIC_REG_HEAD_INFO);
+    h->index = info & NFABRIC_HEAD_INFO_INDEX_MASK;
+    h->count = (info & NFABRIC_HEAD_INFO_COUNT_MASK) >>
+               NFABRIC_HEAD_INFO_COUNT_SHIFT;
+    h->shared = info & NFABRIC_HEAD_INFO_SHARED;
+    h->live = nfabric_rd32(d, NFABRIC_REG_HEADS_LIVE);
+    h->lost = nfabric_rd32(d, NFABRIC_REG_HEADS_LOST);
+    return 0;
+}
+
+int nfabric_head_contrib(nfabric_dev *d, unsigned head, unsigned i,
+                         uint64_t *writes)
+{
+    uint32_t before, self;
+    int rc = check_win(d, i);
+
+    if (rc) {
+        return rc;
+    }
+    if (!has_heads(d)) {
+        return fail(d, NFLIB_EVERSION, "the device has no per-head counts "
+                    "(version %u.%u)", d->version >> 16, d->version & 0xffff);
+    }
+    before = nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT);
+    self = nfabric_rd32(d, NFABRIC_REG_HEAD_SELECT);
+    nfabric_wr32(d, NFABRIC_REG_HEAD_SELECT, head);
+    if ((rc = judged(d, NFABRIC_NUM_WINDOWS, before, "HEAD_SELECT write"))) {
+        return rc;
+    }
+    *writes = nfabric_rd64(d, NFABRIC_REG_HEAD_CONTRIB_WIN(i));
+    nfabric_wr32(d, NFABRIC_REG_HEAD_SELECT, self);
+    return 0;
+}
+
+int nfabric_round_read(const nfabric_dev *d, unsigned i, nfabric_round *r)
+{
+    memset(r, 0, sizeof(*r));
+    if (!d->regs || i >= NFABRIC_NUM_WINDOWS) {
+        return !d->regs ? NFLIB_ENOREGS : NFLIB_EINVAL;
+    }
+    if (!has_heads(d)) {
+        return NFLIB_EVERSION;
+    }
+    /* STATUS first: a round read after it is at least as new. */
+    r->status = nfabric_rd32(d, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_STATUS));
+    r->seq = nfabric_rd32(d, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_SEQ));
+    r->done = nfabric_rd32(d, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_DONE));
+    r->all_done = r->status & NFABRIC_RSTAT_ALL_DONE;
+    r->incomplete = r->status & NFABRIC_RSTAT_INCOMPLETE;
+    r->ndone = (r->status & NFABRIC_RSTAT_DONE_MASK) >> NFABRIC_RSTAT_DONE_SHIFT;
+    r->nexpected = (r->status & NFABRIC_RSTAT_EXPECT_MASK) >>
+                   NFABRIC_RSTAT_EXPECT_SHIFT;
+    return 0;
+}
+
+int nfabric_round_complete(nfabric_dev *d, unsigned i, uint32_t seq)
+{
+    uint32_t before;
+    int rc = check_win(d, i);
+
+    if (rc) {
+        return rc;
+    }
+    if (!has_heads(d)) {
+        return fail(d, NFLIB_EVERSION, "the device has no round registers");
+    }
+    before = nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT);
+    nfabric_wr32(d, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_COMPLETE), seq);
+    return judged(d, i, before, "round complete");
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void pause_us(unsigned us)
+{
+    struct timespec ts = { 0, (long)us * 1000 };
+
+    nanosleep(&ts, NULL);
+}
+
+int nfabric_round_wait(nfabric_dev *d, unsigned i, uint32_t seq,
+                       unsigned timeout_ms, nfabric_round *r)
+{
+    uint64_t t0 = now_ms();
+    int rc = check_win(d, i);
+
+    if (rc) {
+        return rc;
+    }
+    for (unsigned n = 0;; n++) {
+        if ((rc = nfabric_round_read(d, i, r))) {
+            return fail(d, rc, "window %u: cannot read the round", i);
+        }
+        if (r->seq != seq) {
+            return fail(d, NFLIB_ESTALE, "window %u: waiting for round %u, "
+                        "the window is at round %u", i, seq, r->seq);
+        }
+        if (r->all_done) {
+            return 0;
+        }
+        if (now_ms() - t0 > timeout_ms) {
+            return fail(d, NFLIB_ETIMEDOUT, "window %u: round %u: %u of %u "
+                        "heads done after %u ms (done mask 0x%x)", i, seq,
+                        r->ndone, r->nexpected, timeout_ms, r->done);
+        }
+        pause_us(n < 100 ? 50 : 1000);
+    }
+}
+
+int nfabric_round_wait_next(nfabric_dev *d, unsigned i, uint32_t seq,
+                            unsigned timeout_ms)
+{
+    uint64_t t0 = now_ms();
+    int rc = check_win(d, i);
+
+    if (rc) {
+        return rc;
+    }
+    for (unsigned n = 0;; n++) {
+        if (nfabric_rd32(d, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_SEQ)) != seq) {
+            return 0;
+        }
+        if (now_ms() - t0 > timeout_ms) {
+            return fail(d, NFLIB_ETIMEDOUT, "window %u: still at round %u "
+                        "after %u ms", i, seq, timeout_ms);
+        }
+        pause_us(n < 100 ? 50 : 1000);
+    }
 }

@@ -32,6 +32,8 @@
 #define NFLIB_ENOREGS     (-8)  /* opened without registers */
 #define NFLIB_ENOMEM      (-9)  /* opened without device memory */
 #define NFLIB_ESYSFS      (-10) /* unexpected sysfs content */
+#define NFLIB_ETIMEDOUT   (-11) /* a wait timed out */
+#define NFLIB_ESTALE      (-12) /* the round moved on (another head cleared) */
 
 /* nfabric_open() flags. */
 #define NFABRIC_OPEN_NO_REGS  (1u << 0) /* memory only (e.g. stock cxl-type3) */
@@ -92,6 +94,25 @@ typedef struct nfabric_timing {
     uint64_t path_exposed_ps[NFABRIC_NUM_PATHS];
 } nfabric_timing;
 
+/* The heads of the device (version 1.1; docs/multihost.md). */
+typedef struct nfabric_heads {
+    unsigned index;             /* this host's head */
+    unsigned count;             /* heads of the device (1: not shared) */
+    bool shared;                /* shared by several hosts */
+    uint32_t live;              /* bit h: head h attached */
+    uint32_t lost;              /* bit h: head h's process died */
+} nfabric_heads;
+
+/* A window's current round. */
+typedef struct nfabric_round {
+    uint32_t seq;               /* round number */
+    uint32_t done;              /* bit h: head h completed it */
+    uint32_t status;            /* raw ROUND_STATUS */
+    bool all_done;              /* every expected head completed */
+    bool incomplete;            /* a contribution may be partial */
+    unsigned ndone, nexpected;
+} nfabric_round;
+
 const char *nfabric_strerror(int err);
 const char *nfabric_errmsg(const nfabric_dev *d);
 const char *nfabric_path_name(unsigned path);
@@ -141,6 +162,34 @@ unsigned nfabric_window_check(const nfabric_dev *d, unsigned i,
 int nfabric_ctrl(nfabric_dev *d, uint32_t cmd);
 int nfabric_stats(const nfabric_dev *d, nfabric_path_stats st[NFABRIC_NUM_PATHS]);
 int nfabric_timing_read(const nfabric_dev *d, nfabric_timing *t);
+
+/* Statistics summed over every head of a shared device (POOL_STATS). */
+int nfabric_pool_stats(const nfabric_dev *d,
+                       nfabric_path_stats st[NFABRIC_NUM_PATHS]);
+
+/* This head's index, the head count, and which heads are attached. */
+int nfabric_heads_read(const nfabric_dev *d, nfabric_heads *h);
+/* Writes head `head` made to window i since its last clear. */
+int nfabric_head_contrib(nfabric_dev *d, unsigned head, unsigned i,
+                         uint64_t *writes);
+
+/* Window i's round state. */
+int nfabric_round_read(const nfabric_dev *d, unsigned i, nfabric_round *r);
+/*
+ * Tell the device this head's contribution to round seq of window i is
+ * complete.  NFABRIC_ERR_ROUND if seq is not the current round.
+ */
+int nfabric_round_complete(nfabric_dev *d, unsigned i, uint32_t seq);
+/*
+ * Wait until every expected head completed round seq of window i (polling
+ * ROUND_STATUS), at most timeout_ms.  0 (r filled in), NFLIB_ETIMEDOUT, or
+ * NFLIB_ESTALE if the window moved to another round meanwhile.
+ */
+int nfabric_round_wait(nfabric_dev *d, unsigned i, uint32_t seq,
+                       unsigned timeout_ms, nfabric_round *r);
+/* Wait until window i's round number is no longer seq (a clear). */
+int nfabric_round_wait_next(nfabric_dev *d, unsigned i, uint32_t seq,
+                            unsigned timeout_ms);
 
 /* Device memory: pointer to DPA dpa (NULL if outside the mapping). */
 void *nfabric_dpa_ptr(const nfabric_dev *d, uint64_t dpa, uint64_t len);

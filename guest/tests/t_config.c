@@ -232,7 +232,7 @@ void gt_group_config(void)
     try_write("reserved bit in CTRL", NFABRIC_REG_CTRL, 1u << 8,
               NFABRIC_ERR_RESERVED_BITS, -1);
     try_write("write to MAGIC", NFABRIC_REG_MAGIC, 0, NFABRIC_ERR_READONLY, -1);
-    try_write("write to undefined offset 0x3f0", 0x3f0, 0, NFABRIC_ERR_UNMAPPED, -1);
+    try_write("write to undefined offset 0x0f0", 0x0f0, 0, NFABRIC_ERR_UNMAPPED, -1);
     {
         uint32_t cnt0 = nfabric_rd32(gt_dev, NFABRIC_REG_ERROR_COUNT);
         uint8_t v = *(volatile uint8_t *)(gt_dev->regs + NFABRIC_REG_MAGIC);

@@ -18,6 +18,7 @@ NF_QEMU_LINKS=(
     include/hw/mem/nfabric_ctrl.h
     include/hw/mem/nfabric_engine.h
     include/hw/mem/nfabric_regs.h
+    include/hw/mem/nfabric_shared.h
     include/hw/mem/nfabric_timing.h
     include/hw/mem/nfabric_trace.h
     tests/qtest/nfabric-qtest.h

@@ -159,7 +159,7 @@ static unsigned f_tie(uint32_t c)
 
 static bool enabled(unsigned i)
 {
-    return ctrl.enabled_mask & (1u << i);
+    return ctrl.sh->enabled_mask & (1u << i);
 }
 
 static uint64_t clen_of(const NFabricWindow *w)
@@ -187,11 +187,11 @@ static bool overlap(uint64_t a, uint64_t al, uint64_t b, uint64_t bl)
 
 static void check_structure(void)
 {
-    CHECK(!(ctrl.enabled_mask >> NW), "ENABLED_MASK 0x%x", ctrl.enabled_mask);
+    CHECK(!(ctrl.sh->enabled_mask >> NW), "ENABLED_MASK 0x%x", ctrl.sh->enabled_mask);
     CHECK(ctrl.last_error <= NFABRIC_ERR_MAX, "LAST_ERROR %u", ctrl.last_error);
     for (unsigned i = 0; i < NW; i++) {
-        const NFabricWindow *w = &ctrl.win[i];
-        const NFabricAggCfg *cfg = &ctrl.cfg[i];
+        const NFabricWindow *w = &ctrl.sh->win[i];
+        const NFabricAggCfg *cfg = &ctrl.sh->cfg[i];
         unsigned p = f_path(w->ctrl), wd = f_width(w->ctrl);
         uint64_t cl;
 
@@ -206,7 +206,7 @@ static void check_structure(void)
               (unsigned long long)exp_contrib_bytes[i], exp_reserved[i]);
         CHECK(!!(w->ctrl & NFABRIC_WCTRL_ENABLE) == enabled(i),
               "window %u: CTRL 0x%x but mask 0x%x", i, w->ctrl,
-              ctrl.enabled_mask);
+              ctrl.sh->enabled_mask);
         if (!enabled(i)) {
             continue;
         }
@@ -234,7 +234,7 @@ static void check_structure(void)
         CHECK(!overlap(w->dpa_base, w->dpa_size, w->counters, cl),
               "window %u counters over its data", i);
         for (unsigned j = i + 1; j < NW; j++) {
-            const NFabricWindow *o = &ctrl.win[j];
+            const NFabricWindow *o = &ctrl.sh->win[j];
             uint64_t ol;
 
             if (!enabled(j)) {
@@ -265,7 +265,7 @@ static void check_constants(void)
               0x00400400 &&
           nfabric_ctrl_reg_read(&ctrl, NFABRIC_REG_MEM_SIZE, 8) == RAM_SIZE &&
           nfabric_ctrl_reg_read(&ctrl, NFABRIC_REG_ENABLED_MASK, 4) ==
-              ctrl.enabled_mask,
+              ctrl.sh->enabled_mask,
           "constant registers changed");
 }
 
@@ -292,10 +292,10 @@ typedef struct Snap {
 static void snap(Snap *s)
 {
     memset(s, 0, sizeof(*s));
-    memcpy(s->win, ctrl.win, sizeof(s->win));
+    memcpy(s->win, ctrl.sh->win, sizeof(s->win));
     s->last_error = ctrl.last_error;
     s->error_count = ctrl.error_count;
-    s->enabled_mask = ctrl.enabled_mask;
+    s->enabled_mask = ctrl.sh->enabled_mask;
     memcpy(s->stats, ctrl.stats, sizeof(s->stats));
     memcpy(s->time_ps, ctrl.timing.time_ps, sizeof(s->time_ps));
     memcpy(s->exposed_ps, ctrl.timing.exposed_ps, sizeof(s->exposed_ps));
@@ -327,7 +327,7 @@ static void sh_cnt_add(uint64_t counters, unsigned width, uint64_t e, int d)
 static int win_of(uint64_t a)
 {
     for (unsigned i = 0; i < NW; i++) {
-        const NFabricWindow *w = &ctrl.win[i];
+        const NFabricWindow *w = &ctrl.sh->win[i];
 
         if (enabled(i) && a >= w->dpa_base && a - w->dpa_base < w->dpa_size) {
             return (int)i;
@@ -355,7 +355,7 @@ static uint8_t ref_read_byte(int i, uint64_t a)
     if (i < 0) {
         return shadow[a];
     }
-    w = &ctrl.win[i];
+    w = &ctrl.sh->win[i];
     p = f_path(w->ctrl);
     wd = f_width(w->ctrl);
     off = a - w->dpa_base;
@@ -389,12 +389,12 @@ static void ref_write_byte(int i, uint64_t a, uint8_t d)
     unsigned p, wd;
     uint64_t off;
 
-    if (i < 0 || f_path(ctrl.win[i].ctrl) == NFABRIC_PATH_FP32) {
+    if (i < 0 || f_path(ctrl.sh->win[i].ctrl) == NFABRIC_PATH_FP32) {
         shadow[a] = d;
         check_shadow_range(a, 1);
         return;
     }
-    w = &ctrl.win[i];
+    w = &ctrl.sh->win[i];
     p = f_path(w->ctrl);
     wd = f_width(w->ctrl);
     off = a - w->dpa_base;
@@ -421,7 +421,7 @@ static void ref_write_byte(int i, uint64_t a, uint8_t d)
 
 static unsigned path_of(int i)
 {
-    return i < 0 ? NFABRIC_PATH_FP32 : f_path(ctrl.win[i].ctrl);
+    return i < 0 ? NFABRIC_PATH_FP32 : f_path(ctrl.sh->win[i].ctrl);
 }
 
 static void do_mem(uint64_t dpa, unsigned len, uint64_t val, bool write)
@@ -480,7 +480,7 @@ static void do_mem(uint64_t dpa, unsigned len, uint64_t val, bool write)
             if (p == NFABRIC_PATH_FP32) {
                 check_shadow_range(dpa + k, 1);
             } else {
-                const NFabricWindow *w = &ctrl.win[i];
+                const NFabricWindow *w = &ctrl.sh->win[i];
                 unsigned wd = f_width(w->ctrl);
                 uint64_t off = dpa + k - w->dpa_base;
 
@@ -550,15 +550,15 @@ static int reg_win(uint64_t off)
 /* After any successful change of the window table: the shadow's clears. */
 static void track_enables(uint32_t mask_before)
 {
-    uint32_t rose = ctrl.enabled_mask & ~mask_before;
+    uint32_t rose = ctrl.sh->enabled_mask & ~mask_before;
 
     for (unsigned i = 0; i < NW; i++) {
         if (rose & (1u << i)) {
-            uint64_t cl = clen_of(&ctrl.win[i]);
+            uint64_t cl = clen_of(&ctrl.sh->win[i]);
 
             if (cl) {
-                memset(shadow + ctrl.win[i].counters, 0, cl);
-                check_shadow_range(ctrl.win[i].counters, cl);
+                memset(shadow + ctrl.sh->win[i].counters, 0, cl);
+                check_shadow_range(ctrl.sh->win[i].counters, cl);
             }
             exp_contrib_writes[i] = exp_contrib_bytes[i] = 0;
             exp_reserved[i] = 0;
@@ -633,11 +633,11 @@ static void do_reg_write(uint64_t off, uint64_t val, unsigned size)
             CHECK(val == NFABRIC_WCMD_CLEAR, "CMD 0x%llx accepted",
                   (unsigned long long)val);
             if (enabled(wi)) {
-                uint64_t cl = clen_of(&ctrl.win[wi]);
+                uint64_t cl = clen_of(&ctrl.sh->win[wi]);
 
                 if (cl) {
-                    memset(shadow + ctrl.win[wi].counters, 0, cl);
-                    check_shadow_range(ctrl.win[wi].counters, cl);
+                    memset(shadow + ctrl.sh->win[wi].counters, 0, cl);
+                    check_shadow_range(ctrl.sh->win[wi].counters, cl);
                 }
             }
             exp_contrib_writes[wi] = exp_contrib_bytes[wi] = 0;
@@ -757,7 +757,7 @@ static uint64_t mem_dpa(In *in)
         return un(in, 2) % (RAM_SIZE + 16);
     case 1:
     case 2: {                                   /* around a window */
-        const NFabricWindow *w = &ctrl.win[u8(in) % NW];
+        const NFabricWindow *w = &ctrl.sh->win[u8(in) % NW];
         int8_t d = (int8_t)u8(in);
 
         return (m & 8 ? w->dpa_base + w->dpa_size : w->dpa_base) + d;
@@ -809,7 +809,7 @@ static void op_reset(void)
 {
     nfabric_ctrl_reset(&ctrl);
     reset_expectations();
-    CHECK(ctrl.enabled_mask == 0 && ctrl.last_error == 0 &&
+    CHECK(ctrl.sh->enabled_mask == 0 && ctrl.last_error == 0 &&
           ctrl.error_count == 0, "reset left errors or windows");
     for (unsigned i = 0; i < NW; i++) {
         for (unsigned r = 0; r < NFABRIC_WIN_STRIDE - 4; r += 4) {
@@ -831,7 +831,7 @@ static void op_post_load(In *in)
 {
     uint8_t m = u8(in);
     unsigned i = u8(in) % NW;
-    NFabricWindow *w = &ctrl.win[i];
+    NFabricWindow *w = &ctrl.sh->win[i];
     uint64_t x = un(in, 8);
 
     switch (m % 8) {
@@ -854,9 +854,9 @@ static void op_post_load(In *in)
     }
     /* Accepted: whatever it holds must be a consistent state. */
     for (unsigned k = 0; k < NW; k++) {
-        exp_contrib_writes[k] = ctrl.win[k].contrib_writes;
-        exp_contrib_bytes[k] = ctrl.win[k].contrib_bytes;
-        exp_reserved[k] = ctrl.win[k].reserved_codes;
+        exp_contrib_writes[k] = ctrl.sh->win[k].contrib_writes;
+        exp_contrib_bytes[k] = ctrl.sh->win[k].contrib_bytes;
+        exp_reserved[k] = ctrl.sh->win[k].reserved_codes;
     }
     check_shadow_range(0, RAM_SIZE);
 }
@@ -957,14 +957,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                              NFABRIC_WCMD_CLEAR, 4);
             } else {
                 do_reg_write(NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL),
-                             ctrl.win[i].ctrl & ~NFABRIC_WCTRL_ENABLE &
+                             ctrl.sh->win[i].ctrl & ~NFABRIC_WCTRL_ENABLE &
                              NFABRIC_WCTRL_VALID, 4);
             }
             break;
         }
         case 9: {                       /* a burst of contributions */
             unsigned i = u8(&in) % NW, cnt = u8(&in) % 64;
-            const NFabricWindow *w = &ctrl.win[i];
+            const NFabricWindow *w = &ctrl.sh->win[i];
 
             for (unsigned k = 0; k < cnt; k++) {
                 uint64_t off = w->dpa_size ? (8ull * k) % w->dpa_size : 8 * k;
@@ -986,7 +986,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         default: {                      /* read a whole window back */
-            const NFabricWindow *w = &ctrl.win[u8(&in) % NW];
+            const NFabricWindow *w = &ctrl.sh->win[u8(&in) % NW];
             uint64_t len = w->dpa_size < 512 ? w->dpa_size : 512;
 
             for (uint64_t k = 0; k < len; k += 8) {

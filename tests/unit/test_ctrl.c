@@ -128,7 +128,7 @@ typedef struct RegDef {
     int win;
 } RegDef;
 
-static RegDef regmap[256];
+static RegDef regmap[512];
 static unsigned nregs;
 
 static void def(uint64_t off, unsigned width, Acc acc, int win)
@@ -147,8 +147,25 @@ static void build_regmap(void)
     def(0x018, 4, ACC_RO, -1);      /* ERROR_COUNT */
     def(0x01c, 4, ACC_RO, -1);      /* ENABLED_MASK */
     def(0x020, 8, ACC_RO, -1);      /* MEM_SIZE */
+    /* Version 1.1: heads, per-head contributions, pool statistics, rounds. */
+    def(0x028, 4, ACC_RO, -1);      /* HEAD_INFO */
+    def(0x02c, 4, ACC_RO, -1);      /* HEADS_LIVE */
+    def(0x030, 4, ACC_RW, -1);      /* HEAD_SELECT */
+    def(0x034, 4, ACC_RO, -1);      /* HEADS_LOST */
+    for (unsigned i = 0; i < 16; i++) {
+        def(0x040 + 8 * i, 8, ACC_RO, -1);      /* HEAD_CONTRIB window i */
+    }
     for (unsigned i = 0; i < 12; i++) {
         def(0x100 + 8 * i, 8, ACC_RO, -1);      /* statistics */
+        def(0x180 + 8 * i, 8, ACC_RO, -1);      /* pool statistics */
+    }
+    for (int w = 0; w < 16; w++) {
+        uint64_t b = 0x300 + 0x10 * (uint64_t)w;
+
+        def(b + 0x0, 4, ACC_RO, w);     /* ROUND_SEQ */
+        def(b + 0x4, 4, ACC_RO, w);     /* ROUND_DONE */
+        def(b + 0x8, 4, ACC_RO, w);     /* ROUND_STATUS */
+        def(b + 0xc, 4, ACC_WO, w);     /* ROUND_COMPLETE */
     }
     for (unsigned i = 0; i < 5; i++) {
         def(0x200 + 4 * i, 4, ACC_RO, -1);      /* T_CLOCK .. T_EXPOSED_PPM */
@@ -219,7 +236,9 @@ static uint64_t default_value(const RegDef *r)
     }
     switch (r->off) {
     case 0x000: return 0x4241464e;
-    case 0x004: return 0x00010000;
+    case 0x004: return 0x00010001;
+    case 0x028: return 0x00000100;  /* head 0 of 1, not shared */
+    case 0x02c: return 0x1;         /* head 0 attached */
     case 0x008: return 0x03030710;
     case 0x00c: return 0x00400400;
     case 0x020: return RAM_SIZE;
@@ -244,12 +263,12 @@ typedef struct Snap {
 static void snap(Snap *sn)
 {
     memset(sn, 0, sizeof(*sn));     /* padding too: compared with memcmp */
-    memcpy(sn->win, ctrl.win, sizeof(sn->win));
+    memcpy(sn->win, ctrl.sh->win, sizeof(sn->win));
     sn->last_error = ctrl.last_error;
     sn->error_count = ctrl.error_count;
-    sn->enabled_mask = ctrl.enabled_mask;
+    sn->enabled_mask = ctrl.sh->enabled_mask;
     memcpy(sn->stats, ctrl.stats, sizeof(sn->stats));
-    memcpy(sn->cfg, ctrl.cfg, sizeof(sn->cfg));
+    memcpy(sn->cfg, ctrl.sh->cfg, sizeof(sn->cfg));
     memcpy(sn->timing, &ctrl.timing, sizeof(sn->timing));
 }
 
@@ -287,7 +306,7 @@ static uint32_t win_program(unsigned i, uint64_t base, uint64_t size,
     wr(NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE), size, 8);
     wr(NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS), counters, 8);
     wr(NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD), threshold, 4);
-    return ctrl.win[i].error;
+    return ctrl.sh->win[i].error;
 }
 
 /* Program and enable window i; returns its ERROR. */
@@ -480,9 +499,16 @@ static void test_reg_reads(void)
 static uint32_t expect_write(Snap *sn, const RegDef *r, uint64_t off,
                              uint64_t val, unsigned size)
 {
-    if (r->win < 0) {           /* the global CTRL, the only writable one */
+    if (r->off == 0x030) {      /* HEAD_SELECT: one head, 0 */
+        return val ? NFABRIC_ERR_HEAD : NFABRIC_ERR_NONE;
+    }
+    if (r->win < 0) {           /* the global CTRL */
         return (uint32_t)val & ~NFABRIC_CTRL_VALID ?
                NFABRIC_ERR_RESERVED_BITS : NFABRIC_ERR_NONE;
+    }
+    if (r->off >= 0x300 && r->off < 0x400) {
+        /* ROUND_COMPLETE: no window is enabled, so no round is current. */
+        return NFABRIC_ERR_ROUND;
     }
     NFabricWindow *w = &sn->win[r->win];
     uint64_t *f = NULL;
@@ -512,7 +538,7 @@ static uint32_t expect_write(Snap *sn, const RegDef *r, uint64_t off,
             unsigned tie = (val & NFABRIC_WCTRL_TIE_MASK) >>
                            NFABRIC_WCTRL_TIE_SHIFT;
 
-            w->ctrl = (uint32_t)val & ~NFABRIC_WCTRL_ENABLE;
+            /* A refused enable leaves CTRL as it was. */
             if (path >= NFABRIC_NUM_PATHS) {
                 return NFABRIC_ERR_PATH;
             }
@@ -596,7 +622,7 @@ static void test_reg_writes(void)
     tap_diag("register writes: %u accesses", checked);
     TAP_CHECK(bad == 0, "register writes: every offset 0..0x1000+ at sizes "
               "0-16, 5 values: right error code, only the target changes");
-    TAP_CHECK(ram_hash(ram) == h && ctrl.enabled_mask == 0,
+    TAP_CHECK(ram_hash(ram) == h && ctrl.sh->enabled_mask == 0,
               "register writes: device memory untouched, nothing enabled");
 }
 
@@ -629,7 +655,7 @@ static void test_window_index(void)
 
         wr(off, 1, 4);
         bad += ctrl.last_error != NFABRIC_ERR_UNMAPPED ||
-               ctrl.win[i].error != 0;
+               ctrl.sh->win[i].error != 0;
         bad += rd(off, 4) != 0 || ctrl.last_error != NFABRIC_ERR_UNMAPPED;
     }
     TAP_CHECK(bad == 0, "window +0x3c (no register): UNMAPPED, window ERROR "
@@ -641,7 +667,7 @@ static void test_window_index(void)
         fresh();
         win_program(i, 0x40 * (i + 1), 0x40, 0x1000 + 0x400 * i, 3 + i);
         for (unsigned j = 0; j < 16; j++) {
-            const NFabricWindow *w = &ctrl.win[j];
+            const NFabricWindow *w = &ctrl.sh->win[j];
             bool me = i == j;
 
             bad += w->dpa_base != (me ? 0x40 * (i + 1) : 0) ||
@@ -650,7 +676,7 @@ static void test_window_index(void)
                    w->threshold != (me ? 3 + i : 0);
         }
         bad += win_set(i, 0x40 * (i + 1), 0x40, 0x1000 + 0x400 * i, GB, 8,
-                       0, 0) != 0 || ctrl.enabled_mask != 1u << i;
+                       0, 0) != 0 || ctrl.sh->enabled_mask != 1u << i;
         bad += rd(NFABRIC_REG_ENABLED_MASK, 4) != 1u << i;
     }
     TAP_CHECK(bad == 0, "windows 0..15: registers reach their own window, "
@@ -679,22 +705,22 @@ static bool reject(unsigned i, uint32_t err, uint64_t base, uint64_t size,
                    unsigned tie, uint32_t threshold)
 {
     uint64_t h = ram_hash(ram);
-    uint32_t mask = ctrl.enabled_mask, count = ctrl.error_count;
+    uint32_t mask = ctrl.sh->enabled_mask, count = ctrl.error_count;
     NFabricWindow others[NFABRIC_NUM_WINDOWS];
     uint32_t got;
     bool ok;
 
     win_program(i, base, size, counters, threshold);
-    memcpy(others, ctrl.win, sizeof(others));
+    memcpy(others, ctrl.sh->win, sizeof(others));
     got = win_set(i, base, size, counters, path, width, tie, threshold);
     ok = got == err && ctrl.last_error == err &&
-         ctrl.error_count == count + 1 && ctrl.enabled_mask == mask &&
+         ctrl.error_count == count + 1 && ctrl.sh->enabled_mask == mask &&
          !(rd(NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), 4) &
            NFABRIC_WCTRL_ENABLE) &&
          ram_hash(ram) == h;
     for (unsigned j = 0; j < NFABRIC_NUM_WINDOWS; j++) {
         if (j != i) {
-            ok = ok && memcmp(&others[j], &ctrl.win[j], sizeof(others[j])) == 0;
+            ok = ok && memcmp(&others[j], &ctrl.sh->win[j], sizeof(others[j])) == 0;
         }
     }
     /* The refused range stays plain memory. */
@@ -715,7 +741,7 @@ static bool accept(unsigned i, uint64_t base, uint64_t size,
     uint32_t got = win_set(i, base, size, counters, path, width, tie,
                            threshold);
 
-    if (got != 0 || !(ctrl.enabled_mask & (1u << i))) {
+    if (got != 0 || !(ctrl.sh->enabled_mask & (1u << i))) {
         tap_diag("window %u refused with %u", i, got);
         return false;
     }
@@ -924,15 +950,15 @@ static void test_fields(void)
         if (bit & NFABRIC_WCTRL_VALID) {
             continue;
         }
-        before = ctrl.win[2].ctrl;
+        before = ctrl.sh->win[2].ctrl;
         wr(NFABRIC_REG_WIN(2, NFABRIC_WIN_CTRL),
            bit | NFABRIC_WCTRL(GB, 8, 0), 4);
-        ok &= ctrl.win[2].error == NFABRIC_ERR_RESERVED_BITS &&
-              ctrl.win[2].ctrl == before && ctrl.enabled_mask == 0;
+        ok &= ctrl.sh->win[2].error == NFABRIC_ERR_RESERVED_BITS &&
+              ctrl.sh->win[2].ctrl == before && ctrl.sh->enabled_mask == 0;
         wr(NFABRIC_REG_WIN(2, NFABRIC_WIN_CTRL),
            bit | NFABRIC_WCTRL(GB, 8, 0) | NFABRIC_WCTRL_ENABLE, 4);
-        ok &= ctrl.win[2].error == NFABRIC_ERR_RESERVED_BITS &&
-              ctrl.win[2].ctrl == before && ctrl.enabled_mask == 0;
+        ok &= ctrl.sh->win[2].error == NFABRIC_ERR_RESERVED_BITS &&
+              ctrl.sh->win[2].ctrl == before && ctrl.sh->enabled_mask == 0;
     }
     for (unsigned b = 3; b < 32; b++) {
         uint32_t count = ctrl.error_count;
@@ -952,10 +978,10 @@ static void test_fields(void)
             continue;
         }
         wr(NFABRIC_REG_WIN(5, NFABRIC_WIN_CMD), c, 4);
-        ok &= ctrl.win[5].error == NFABRIC_ERR_COMMAND;
+        ok &= ctrl.sh->win[5].error == NFABRIC_ERR_COMMAND;
     }
     wr(NFABRIC_REG_WIN(5, NFABRIC_WIN_CMD), UINT32_MAX, 4);
-    ok &= ctrl.win[5].error == NFABRIC_ERR_COMMAND;
+    ok &= ctrl.sh->win[5].error == NFABRIC_ERR_COMMAND;
     TAP_CHECK(ok, "unknown window commands refused (COMMAND)");
 }
 
@@ -972,18 +998,18 @@ static void test_busy(void)
         uint64_t before = r == 0 ? base : r == 8 ? 0x40 : counters;
 
         wr(NFABRIC_REG_WIN(0, r), 0x8000, 8);
-        ok &= ctrl.win[0].error == NFABRIC_ERR_BUSY;
+        ok &= ctrl.sh->win[0].error == NFABRIC_ERR_BUSY;
         wr(NFABRIC_REG_WIN(0, r), 0x8000, 4);
-        ok &= ctrl.win[0].error == NFABRIC_ERR_BUSY;
+        ok &= ctrl.sh->win[0].error == NFABRIC_ERR_BUSY;
         wr(NFABRIC_REG_WIN(0, r) + 4, 1, 4);
-        ok &= ctrl.win[0].error == NFABRIC_ERR_BUSY;
+        ok &= ctrl.sh->win[0].error == NFABRIC_ERR_BUSY;
         ok &= rd(NFABRIC_REG_WIN(0, r), 8) == before;
     }
     wr(NFABRIC_REG_WIN(0, NFABRIC_WIN_THRESHOLD), 3, 4);
-    ok &= ctrl.win[0].error == NFABRIC_ERR_BUSY && ctrl.win[0].threshold == 0;
+    ok &= ctrl.sh->win[0].error == NFABRIC_ERR_BUSY && ctrl.sh->win[0].threshold == 0;
     wr(NFABRIC_REG_WIN(0, NFABRIC_WIN_CTRL),
        NFABRIC_WCTRL(GB, 16, 0) | NFABRIC_WCTRL_ENABLE, 4);
-    ok &= ctrl.win[0].error == NFABRIC_ERR_BUSY && ctrl.win[0].ctrl == c;
+    ok &= ctrl.sh->win[0].error == NFABRIC_ERR_BUSY && ctrl.sh->win[0].ctrl == c;
     TAP_CHECK(ok, "enabled window: DPA_BASE/SIZE/COUNTERS (64 and 32-bit "
               "halves), THRESHOLD, a different CTRL refused (BUSY)");
 
@@ -991,29 +1017,34 @@ static void test_busy(void)
     wr(NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_ERROR, 4);
     wr(NFABRIC_REG_WIN(0, NFABRIC_WIN_CTRL), c, 4);
     TAP_CHECK(ctrl.error_count == 0 && cnt_get(counters, 8, 0) == 1 &&
-              ctrl.win[0].contrib_writes == 1,
+              ctrl.sh->win[0].contrib_writes == 1,
               "enabled window: writing the same CTRL is a no-op (counts kept)");
 
     /* Disabling keeps the counter area; CLEAR on a disabled window zeroes
      * only the counts; enabling clears the area. */
     win_off(0);
-    ok = ctrl.enabled_mask == 0 && cnt_get(counters, 8, 5) == 1;
+    ok = ctrl.sh->enabled_mask == 0 && cnt_get(counters, 8, 5) == 1;
     wr(NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
-    ok &= ctrl.win[0].contrib_writes == 0 && cnt_get(counters, 8, 5) == 1;
+    ok &= ctrl.sh->win[0].contrib_writes == 0 && cnt_get(counters, 8, 5) == 1;
     mem_wr64(base, 0x0123456789abcdefull);      /* plain memory again */
     ok &= mem_rd(base, 8) == 0x0123456789abcdefull;
     ok &= accept(0, base, 0x40, counters, GB, 8, 0, 0);
-    ok &= cnt_get(counters, 8, 5) == 0 && ctrl.win[0].contrib_writes == 0;
+    ok &= cnt_get(counters, 8, 5) == 0 && ctrl.sh->win[0].contrib_writes == 0;
     TAP_CHECK(ok, "disable keeps the counters, CLEAR when disabled zeroes "
               "the counts, enable clears the area");
 
-    /* Rejected enable: the fields are stored without ENABLE. */
+    /*
+     * Rejected enable: the registers stay as they were (docs/registers.md,
+     * "Errors"); only ERROR, LAST_ERROR and ERROR_COUNT change.
+     */
     fresh();
+    wr(NFABRIC_REG_WIN(1, NFABRIC_WIN_CTRL), NFABRIC_WCTRL(GB, 8, 0), 4);
     wr(NFABRIC_REG_WIN(1, NFABRIC_WIN_CTRL),
        NFABRIC_WCTRL(GB, 9, 1) | NFABRIC_WCTRL_ENABLE, 4);
-    TAP_CHECK(ctrl.win[1].ctrl == NFABRIC_WCTRL(GB, 9, 1) &&
-              ctrl.enabled_mask == 0,
-              "rejected enable: CTRL keeps the fields with ENABLE clear");
+    TAP_CHECK(ctrl.sh->win[1].ctrl == NFABRIC_WCTRL(GB, 8, 0) &&
+              ctrl.sh->win[1].error == NFABRIC_ERR_WIDTH &&
+              ctrl.sh->enabled_mask == 0,
+              "rejected enable: CTRL keeps its previous value");
 }
 
 /* ---- the memory path ------------------------------------------------------- */
@@ -1199,8 +1230,8 @@ static bool run_window(unsigned path, unsigned width, unsigned tie,
             ok &= r[i] == ref_read_byte(&w, off + i);
         }
     }
-    ok &= ctrl.win[6].contrib_bytes == bytes &&
-          ctrl.win[6].reserved_codes == reserved;
+    ok &= ctrl.sh->win[6].contrib_bytes == bytes &&
+          ctrl.sh->win[6].reserved_codes == reserved;
     if (!ok) {
         tap_diag("path %u width %u tie %u t %u", path, width, tie, t);
     }
@@ -1239,7 +1270,7 @@ static void test_straddle(void)
           ctrl.stats[FP][NFABRIC_STAT_WRITE_BYTES] == 4 &&
           ctrl.stats[GB][NFABRIC_STAT_WRITES] == 1 &&
           ctrl.stats[GB][NFABRIC_STAT_WRITE_BYTES] == 4 &&
-          ctrl.win[0].contrib_writes == 1 && ctrl.win[0].contrib_bytes == 4 &&
+          ctrl.sh->win[0].contrib_writes == 1 && ctrl.sh->win[0].contrib_bytes == 4 &&
           cnt_get(0x8000, 8, 31) == 1 && cnt_get(0x8000, 8, 32) == 0 &&
           ram[b - 1] == 0xff;
     TAP_CHECK(ok, "straddling plain memory and a G-Binary window: each path "
@@ -1259,7 +1290,7 @@ static void test_straddle(void)
     ok = accept(0, b, 0x40, 0x8000, GB, 8, 0, 0);
     ok &= accept(1, b + 0x40, 0x40, 0x9000, GB, 8, 0, 0);
     ok &= mem(b + 0x3c, d, 8, true);
-    ok &= ctrl.win[0].contrib_bytes == 4 && ctrl.win[1].contrib_bytes == 4;
+    ok &= ctrl.sh->win[0].contrib_bytes == 4 && ctrl.sh->win[1].contrib_bytes == 4;
     TAP_CHECK(ok, "straddling two G-Binary windows: each window gets its "
               "4 bytes");
     TAP_CHECK(ok && ctrl.stats[GB][NFABRIC_STAT_WRITES] == 1 &&
@@ -1295,7 +1326,7 @@ static void test_stats_timing_clear(void)
     wr(NFABRIC_REG_MAGIC, 0, 4);
     wr(NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_ERROR, 4);
     ok &= ctrl.last_error == 0 && ctrl.error_count == 0 &&
-          ctrl.enabled_mask == 1;
+          ctrl.sh->enabled_mask == 1;
     TAP_CHECK(ok, "CTRL: CLEAR_STATS, CLEAR_TIMING, CLEAR_ERROR each clear "
               "their figures only");
     TAP_CHECK(hook_bad_dirty == 0 && hook_dirty > 0,
@@ -1332,7 +1363,7 @@ static void test_reset(void)
     TAP_CHECK(memcmp(save, ram + 0x1000, sizeof(save)) == 0,
               "reset: device memory (data, counter areas) not cleared");
     mem_wr64(0x1000, 0x1234);
-    TAP_CHECK(mem_rd(0x1000, 8) == 0x1234 && ctrl.enabled_mask == 0 &&
+    TAP_CHECK(mem_rd(0x1000, 8) == 0x1234 && ctrl.sh->enabled_mask == 0 &&
               ctrl.stats[GB][NFABRIC_STAT_WRITES] == 0,
               "reset: former windows are plain memory");
 }
@@ -1355,10 +1386,17 @@ static int migrate_into_dst(void)
 
     memcpy(dst_ram, ram, RAM_SIZE);
     nfabric_ctrl_init(&dst, dst_ram, RAM_SIZE, &tparams, &hooks, NULL);
-    memcpy(dst.win, s->win, sizeof(dst.win));
+    memcpy(dst.sh->win, s->sh->win, sizeof(dst.sh->win));
     dst.last_error = s->last_error;
     dst.error_count = s->error_count;
-    memcpy(dst.stats, s->stats, sizeof(dst.stats));
+    memcpy(dst.stats, s->stats, sizeof(dst.sh->head[0].stats));
+    /* Version 1.1: rounds and per-head contribution counts. */
+    memcpy(dst.sh->round, s->sh->round, sizeof(dst.sh->round));
+    memcpy(dst.sh->head[0].contrib_writes, s->sh->head[0].contrib_writes,
+           sizeof(dst.sh->head[0].contrib_writes));
+    memcpy(dst.sh->head[0].contrib_bytes, s->sh->head[0].contrib_bytes,
+           sizeof(dst.sh->head[0].contrib_bytes));
+    dst.head_select = s->head_select;
     memcpy((char *)&dst.timing + offsetof(NFabricTiming, time_ps),
            (const char *)&s->timing + offsetof(NFabricTiming, time_ps),
            offsetof(NFabricTiming, occ_head) -
@@ -1399,8 +1437,8 @@ static void test_post_load_good(void)
     wr(0x804, 1, 4);        /* an error in the counts */
     h = ram_hash(ram);
     ok &= migrate_into_dst() == 0;
-    ok &= dst.enabled_mask == ctrl.enabled_mask &&
-          memcmp(dst.cfg, ctrl.cfg, sizeof(dst.cfg)) == 0 &&
+    ok &= dst.sh->enabled_mask == ctrl.sh->enabled_mask &&
+          memcmp(dst.sh->cfg, ctrl.sh->cfg, sizeof(dst.sh->cfg)) == 0 &&
           ram_hash(dst_ram) == h && ram_hash(ram) == h;
     TAP_CHECK(ok, "post_load: a state mid-round (3 windows, traffic) "
               "rebuilds ENABLED_MASK and paths, memory untouched");
@@ -1432,39 +1470,39 @@ static void test_post_load_good(void)
 /* Corrupt one field of the migrated state of a valid window setup. */
 typedef void (*Corrupt)(NFabricCtrl *d);
 
-static void c_size0(NFabricCtrl *d) { d->win[0].dpa_size = 0; }
-static void c_past_end(NFabricCtrl *d) { d->win[0].dpa_base = RAM_SIZE; }
+static void c_size0(NFabricCtrl *d) { d->sh->win[0].dpa_size = 0; }
+static void c_past_end(NFabricCtrl *d) { d->sh->win[0].dpa_base = RAM_SIZE; }
 static void c_wrap(NFabricCtrl *d)
 {
-    d->win[0].dpa_base = UINT64_MAX - 63;
-    d->win[0].dpa_size = 128;
+    d->sh->win[0].dpa_base = UINT64_MAX - 63;
+    d->sh->win[0].dpa_size = 128;
 }
-static void c_huge(NFabricCtrl *d) { d->win[0].dpa_size = 1ull << 62; }
-static void c_counters_end(NFabricCtrl *d) { d->win[0].counters = RAM_SIZE - 64; }
-static void c_counters_huge(NFabricCtrl *d) { d->win[0].counters = UINT64_MAX - 63; }
-static void c_align(NFabricCtrl *d) { d->win[0].dpa_base += 8; }
-static void c_calign(NFabricCtrl *d) { d->win[0].counters += 1; }
-static void c_own(NFabricCtrl *d) { d->win[0].counters = d->win[0].dpa_base; }
-static void c_other(NFabricCtrl *d) { d->win[1].dpa_base = d->win[0].dpa_base; }
-static void c_other_ctr(NFabricCtrl *d) { d->win[1].counters = d->win[0].counters; }
+static void c_huge(NFabricCtrl *d) { d->sh->win[0].dpa_size = 1ull << 62; }
+static void c_counters_end(NFabricCtrl *d) { d->sh->win[0].counters = RAM_SIZE - 64; }
+static void c_counters_huge(NFabricCtrl *d) { d->sh->win[0].counters = UINT64_MAX - 63; }
+static void c_align(NFabricCtrl *d) { d->sh->win[0].dpa_base += 8; }
+static void c_calign(NFabricCtrl *d) { d->sh->win[0].counters += 1; }
+static void c_own(NFabricCtrl *d) { d->sh->win[0].counters = d->sh->win[0].dpa_base; }
+static void c_other(NFabricCtrl *d) { d->sh->win[1].dpa_base = d->sh->win[0].dpa_base; }
+static void c_other_ctr(NFabricCtrl *d) { d->sh->win[1].counters = d->sh->win[0].counters; }
 static void c_path(NFabricCtrl *d)
 {
-    d->win[0].ctrl = (d->win[0].ctrl & ~NFABRIC_WCTRL_PATH_MASK) | 0xf0;
+    d->sh->win[0].ctrl = (d->sh->win[0].ctrl & ~NFABRIC_WCTRL_PATH_MASK) | 0xf0;
 }
 static void c_width(NFabricCtrl *d)
 {
-    d->win[0].ctrl = (d->win[0].ctrl & ~NFABRIC_WCTRL_WIDTH_MASK) | 0xff00;
+    d->sh->win[0].ctrl = (d->sh->win[0].ctrl & ~NFABRIC_WCTRL_WIDTH_MASK) | 0xff00;
 }
-static void c_tie(NFabricCtrl *d) { d->win[0].ctrl |= 0xf0000; }
-static void c_thr(NFabricCtrl *d) { d->win[1].threshold = 0; }
-static void c_thr_big(NFabricCtrl *d) { d->win[1].threshold = 1000; }
+static void c_tie(NFabricCtrl *d) { d->sh->win[0].ctrl |= 0xf0000; }
+static void c_thr(NFabricCtrl *d) { d->sh->win[1].threshold = 0; }
+static void c_thr_big(NFabricCtrl *d) { d->sh->win[1].threshold = 1000; }
 static void c_enable_bad(NFabricCtrl *d)
 {
     /* A disabled, never valid window marked enabled. */
-    d->win[4].ctrl = NFABRIC_WCTRL(GB, 8, 0) | NFABRIC_WCTRL_ENABLE;
-    d->win[4].dpa_size = 0;
+    d->sh->win[4].ctrl = NFABRIC_WCTRL(GB, 8, 0) | NFABRIC_WCTRL_ENABLE;
+    d->sh->win[4].dpa_size = 0;
 }
-static void c_reserved(NFabricCtrl *d) { d->win[0].ctrl |= 1u << 31; }
+static void c_reserved(NFabricCtrl *d) { d->sh->win[0].ctrl |= 1u << 31; }
 
 static void test_post_load_corrupt(void)
 {
@@ -1512,10 +1550,10 @@ static void test_post_load_corrupt(void)
     fresh();
     accept(0, 0x1000, 0x100, 0x4000, GB, 8, 0, 0);
     migrate_into_dst();
-    dst.win[2].dpa_base = UINT64_MAX;
-    dst.win[2].dpa_size = UINT64_MAX;
-    dst.win[2].ctrl = NFABRIC_WCTRL(9, 3, 7);
-    TAP_CHECK(nfabric_ctrl_post_load(&dst) == 0 && dst.enabled_mask == 1,
+    dst.sh->win[2].dpa_base = UINT64_MAX;
+    dst.sh->win[2].dpa_size = UINT64_MAX;
+    dst.sh->win[2].ctrl = NFABRIC_WCTRL(9, 3, 7);
+    TAP_CHECK(nfabric_ctrl_post_load(&dst) == 0 && dst.sh->enabled_mask == 1,
               "post_load: garbage in a disabled window is inert (accepted, "
               "stays disabled)");
 }

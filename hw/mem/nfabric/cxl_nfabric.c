@@ -21,8 +21,11 @@
  *
  * Locking: the fixed memory window (where CXL.mem accesses enter) and the
  * register block are I/O regions with global locking, so every access and
- * register write runs under the BQL; the device state needs no lock of its
- * own.  docs/registers.md is the register specification.
+ * register write runs under the BQL.  A head of a shared device
+ * (shared-state=FILE, docs/multihost.md) also shares its window table and
+ * rounds with other QEMU processes; the controller takes the state file's
+ * process-shared robust locks for those.  docs/registers.md is the
+ * register specification.
  */
 
 #include "qemu/osdep.h"
@@ -35,6 +38,7 @@
 #include "hw/qdev-properties.h"
 #include "hw/resettable.h"
 #include "migration/vmstate.h"
+#include "migration/blocker.h"
 #include "system/hostmem.h"
 #include "hw/mem/cxl_nfabric.h"
 #include "trace.h"
@@ -78,14 +82,14 @@ static void nfabric_hook_window(void *opaque, NFabricWinEvent ev,
                                 unsigned win, uint32_t code)
 {
     CXLNFabricState *s = opaque;
-    const NFabricWindow *w = &s->ctrl.win[win];
+    const NFabricWindow *w = &s->ctrl.sh->win[win];
+    const NFabricAggCfg *cfg = &s->ctrl.sh->cfg[win];
 
     switch (ev) {
     case NFABRIC_WIN_EV_ENABLE:
-        trace_nfabric_window_enable(win,
-                                    nfabric_path_names[s->ctrl.cfg[win].path],
+        trace_nfabric_window_enable(win, nfabric_path_names[cfg->path],
                                     w->dpa_base, w->dpa_size, w->counters,
-                                    s->ctrl.cfg[win].width);
+                                    cfg->width);
         break;
     case NFABRIC_WIN_EV_REJECT:
         trace_nfabric_window_reject(win, code);
@@ -193,6 +197,90 @@ static const MemoryRegionOps nfabric_reg_ops = {
 
 /* ---- lifecycle ------------------------------------------------------- */
 
+static const char *const nfabric_attach_how[] = {
+    [NFABRIC_ATTACH_CREATED] = "created",
+    [NFABRIC_ATTACH_REINIT] = "re-initialised (no head was alive)",
+    [NFABRIC_ATTACH_JOINED] = "joined",
+    [NFABRIC_ATTACH_REJOINED] = "rejoined (this head's last process died)",
+};
+
+/* Properties of a head of a shared device, before the parent realizes. */
+static bool nfabric_check_shared_props(CXLNFabricState *s, Error **errp)
+{
+    CXLType3Dev *ct3d = CXL_TYPE3(s);
+
+    if (!s->shared_path) {
+        if (s->head != 0 || s->heads != 1) {
+            error_setg(errp, "%s: properties 'head' and 'heads' need "
+                       "'shared-state' (the shared device's state file)",
+                       TYPE_CXL_NFABRIC);
+            return false;
+        }
+        return true;
+    }
+    if (s->heads < 1 || s->heads > NFABRIC_MAX_HEADS) {
+        error_setg(errp, "%s: property 'heads' must be 1..%u, not %" PRIu32,
+                   TYPE_CXL_NFABRIC, NFABRIC_MAX_HEADS, s->heads);
+        return false;
+    }
+    if (s->head >= s->heads) {
+        error_setg(errp, "%s: property 'head' must be 0..%" PRIu32
+                   " (heads=%" PRIu32 "), not %" PRIu32, TYPE_CXL_NFABRIC,
+                   s->heads - 1, s->heads, s->head);
+        return false;
+    }
+    if (ct3d->hostvmem &&
+        (!object_dynamic_cast(OBJECT(ct3d->hostvmem),
+                              TYPE_MEMORY_BACKEND_FILE) ||
+         !ct3d->hostvmem->share)) {
+        error_setg(errp, "%s: property 'shared-state' needs "
+                   "'volatile-memdev' to be a memory-backend-file with "
+                   "share=on that every head maps", TYPE_CXL_NFABRIC);
+        return false;
+    }
+    return true;
+}
+
+/* Attach this head to the shared state (after the parent realized). */
+static bool nfabric_attach_shared(CXLNFabricState *s, Error **errp)
+{
+    NFabricAttach a = {
+        .path = s->shared_path,
+        .head = s->head,
+        .heads = s->heads,
+        .mem_size = memory_region_size(s->vmr),
+    };
+    NFabricAttachHow how;
+    struct stat st;
+    char err[512];
+    int fd = memory_region_get_fd(s->vmr);
+
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        error_setg(errp, "%s: property 'volatile-memdev': cannot identify "
+                   "the backend's file", TYPE_CXL_NFABRIC);
+        return false;
+    }
+    a.mem_dev = st.st_dev;
+    a.mem_ino = st.st_ino;
+    if (nfabric_shared_attach(&a, &s->shared, &s->shared_fd, &how,
+                              err, sizeof(err)) != 0) {
+        error_setg(errp, "%s: %s", TYPE_CXL_NFABRIC, err);
+        return false;
+    }
+    error_setg(&s->migration_blocker, "%s: head %" PRIu32 " of the shared "
+               "device '%s' cannot migrate: the other heads' hosts share its "
+               "state", TYPE_CXL_NFABRIC, s->head, s->shared_path);
+    if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
+        nfabric_shared_detach(s->shared, s->shared_fd, s->head);
+        s->shared = NULL;
+        return false;
+    }
+    nfabric_ctrl_use_shared(&s->ctrl, s->shared, s->head);
+    trace_nfabric_head_attach(s->head, s->heads, s->shared_path,
+                              nfabric_attach_how[how]);
+    return true;
+}
+
 static void nfabric_realize(PCIDevice *pdev, Error **errp)
 {
     ERRP_GUARD();
@@ -219,6 +307,9 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "%s: only 'volatile-memdev' memory is supported; "
                    "drop 'memdev', 'persistent-memdev', 'num-dc-regions' "
                    "and 'volatile-dc-memdev'", TYPE_CXL_NFABRIC);
+        return;
+    }
+    if (!nfabric_check_shared_props(s, errp)) {
         return;
     }
 
@@ -251,6 +342,14 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
                       memory_region_size(s->vmr), &s->tparams,
                       &nfabric_ctrl_ops, s);
     s->ctrl.record = record;
+    if (s->shared_path && !nfabric_attach_shared(s, errp)) {
+        if (record) {
+            fclose(record);
+            s->ctrl.record = NULL;
+        }
+        nc->parent_exit(pdev);
+        return;
+    }
 
     /*
      * cxl-type3 does not register its memory for migration; the counters
@@ -273,6 +372,12 @@ static void nfabric_exit(PCIDevice *pdev)
     memory_region_del_subregion(&ct3d->cxl_cstate.crb.component_registers,
                                 &s->regs);
     vmstate_unregister_ram(s->vmr, DEVICE(s));
+    if (s->shared) {
+        migrate_del_blocker(&s->migration_blocker);
+        nfabric_ctrl_use_shared(&s->ctrl, &s->ctrl.local, 0);
+        nfabric_shared_detach(s->shared, s->shared_fd, s->head);
+        s->shared = NULL;
+    }
     if (s->ctrl.record) {
         if (fclose(s->ctrl.record) != 0 || s->ctrl.record_failed) {
             error_report("%s: the record '%s' is incomplete: a write failed",
@@ -321,10 +426,27 @@ static const VMStateDescription vmstate_nfabric_window = {
     },
 };
 
-static const VMStateDescription vmstate_nfabric = {
-    .name = TYPE_CXL_NFABRIC,
+static const VMStateDescription vmstate_nfabric_round = {
+    .name = "cxl-neuron-fabric/round",
     .version_id = 1,
     .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(seq, NFabricRound),
+        VMSTATE_UINT32(done, NFabricRound),
+        VMSTATE_UINT32(contrib, NFabricRound),
+        VMSTATE_UINT32(incomplete, NFabricRound),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * Only a device that is not shared migrates (a head of a shared device
+ * adds a migration blocker), so its state is ctrl.local with one head.
+ */
+static const VMStateDescription vmstate_nfabric = {
+    .name = TYPE_CXL_NFABRIC,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .post_load = nfabric_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_PCI_DEVICE(parent_obj.parent_obj, CXLNFabricState),
@@ -332,12 +454,21 @@ static const VMStateDescription vmstate_nfabric = {
         VMSTATE_UINT32_ARRAY(parent_obj.cxl_cstate.crb.cache_mem_registers,
                              CXLNFabricState,
                              CXL2_COMPONENT_CM_REGION_SIZE >> 2),
-        VMSTATE_STRUCT_ARRAY(ctrl.win, CXLNFabricState, NFABRIC_NUM_WINDOWS, 1,
-                             vmstate_nfabric_window, NFabricWindow),
+        VMSTATE_STRUCT_ARRAY(ctrl.local.win, CXLNFabricState,
+                             NFABRIC_NUM_WINDOWS, 1, vmstate_nfabric_window,
+                             NFabricWindow),
+        VMSTATE_STRUCT_ARRAY(ctrl.local.round, CXLNFabricState,
+                             NFABRIC_NUM_WINDOWS, 1, vmstate_nfabric_round,
+                             NFabricRound),
+        VMSTATE_UINT64_ARRAY(ctrl.local.head[0].contrib_writes,
+                             CXLNFabricState, NFABRIC_NUM_WINDOWS),
+        VMSTATE_UINT64_ARRAY(ctrl.local.head[0].contrib_bytes,
+                             CXLNFabricState, NFABRIC_NUM_WINDOWS),
+        VMSTATE_UINT64_2DARRAY(ctrl.local.head[0].stats, CXLNFabricState,
+                               NFABRIC_NUM_PATHS, NFABRIC_NUM_STATS),
         VMSTATE_UINT32(ctrl.last_error, CXLNFabricState),
         VMSTATE_UINT32(ctrl.error_count, CXLNFabricState),
-        VMSTATE_UINT64_2DARRAY(ctrl.stats, CXLNFabricState, NFABRIC_NUM_PATHS,
-                               NFABRIC_NUM_STATS),
+        VMSTATE_UINT32(ctrl.head_select, CXLNFabricState),
         VMSTATE_UINT64_ARRAY(ctrl.timing.time_ps, CXLNFabricState,
                              NFABRIC_NUM_PATHS),
         VMSTATE_UINT64_ARRAY(ctrl.timing.exposed_ps, CXLNFabricState,
@@ -370,6 +501,9 @@ static const Property nfabric_props[] = {
     DEFINE_PROP_UINT32("link-mbps", CXLNFabricState, tparams.link_mbps,
                        NFABRIC_T_DEFAULT_LINK_MBPS),
     DEFINE_PROP_STRING("record", CXLNFabricState, record_path),
+    DEFINE_PROP_STRING("shared-state", CXLNFabricState, shared_path),
+    DEFINE_PROP_UINT32("head", CXLNFabricState, head, 0),
+    DEFINE_PROP_UINT32("heads", CXLNFabricState, heads, 1),
 };
 
 /* Read-only figures for qom-get: each one reads a register. */
@@ -479,6 +613,13 @@ static void nfabric_class_init(ObjectClass *oc, void *data)
         "timing model: link bandwidth in MB/s (1..10000000)");
     object_class_property_set_description(oc, "record",
         "file to record the access stream to, for nfabric-timing --replay");
+    object_class_property_set_description(oc, "shared-state",
+        "state file of a device shared by several hosts (one head each); "
+        "needs a memory-backend-file,share=on volatile-memdev");
+    object_class_property_set_description(oc, "head",
+        "this head's index of the shared device (0..heads-1)");
+    object_class_property_set_description(oc, "heads",
+        "number of heads of the shared device (1..16)");
     nfabric_add_figures(oc);
 }
 

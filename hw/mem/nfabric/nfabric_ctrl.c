@@ -5,7 +5,9 @@
  * validation, and the CXL.mem path that sends each access to the FP32 path
  * or to the aggregation engine and accounts it in the statistics and the
  * timing shim.  Pure C11; the guest is untrusted, so every offset, length
- * and index it supplies is checked here before use.
+ * and index it supplies is checked here before use, and so is every other
+ * head of a shared device: the window table, rounds and counts live in an
+ * NFabricShared, changed only under its locks (nfabric_shared.h).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -52,7 +54,7 @@ static inline unsigned nfabric_win_path(const NFabricWindow *w)
 
 static inline bool nfabric_win_enabled(const NFabricCtrl *s, unsigned i)
 {
-    return s->enabled_mask & (1u << i);
+    return s->sh->enabled_mask & (1u << i);
 }
 
 static bool nfabric_ranges_overlap(uint64_t a, uint64_t alen,
@@ -76,7 +78,7 @@ static void nfabric_set_error(NFabricCtrl *s, int win, uint32_t code,
     s->last_error = code;
     s->error_count++;
     if (win >= 0) {
-        s->win[win].error = code;
+        s->sh->win[win].error = code;
     }
     if (s->ops && s->ops->guest_error) {
         s->ops->guest_error(s->opaque, off, code, what);
@@ -93,7 +95,7 @@ static void nfabric_set_error(NFabricCtrl *s, int win, uint32_t code,
 static uint32_t nfabric_win_validate(NFabricCtrl *s, unsigned i,
                                      uint32_t ctrl, NFabricAggCfg *cfg)
 {
-    NFabricWindow w = s->win[i];
+    NFabricWindow w = s->sh->win[i];
     unsigned path;
     uint64_t clen;
 
@@ -133,7 +135,7 @@ static uint32_t nfabric_win_validate(NFabricCtrl *s, unsigned i,
         return NFABRIC_ERR_OVERLAP;
     }
     for (unsigned j = 0; j < NFABRIC_NUM_WINDOWS; j++) {
-        const NFabricWindow *o = &s->win[j];
+        const NFabricWindow *o = &s->sh->win[j];
         uint64_t olen;
 
         if (j == i || !nfabric_win_enabled(s, j)) {
@@ -153,10 +155,14 @@ static uint32_t nfabric_win_validate(NFabricCtrl *s, unsigned i,
     return NFABRIC_ERR_NONE;
 }
 
-/* Start a new round: zero the counters and the contribution counts. */
-static void nfabric_win_clear(NFabricCtrl *s, unsigned i)
+/*
+ * Start a new round: zero the counters, the contribution counts of every
+ * head and the round state.  Called with window i's lock held.
+ */
+static void nfabric_win_clear_locked(NFabricCtrl *s, unsigned i)
 {
-    NFabricWindow *w = &s->win[i];
+    NFabricShared *sh = s->sh;
+    NFabricWindow *w = &sh->win[i];
 
     if (nfabric_win_enabled(s, i)) {
         uint64_t clen = nfabric_win_counter_len(w);
@@ -169,13 +175,53 @@ static void nfabric_win_clear(NFabricCtrl *s, unsigned i)
     w->contrib_writes = 0;
     w->contrib_bytes = 0;
     w->reserved_codes = 0;
+    for (unsigned h = 0; h < NFABRIC_MAX_HEADS; h++) {
+        sh->head[h].contrib_writes[i] = 0;
+        sh->head[h].contrib_bytes[i] = 0;
+    }
+    sh->round[i].seq++;
+    sh->round[i].done = 0;
+    sh->round[i].contrib = 0;
+    sh->round[i].incomplete = 0;
     nfabric_win_event(s, NFABRIC_WIN_EV_CLEAR, i, 0);
+}
+
+static void nfabric_win_clear(NFabricCtrl *s, unsigned i)
+{
+    if (nfabric_shared_lock_win(s->sh, i)) {
+        nfabric_win_clear_locked(s, i);
+        nfabric_shared_unlock_win(s->sh, i);
+    }
+}
+
+/*
+ * Change window i's CTRL (and its enabled bit) as other heads' memory
+ * paths see it: with the window's lock held and the table's sequence count
+ * odd, so that no access is served by a half-changed entry.  The caller
+ * holds the configuration lock.
+ */
+static bool nfabric_win_publish_begin(NFabricCtrl *s, unsigned i)
+{
+    if (!nfabric_shared_lock_win(s->sh, i)) {
+        return false;
+    }
+    s->sh->cfg_busy = (int32_t)i;
+    nfabric_shared_gen_bump(s->sh);
+    return true;
+}
+
+static void nfabric_win_publish_end(NFabricCtrl *s, unsigned i)
+{
+    nfabric_shared_gen_bump(s->sh);
+    s->sh->cfg_busy = -1;
+    nfabric_shared_unlock_win(s->sh, i);
 }
 
 static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
                                    uint32_t val, uint64_t off)
 {
-    NFabricWindow *w = &s->win[i];
+    NFabricShared *sh = s->sh;
+    NFabricWindow *w = &sh->win[i];
     NFabricAggCfg cfg;
     uint32_t err;
 
@@ -186,8 +232,12 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
     }
     if (nfabric_win_enabled(s, i)) {
         if (!(val & NFABRIC_WCTRL_ENABLE)) {
-            s->enabled_mask &= ~(1u << i);
+            if (!nfabric_win_publish_begin(s, i)) {
+                return;
+            }
+            sh->enabled_mask &= ~(1u << i);
             w->ctrl = val;
+            nfabric_win_publish_end(s, i);
             nfabric_win_event(s, NFABRIC_WIN_EV_DISABLE, i, 0);
         } else if (val != w->ctrl) {
             nfabric_set_error(s, i, NFABRIC_ERR_BUSY, off,
@@ -202,16 +252,20 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
 
     err = nfabric_win_validate(s, i, val, &cfg);
     if (err != NFABRIC_ERR_NONE) {
-        w->ctrl = val & ~NFABRIC_WCTRL_ENABLE;
+        /* A refused enable changes nothing but the error registers. */
         nfabric_win_event(s, NFABRIC_WIN_EV_REJECT, i, err);
         nfabric_set_error(s, i, err, off, "window configuration rejected");
         return;
     }
+    if (!nfabric_win_publish_begin(s, i)) {
+        return;
+    }
     w->ctrl = val;
     w->error = NFABRIC_ERR_NONE;
-    s->cfg[i] = cfg;
-    s->enabled_mask |= 1u << i;
-    nfabric_win_clear(s, i);
+    sh->cfg[i] = cfg;
+    sh->enabled_mask |= 1u << i;
+    nfabric_win_clear_locked(s, i);
+    nfabric_win_publish_end(s, i);
     nfabric_win_event(s, NFABRIC_WIN_EV_ENABLE, i, 0);
 }
 
@@ -221,19 +275,19 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
  */
 static int nfabric_rebuild(NFabricCtrl *s, uint32_t enabled)
 {
-    s->enabled_mask = 0;
+    s->sh->enabled_mask = 0;
     for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
         NFabricAggCfg cfg;
 
         if (!(enabled & (1u << i))) {
             continue;
         }
-        if (nfabric_win_validate(s, i, s->win[i].ctrl, &cfg) !=
+        if (nfabric_win_validate(s, i, s->sh->win[i].ctrl, &cfg) !=
             NFABRIC_ERR_NONE) {
             return -1;
         }
-        s->cfg[i] = cfg;
-        s->enabled_mask |= 1u << i;
+        s->sh->cfg[i] = cfg;
+        s->sh->enabled_mask |= 1u << i;
     }
     return 0;
 }
@@ -242,28 +296,60 @@ static int nfabric_rebuild(NFabricCtrl *s, uint32_t enabled)
 
 /*
  * The window holding dpa, or -1 for plain memory; *end is where the
- * current path ends (window end, or the next window's start).
+ * current path ends (window end, or the next window's start).  Reads the
+ * table without a lock: the caller checks the sequence count around it.
  */
-static int nfabric_lookup(NFabricCtrl *s, uint64_t dpa, uint64_t *end)
+static int nfabric_lookup(const NFabricShared *sh, uint64_t dpa,
+                          uint64_t *end)
 {
-    uint32_t mask = s->enabled_mask;
+    uint32_t mask = __atomic_load_n(&sh->enabled_mask, __ATOMIC_RELAXED);
     uint64_t next = UINT64_MAX;
 
     while (mask) {
         unsigned i = nfabric_ctz(mask);
-        const NFabricWindow *w = &s->win[i];
+        const NFabricWindow *w = &sh->win[i];
+        uint64_t base = w->dpa_base, size = w->dpa_size;
 
         mask &= mask - 1;
-        if (dpa >= w->dpa_base && dpa - w->dpa_base < w->dpa_size) {
-            *end = w->dpa_base + w->dpa_size;
+        if (dpa >= base && dpa - base < size) {
+            *end = base + size;
             return i;
         }
-        if (w->dpa_base > dpa && w->dpa_base < next) {
-            next = w->dpa_base;
+        if (base > dpa && base < next) {
+            next = base;
         }
     }
     *end = next;
     return -1;
+}
+
+/*
+ * A consistent lookup: the table did not change while it was read.  If
+ * it stays mid-change (odd count) for long, its changer may have died:
+ * taking the configuration lock repairs that.
+ */
+static int nfabric_lookup_stable(NFabricCtrl *s, uint64_t dpa, uint64_t *end,
+                                 uint32_t *genp)
+{
+    NFabricShared *sh = s->sh;
+
+    for (unsigned spins = 0;; spins++) {
+        uint32_t gen = nfabric_shared_gen(sh);
+        int i;
+
+        if (gen & 1) {
+            if (spins > 1000 && nfabric_shared_lock_cfg(sh)) {
+                nfabric_shared_unlock_cfg(sh);
+            }
+            continue;
+        }
+        i = nfabric_lookup(sh, dpa, end);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&sh->gen, __ATOMIC_RELAXED) == gen) {
+            *genp = gen;
+            return i;
+        }
+    }
 }
 
 static void nfabric_account(NFabricCtrl *s, unsigned path, bool write,
@@ -291,6 +377,47 @@ static void nfabric_record_clear(NFabricCtrl *s)
 }
 
 /*
+ * Serve n bytes at dpa on window i (locked, configuration as looked up).
+ * FP32 windows store and return the bytes; low-bit windows aggregate.
+ * Writes count as this head's contribution to the window's round.
+ */
+static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
+                               uint8_t *buf, unsigned n, bool write)
+{
+    NFabricShared *sh = s->sh;
+    NFabricWindow *w = &sh->win[i];
+    const NFabricAggCfg *cfg = &sh->cfg[i];
+    uint64_t off = dpa - w->dpa_base;
+    uint8_t *counters = s->ram + w->counters;
+
+    if (!write) {
+        if (cfg->path == NFABRIC_PATH_FP32) {
+            memcpy(buf, s->ram + dpa, n);
+        } else if (nfabric_agg_read(cfg, counters, off, buf, n) != 0) {
+            memset(buf, 0, n);
+        }
+        return;
+    }
+    if (cfg->path == NFABRIC_PATH_FP32) {
+        memcpy(s->ram + dpa, buf, n);
+        nfabric_ctrl_dirty(s, dpa, n);
+    } else {
+        /* The window was validated: the range is inside it. */
+        int64_t rc = nfabric_agg_write(cfg, counters, off, buf, n);
+
+        w->reserved_codes += rc > 0 ? (uint32_t)rc : 0;
+        nfabric_ctrl_dirty(s,
+            w->counters + nfabric_counter_bytes(cfg->path, cfg->width, off),
+            nfabric_counter_bytes(cfg->path, cfg->width, n));
+    }
+    w->contrib_writes++;
+    w->contrib_bytes += n;
+    sh->head[s->head].contrib_writes[i]++;
+    sh->head[s->head].contrib_bytes[i] += n;
+    sh->round[i].contrib |= 1u << s->head;
+}
+
+/*
  * One guest access of len (1..8) bytes at dpa.  buf holds the bytes in
  * memory order.  An access that straddles a window boundary is served
  * piece by piece, each piece on its own path, and counted once on each
@@ -299,42 +426,37 @@ static void nfabric_record_clear(NFabricCtrl *s)
 static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                            unsigned len, bool write)
 {
+    NFabricShared *sh = s->sh;
     uint64_t served[NFABRIC_NUM_PATHS] = { 0 };
 
     while (len) {
         uint64_t end;
-        int i = nfabric_lookup(s, dpa, &end);
+        uint32_t gen;
+        int i = nfabric_lookup_stable(s, dpa, &end, &gen);
         unsigned n = (unsigned)(end - dpa < len ? end - dpa : len);
-        unsigned path = i < 0 ? NFABRIC_PATH_FP32 : s->cfg[i].path;
+        unsigned path;
 
-        if (path == NFABRIC_PATH_FP32) {
+        if (i < 0) {
+            /* Plain memory: no state of the device's changes. */
             if (write) {
                 memcpy(s->ram + dpa, buf, n);
                 nfabric_ctrl_dirty(s, dpa, n);
             } else {
                 memcpy(buf, s->ram + dpa, n);
             }
+            path = NFABRIC_PATH_FP32;
         } else {
-            NFabricWindow *w = &s->win[i];
-            const NFabricAggCfg *cfg = &s->cfg[i];
-            uint64_t off = dpa - w->dpa_base;
-            uint8_t *counters = s->ram + w->counters;
-
-            if (write) {
-                /* The window was validated: the range is inside it. */
-                int64_t rc = nfabric_agg_write(cfg, counters, off, buf, n);
-
-                w->reserved_codes += rc > 0 ? (uint32_t)rc : 0;
-                w->contrib_writes++;
-                w->contrib_bytes += n;
-                nfabric_ctrl_dirty(s,
-                    w->counters + nfabric_counter_bytes(path, cfg->width, off),
-                    nfabric_counter_bytes(path, cfg->width, n));
-            } else {
-                if (nfabric_agg_read(cfg, counters, off, buf, n) != 0) {
-                    memset(buf, 0, n);
-                }
+            if (!nfabric_shared_lock_win(sh, i)) {
+                break;
             }
+            if (nfabric_shared_gen(sh) != gen) {
+                /* Another head changed the table meanwhile: look again. */
+                nfabric_shared_unlock_win(sh, i);
+                continue;
+            }
+            path = sh->cfg[i].path;
+            nfabric_win_access(s, i, dpa, buf, n, write);
+            nfabric_shared_unlock_win(sh, i);
         }
         served[path] += n;
         dpa += n;
@@ -358,69 +480,92 @@ typedef enum {
 } NFabricAccess;
 
 typedef struct NFabricReg {
-    uint64_t base;        /* offset of the register in the block */
+    uint64_t base;      /* offset of the register in the block */
     unsigned width;     /* 4 or 8 bytes */
     NFabricAccess access;
-    int win;            /* window index, or -1 */
+    int win;            /* window index (window and round registers), or -1 */
+    bool round;         /* a round register of window win */
 } NFabricReg;
+
+static bool nfabric_reg_set(NFabricReg *r, uint64_t off, unsigned width,
+                            NFabricAccess access)
+{
+    r->width = width;
+    r->base = off & ~(uint64_t)(width - 1);
+    r->access = access;
+    return true;
+}
+
+/* A window register at rel of its window's block. */
+static bool nfabric_decode_win(uint64_t off, uint64_t rel, NFabricReg *r)
+{
+    switch (rel & ~7ull) {
+    case NFABRIC_WIN_DPA_BASE:
+    case NFABRIC_WIN_DPA_SIZE:
+    case NFABRIC_WIN_COUNTERS:
+        return nfabric_reg_set(r, off, 8, NFABRIC_RW);
+    case NFABRIC_WIN_CONTRIB_WRITES:
+    case NFABRIC_WIN_CONTRIB_BYTES:
+        return nfabric_reg_set(r, off, 8, NFABRIC_RO);
+    }
+    switch (rel & ~3ull) {
+    case NFABRIC_WIN_CTRL:
+    case NFABRIC_WIN_THRESHOLD:
+        return nfabric_reg_set(r, off, 4, NFABRIC_RW);
+    case NFABRIC_WIN_CMD:
+        return nfabric_reg_set(r, off, 4, NFABRIC_WO);
+    case NFABRIC_WIN_ERROR:
+    case NFABRIC_WIN_RESERVED_CODES:
+        return nfabric_reg_set(r, off, 4, NFABRIC_RO);
+    }
+    return false;
+}
+
+/* A round register at rel of its window's round block. */
+static bool nfabric_decode_round(uint64_t off, uint64_t rel, NFabricReg *r)
+{
+    r->round = true;
+    switch (rel & ~3ull) {
+    case NFABRIC_ROUND_SEQ:
+    case NFABRIC_ROUND_DONE:
+    case NFABRIC_ROUND_STATUS:
+        return nfabric_reg_set(r, off, 4, NFABRIC_RO);
+    case NFABRIC_ROUND_COMPLETE:
+        return nfabric_reg_set(r, off, 4, NFABRIC_WO);
+    }
+    return false;
+}
 
 /* Decode an offset into the register that holds it; false if none does. */
 static bool nfabric_reg_decode(uint64_t off, NFabricReg *r)
 {
     r->win = -1;
-    r->access = NFABRIC_RO;
+    r->round = false;
     if (off >= NFABRIC_REG_WIN_BASE &&
         off < NFABRIC_REG_WIN(NFABRIC_NUM_WINDOWS, 0)) {
-        uint64_t rel = (off - NFABRIC_REG_WIN_BASE) % NFABRIC_WIN_STRIDE;
-
         r->win = (off - NFABRIC_REG_WIN_BASE) / NFABRIC_WIN_STRIDE;
-        switch (rel & ~7ull) {
-        case NFABRIC_WIN_DPA_BASE:
-        case NFABRIC_WIN_DPA_SIZE:
-        case NFABRIC_WIN_COUNTERS:
-            r->width = 8;
-            r->access = NFABRIC_RW;
-            r->base = off & ~7ull;
-            return true;
-        case NFABRIC_WIN_CONTRIB_WRITES:
-        case NFABRIC_WIN_CONTRIB_BYTES:
-            r->width = 8;
-            r->base = off & ~7ull;
-            return true;
-        }
-        r->width = 4;
-        r->base = off & ~3ull;
-        switch (rel & ~3ull) {
-        case NFABRIC_WIN_CTRL:
-        case NFABRIC_WIN_THRESHOLD:
-            r->access = NFABRIC_RW;
-            return true;
-        case NFABRIC_WIN_CMD:
-            r->access = NFABRIC_WO;
-            return true;
-        case NFABRIC_WIN_ERROR:
-        case NFABRIC_WIN_RESERVED_CODES:
-            return true;
-        }
-        return false;
+        return nfabric_decode_win(off, (off - NFABRIC_REG_WIN_BASE) %
+                                       NFABRIC_WIN_STRIDE, r);
     }
-    if (off >= NFABRIC_REG_STATS &&
-        off < NFABRIC_REG_STATS_PATH(NFABRIC_NUM_PATHS, 0)) {
-        r->width = 8;
-        r->base = off & ~7ull;
-        return true;
+    if (off >= NFABRIC_REG_ROUND_BASE &&
+        off < NFABRIC_REG_ROUND(NFABRIC_NUM_WINDOWS, 0)) {
+        r->win = (off - NFABRIC_REG_ROUND_BASE) / NFABRIC_ROUND_STRIDE;
+        return nfabric_decode_round(off, (off - NFABRIC_REG_ROUND_BASE) %
+                                         NFABRIC_ROUND_STRIDE, r);
     }
-    if (off >= NFABRIC_REG_T_PATH &&
-        off < NFABRIC_REG_T_PATH_FIELD(NFABRIC_NUM_PATHS, 0)) {
-        r->width = 8;
-        r->base = off & ~7ull;
-        return true;
+    if (off >= NFABRIC_REG_HEAD_CONTRIB &&
+        off < NFABRIC_REG_HEAD_CONTRIB_WIN(NFABRIC_NUM_WINDOWS)) {
+        return nfabric_reg_set(r, off, 8, NFABRIC_RO);
     }
-    if (off >= NFABRIC_REG_T_ACCESSES &&
-        off < NFABRIC_REG_T_ACCESSES_PATH(NFABRIC_NUM_PATHS)) {
-        r->width = 8;
-        r->base = off & ~7ull;
-        return true;
+    if ((off >= NFABRIC_REG_STATS &&
+         off < NFABRIC_REG_STATS_PATH(NFABRIC_NUM_PATHS, 0)) ||
+        (off >= NFABRIC_REG_POOL_STATS &&
+         off < NFABRIC_REG_POOL_STATS_PATH(NFABRIC_NUM_PATHS, 0)) ||
+        (off >= NFABRIC_REG_T_PATH &&
+         off < NFABRIC_REG_T_PATH_FIELD(NFABRIC_NUM_PATHS, 0)) ||
+        (off >= NFABRIC_REG_T_ACCESSES &&
+         off < NFABRIC_REG_T_ACCESSES_PATH(NFABRIC_NUM_PATHS))) {
+        return nfabric_reg_set(r, off, 8, NFABRIC_RO);
     }
     switch (off & ~7ull) {
     case NFABRIC_REG_MEM_SIZE:
@@ -428,16 +573,13 @@ static bool nfabric_reg_decode(uint64_t off, NFabricReg *r)
     case NFABRIC_REG_T_RUNTIME_PS:
     case NFABRIC_REG_T_QUEUED_PS:
     case NFABRIC_REG_T_LINK_BUSY_PS:
-        r->width = 8;
-        r->base = off & ~7ull;
-        return true;
+        return nfabric_reg_set(r, off, 8, NFABRIC_RO);
     }
-    r->width = 4;
-    r->base = off & ~3ull;
-    switch (r->base) {
+    switch (off & ~3ull) {
     case NFABRIC_REG_CTRL:
-        r->access = NFABRIC_WO;
-        return true;
+        return nfabric_reg_set(r, off, 4, NFABRIC_WO);
+    case NFABRIC_REG_HEAD_SELECT:
+        return nfabric_reg_set(r, off, 4, NFABRIC_RW);
     case NFABRIC_REG_MAGIC:
     case NFABRIC_REG_VERSION:
     case NFABRIC_REG_CAPS:
@@ -445,6 +587,9 @@ static bool nfabric_reg_decode(uint64_t off, NFabricReg *r)
     case NFABRIC_REG_LAST_ERROR:
     case NFABRIC_REG_ERROR_COUNT:
     case NFABRIC_REG_ENABLED_MASK:
+    case NFABRIC_REG_HEAD_INFO:
+    case NFABRIC_REG_HEADS_LIVE:
+    case NFABRIC_REG_HEADS_LOST:
     case NFABRIC_REG_T_CLOCK_MHZ:
     case NFABRIC_REG_T_DEPTH:
     case NFABRIC_REG_T_SERVICE_NS:
@@ -452,7 +597,7 @@ static bool nfabric_reg_decode(uint64_t off, NFabricReg *r)
     case NFABRIC_REG_T_EXPOSED_PPM:
     case NFABRIC_REG_T_MAX_IN_FLIGHT:
     case NFABRIC_REG_T_MAX_QUEUED:
-        return true;
+        return nfabric_reg_set(r, off, 4, NFABRIC_RO);
     }
     return false;
 }
@@ -465,39 +610,109 @@ static uint32_t nfabric_caps(void)
            ((1u << NFABRIC_NUM_TIES) - 1) << NFABRIC_CAPS_TIES_SHIFT;
 }
 
+static unsigned nfabric_popcount(uint32_t v)
+{
+    unsigned n = 0;
+
+    for (; v; v &= v - 1) {
+        n++;
+    }
+    return n;
+}
+
+/* ROUND_STATUS of window i: finds dead heads first. */
+static uint32_t nfabric_round_status(NFabricCtrl *s, unsigned i)
+{
+    NFabricShared *sh = s->sh;
+    uint32_t expected, done, st = 0;
+
+    if (!nfabric_win_enabled(s, i)) {
+        return 0;
+    }
+    nfabric_shared_reap(sh, s->head);
+    expected = nfabric_shared_expected(sh);
+    done = __atomic_load_n(&sh->round[i].done, __ATOMIC_ACQUIRE);
+    if (expected && (done & expected) == expected) {
+        st |= NFABRIC_RSTAT_ALL_DONE;
+    }
+    if (__atomic_load_n(&sh->round[i].incomplete, __ATOMIC_RELAXED)) {
+        st |= NFABRIC_RSTAT_INCOMPLETE;
+    }
+    st |= nfabric_popcount(done & expected) << NFABRIC_RSTAT_DONE_SHIFT;
+    st |= nfabric_popcount(expected) << NFABRIC_RSTAT_EXPECT_SHIFT;
+    return st;
+}
+
+static uint64_t nfabric_round_value(NFabricCtrl *s, const NFabricReg *r)
+{
+    NFabricShared *sh = s->sh;
+    unsigned i = r->win;
+
+    switch ((r->base - NFABRIC_REG_ROUND_BASE) % NFABRIC_ROUND_STRIDE) {
+    case NFABRIC_ROUND_SEQ:
+        return sh->round[i].seq;
+    case NFABRIC_ROUND_DONE:
+        return sh->round[i].done;
+    case NFABRIC_ROUND_STATUS:
+        return nfabric_round_status(s, i);
+    }
+    abort();
+}
+
+static uint64_t nfabric_win_value(NFabricCtrl *s, const NFabricReg *r)
+{
+    const NFabricWindow *w = &s->sh->win[r->win];
+
+    switch ((r->base - NFABRIC_REG_WIN_BASE) % NFABRIC_WIN_STRIDE) {
+    case NFABRIC_WIN_DPA_BASE:
+        return w->dpa_base;
+    case NFABRIC_WIN_DPA_SIZE:
+        return w->dpa_size;
+    case NFABRIC_WIN_COUNTERS:
+        return w->counters;
+    case NFABRIC_WIN_CTRL:
+        return w->ctrl;
+    case NFABRIC_WIN_THRESHOLD:
+        return w->threshold;
+    case NFABRIC_WIN_ERROR:
+        return w->error;
+    case NFABRIC_WIN_CONTRIB_WRITES:
+        return w->contrib_writes;
+    case NFABRIC_WIN_CONTRIB_BYTES:
+        return w->contrib_bytes;
+    case NFABRIC_WIN_RESERVED_CODES:
+        return w->reserved_codes;
+    }
+    abort();
+}
+
+/* Statistic k of path p summed over every head of the device. */
+static uint64_t nfabric_pool_stat(const NFabricShared *sh, unsigned p,
+                                  unsigned k)
+{
+    uint64_t sum = 0;
+
+    for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
+        sum += __atomic_load_n(&sh->head[h].stats[p][k], __ATOMIC_RELAXED);
+    }
+    return sum;
+}
+
 /* The current value of a (decoded) register. */
 static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
 {
     const NFabricTiming *t = &s->timing;
+    const NFabricShared *sh = s->sh;
     uint64_t off = r->base;
 
     if (r->access == NFABRIC_WO) {
         return 0;
     }
+    if (r->round) {
+        return nfabric_round_value(s, r);
+    }
     if (r->win >= 0) {
-        const NFabricWindow *w = &s->win[r->win];
-
-        switch ((off - NFABRIC_REG_WIN_BASE) % NFABRIC_WIN_STRIDE) {
-        case NFABRIC_WIN_DPA_BASE:
-            return w->dpa_base;
-        case NFABRIC_WIN_DPA_SIZE:
-            return w->dpa_size;
-        case NFABRIC_WIN_COUNTERS:
-            return w->counters;
-        case NFABRIC_WIN_CTRL:
-            return w->ctrl;
-        case NFABRIC_WIN_THRESHOLD:
-            return w->threshold;
-        case NFABRIC_WIN_ERROR:
-            return w->error;
-        case NFABRIC_WIN_CONTRIB_WRITES:
-            return w->contrib_writes;
-        case NFABRIC_WIN_CONTRIB_BYTES:
-            return w->contrib_bytes;
-        case NFABRIC_WIN_RESERVED_CODES:
-            return w->reserved_codes;
-        }
-        abort();
+        return nfabric_win_value(s, r);
     }
     if (off >= NFABRIC_REG_STATS &&
         off < NFABRIC_REG_STATS_PATH(NFABRIC_NUM_PATHS, 0)) {
@@ -505,6 +720,18 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
 
         return s->stats[rel / NFABRIC_STATS_STRIDE]
                        [(rel % NFABRIC_STATS_STRIDE) / 8];
+    }
+    if (off >= NFABRIC_REG_HEAD_CONTRIB &&
+        off < NFABRIC_REG_HEAD_CONTRIB_WIN(NFABRIC_NUM_WINDOWS)) {
+        return sh->head[s->head_select]
+                   .contrib_writes[(off - NFABRIC_REG_HEAD_CONTRIB) / 8];
+    }
+    if (off >= NFABRIC_REG_POOL_STATS &&
+        off < NFABRIC_REG_POOL_STATS_PATH(NFABRIC_NUM_PATHS, 0)) {
+        uint64_t rel = off - NFABRIC_REG_POOL_STATS;
+
+        return nfabric_pool_stat(sh, rel / NFABRIC_STATS_STRIDE,
+                                 (rel % NFABRIC_STATS_STRIDE) / 8);
     }
     if (off >= NFABRIC_REG_T_PATH &&
         off < NFABRIC_REG_T_PATH_FIELD(NFABRIC_NUM_PATHS, 0)) {
@@ -532,9 +759,18 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
     case NFABRIC_REG_ERROR_COUNT:
         return s->error_count;
     case NFABRIC_REG_ENABLED_MASK:
-        return s->enabled_mask;
+        return sh->enabled_mask;
     case NFABRIC_REG_MEM_SIZE:
         return s->ram_size;
+    case NFABRIC_REG_HEAD_INFO:
+        return s->head | sh->heads << NFABRIC_HEAD_INFO_COUNT_SHIFT |
+               (sh->pshared ? NFABRIC_HEAD_INFO_SHARED : 0);
+    case NFABRIC_REG_HEADS_LIVE:
+        return nfabric_shared_reap(s->sh, s->head);
+    case NFABRIC_REG_HEADS_LOST:
+        return sh->lost_mask;
+    case NFABRIC_REG_HEAD_SELECT:
+        return s->head_select;
     case NFABRIC_REG_T_CLOCK_MHZ:
         return t->p.clock_mhz;
     case NFABRIC_REG_T_DEPTH:
@@ -614,6 +850,16 @@ uint64_t nfabric_ctrl_reg_read(NFabricCtrl *s, uint64_t off, unsigned size)
     return val;
 }
 
+/* This head's statistics, and its timing model, to zero. */
+static void nfabric_head_clear_stats(NFabricCtrl *s)
+{
+    for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
+        for (unsigned k = 0; k < NFABRIC_NUM_STATS; k++) {
+            __atomic_store_n(&s->stats[p][k], 0, __ATOMIC_RELAXED);
+        }
+    }
+}
+
 static void nfabric_global_ctrl_write(NFabricCtrl *s, uint32_t val,
                                       uint64_t off)
 {
@@ -623,7 +869,7 @@ static void nfabric_global_ctrl_write(NFabricCtrl *s, uint32_t val,
         return;
     }
     if (val & NFABRIC_CTRL_CLEAR_STATS) {
-        memset(s->stats, 0, sizeof(s->stats));
+        nfabric_head_clear_stats(s);
     }
     if (val & NFABRIC_CTRL_CLEAR_TIMING) {
         nfabric_timing_clear(&s->timing);
@@ -635,10 +881,41 @@ static void nfabric_global_ctrl_write(NFabricCtrl *s, uint32_t val,
     }
 }
 
+static void nfabric_head_select_write(NFabricCtrl *s, uint32_t val,
+                                      uint64_t off)
+{
+    if (val >= s->sh->heads) {
+        nfabric_set_error(s, -1, NFABRIC_ERR_HEAD, off,
+                          "HEAD_SELECT names a head the device does not have");
+        return;
+    }
+    s->head_select = val;
+}
+
+/* ROUND_COMPLETE: this head's contribution to round val is complete. */
+static void nfabric_round_complete(NFabricCtrl *s, unsigned i, uint32_t val,
+                                   uint64_t off)
+{
+    NFabricShared *sh = s->sh;
+
+    if (!nfabric_shared_lock_win(sh, i)) {
+        return;
+    }
+    if (!nfabric_win_enabled(s, i) || val != sh->round[i].seq) {
+        nfabric_shared_unlock_win(sh, i);
+        nfabric_set_error(s, i, NFABRIC_ERR_ROUND, off,
+                          "completes a round that is not the window's "
+                          "current one");
+        return;
+    }
+    __atomic_fetch_or(&sh->round[i].done, 1u << s->head, __ATOMIC_RELEASE);
+    nfabric_shared_unlock_win(sh, i);
+}
+
 static void nfabric_win_write(NFabricCtrl *s, const NFabricReg *r,
                               uint64_t off, uint64_t val, unsigned size)
 {
-    NFabricWindow *w = &s->win[r->win];
+    NFabricWindow *w = &s->sh->win[r->win];
     uint64_t rel = (r->base - NFABRIC_REG_WIN_BASE) % NFABRIC_WIN_STRIDE;
     uint64_t *field;
 
@@ -678,6 +955,22 @@ static void nfabric_win_write(NFabricCtrl *s, const NFabricReg *r,
     }
 }
 
+/* A write to a decoded, writable register (configuration lock held). */
+static void nfabric_reg_write_locked(NFabricCtrl *s, const NFabricReg *r,
+                                     uint64_t off, uint64_t val,
+                                     unsigned size)
+{
+    if (r->round) {
+        nfabric_round_complete(s, r->win, val, off);
+    } else if (r->win >= 0) {
+        nfabric_win_write(s, r, off, val, size);
+    } else if (r->base == NFABRIC_REG_HEAD_SELECT) {
+        nfabric_head_select_write(s, val, off);
+    } else {
+        nfabric_global_ctrl_write(s, val, off);
+    }
+}
+
 void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
                             unsigned size)
 {
@@ -701,25 +994,29 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
                           "write to a read-only register");
         return;
     }
-    if (r.win >= 0) {
-        nfabric_win_write(s, &r, off, val, size);
-    } else {
-        nfabric_global_ctrl_write(s, val, off);
+    /* Every head's register writes are serialised by the device. */
+    if (!nfabric_shared_lock_cfg(s->sh)) {
+        return;
     }
+    nfabric_reg_write_locked(s, &r, off, val, size);
+    nfabric_shared_unlock_cfg(s->sh);
 }
 
 void nfabric_ctrl_reset(NFabricCtrl *s)
 {
-    memset(s->win, 0, sizeof(s->win));
-    memset(s->cfg, 0, sizeof(s->cfg));
-    memset(s->stats, 0, sizeof(s->stats));
-    s->enabled_mask = 0;
+    if (!s->sh->pshared) {
+        /* The device is this head's alone: windows and rounds too. */
+        uint64_t mem_size = s->sh->mem_size;
+
+        nfabric_shared_init_local(s->sh, mem_size);
+    }
+    nfabric_head_clear_stats(s);
+    s->head_select = s->head;
     s->last_error = NFABRIC_ERR_NONE;
     s->error_count = 0;
     nfabric_timing_init(&s->timing, &s->timing.p);
     nfabric_record_clear(s);
 }
-
 
 void nfabric_ctrl_init(NFabricCtrl *s, uint8_t *ram, uint64_t ram_size,
                        const NFabricTimingParams *tp,
@@ -731,7 +1028,19 @@ void nfabric_ctrl_init(NFabricCtrl *s, uint8_t *ram, uint64_t ram_size,
     s->ops = ops;
     s->opaque = opaque;
     s->timing.p = *tp;
+    nfabric_shared_init_local(&s->local, ram_size);
+    s->sh = &s->local;
+    s->head = 0;
+    s->stats = s->sh->head[0].stats;
     nfabric_ctrl_reset(s);
+}
+
+void nfabric_ctrl_use_shared(NFabricCtrl *s, NFabricShared *sh, unsigned head)
+{
+    s->sh = sh;
+    s->head = head;
+    s->head_select = head;
+    s->stats = sh->head[head].stats;
 }
 
 bool nfabric_ctrl_mem_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
@@ -757,11 +1066,15 @@ int nfabric_ctrl_post_load(NFabricCtrl *s)
     s->timing.occ_count = 0;
     s->timing.occ_started = 0;
 
+    if (s->sh != &s->local || s->head_select >= NFABRIC_MAX_HEADS ||
+        s->head_select >= s->sh->heads) {
+        return -1;          /* shared devices do not migrate */
+    }
     for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
-        if (s->win[i].ctrl & ~NFABRIC_WCTRL_VALID) {
+        if (s->sh->win[i].ctrl & ~NFABRIC_WCTRL_VALID) {
             return -1;      /* a guest can never store reserved bits */
         }
-        if (s->win[i].ctrl & NFABRIC_WCTRL_ENABLE) {
+        if (s->sh->win[i].ctrl & NFABRIC_WCTRL_ENABLE) {
             enabled |= 1u << i;
         }
     }

@@ -22,9 +22,17 @@ struct CXLNFabricState {
     MemoryRegion *vmr;          /* the volatile backend's RAM region */
     NFabricCtrl ctrl;           /* the controller model over its RAM */
 
+    /* A head of a shared device (docs/multihost.md). */
+    NFabricShared *shared;      /* the state file's mapping, or NULL */
+    int shared_fd;
+    Error *migration_blocker;
+
     /* Properties. */
     NFabricTimingParams tparams;
     char *record_path;
+    char *shared_path;          /* shared-state */
+    uint32_t head;              /* head */
+    uint32_t heads;             /* heads */
 };
 
 struct CXLNFabricClass {

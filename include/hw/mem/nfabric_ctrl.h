@@ -5,8 +5,14 @@
  *
  * Pure C11, no QEMU headers: the QEMU device (cxl_nfabric.c) wraps it in
  * MemoryRegions, and the host unit tests and fuzzers drive it directly.
- * docs/registers.md specifies the behaviour.  Not thread-safe: the caller
- * serialises calls (QEMU holds the BQL around every access).
+ * docs/registers.md specifies the behaviour.  One NFabricCtrl is one head
+ * of a device: its own registers (errors, timing, HEAD_SELECT) live here,
+ * the device's (windows, rounds, statistics of every head) in an
+ * NFabricShared, private to the head (nfabric_ctrl_init) or shared with the
+ * device's other heads in other processes (nfabric_ctrl_use_shared).  Calls
+ * on one NFabricCtrl are serialised by the caller (QEMU holds the BQL);
+ * calls of different heads of one shared device may run at the same time
+ * in different processes (docs/multihost.md).
  */
 #ifndef HW_MEM_NFABRIC_CTRL_H
 #define HW_MEM_NFABRIC_CTRL_H
@@ -17,30 +23,9 @@
 
 #include "hw/mem/nfabric_engine.h"
 #include "hw/mem/nfabric_regs.h"
+#include "hw/mem/nfabric_shared.h"
 #include "hw/mem/nfabric_timing.h"
 #include "hw/mem/nfabric_trace.h"
-
-/* Statistics kept per path (register order). */
-enum {
-    NFABRIC_STAT_READS,
-    NFABRIC_STAT_WRITES,
-    NFABRIC_STAT_READ_BYTES,
-    NFABRIC_STAT_WRITE_BYTES,
-    NFABRIC_NUM_STATS
-};
-
-/* One entry of the path-select table, as the guest programmed it. */
-typedef struct NFabricWindow {
-    uint64_t dpa_base;
-    uint64_t dpa_size;
-    uint64_t counters;
-    uint32_t ctrl;
-    uint32_t threshold;
-    uint32_t error;
-    uint32_t reserved_codes;
-    uint64_t contrib_writes;
-    uint64_t contrib_bytes;
-} NFabricWindow;
 
 typedef enum NFabricWinEvent {
     NFABRIC_WIN_EV_ENABLE,
@@ -70,11 +55,18 @@ typedef struct NFabricCtrl {
     const NFabricCtrlOps *ops;
     void *opaque;
 
-    /* Guest-visible state (the device migrates these). */
-    NFabricWindow win[NFABRIC_NUM_WINDOWS];
+    /*
+     * The device's state: &local, or a state file's mapping shared with the
+     * other heads.  stats points at this head's statistics in it.
+     */
+    NFabricShared *sh;
+    unsigned head;
+    uint64_t (*stats)[NFABRIC_NUM_STATS];
+
+    /* This head's own registers (the device migrates these). */
     uint32_t last_error;
     uint32_t error_count;
-    uint64_t stats[NFABRIC_NUM_PATHS][NFABRIC_NUM_STATS];
+    uint32_t head_select;
     NFabricTiming timing;
 
     /*
@@ -86,18 +78,27 @@ typedef struct NFabricCtrl {
     FILE *record;
     bool record_failed;
 
-    /* Derived from win[] by enable, or by nfabric_ctrl_post_load(). */
-    uint32_t enabled_mask;
-    NFabricAggCfg cfg[NFABRIC_NUM_WINDOWS];
+    /* The state of a device that is not shared (migrated with it). */
+    NFabricShared local;
 } NFabricCtrl;
 
 extern const char *const nfabric_path_names[NFABRIC_NUM_PATHS];
 
-/* Set up over ram (checked timing parameters) and reset. */
+/* Set up over ram (checked timing parameters) and reset: one private head. */
 void nfabric_ctrl_init(NFabricCtrl *s, uint8_t *ram, uint64_t ram_size,
                        const NFabricTimingParams *tp,
                        const NFabricCtrlOps *ops, void *opaque);
-/* Every register to its documented default; windows disabled. */
+/*
+ * Use the shared state sh (nfabric_shared_attach) as head head, instead of
+ * the private state.  Call after nfabric_ctrl_init.
+ */
+void nfabric_ctrl_use_shared(NFabricCtrl *s, NFabricShared *sh, unsigned head);
+/*
+ * A reset of this head: every register to its documented default.  On a
+ * private device that disables every window; on a shared one only this
+ * head's own registers and statistics are reset (the windows and rounds
+ * belong to every head).
+ */
 void nfabric_ctrl_reset(NFabricCtrl *s);
 
 /* A register access at offset off of the block (any size, any offset). */
@@ -120,7 +121,7 @@ bool nfabric_ctrl_mem_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                              unsigned len, bool write);
 
 /*
- * After win[] and the other fields were loaded (migration): re-validate
+ * After local.win[] and the other fields were loaded (migration): re-validate
  * every window whose CTRL has ENABLE set and rebuild the derived state.
  * Returns 0, or -1 if a window does not validate (state is then unusable).
  */

@@ -32,7 +32,7 @@
 
 #define NFABRIC_MAGIC               0x4241464eu /* "NFAB" little-endian */
 #define NFABRIC_VERSION_MAJOR       1
-#define NFABRIC_VERSION_MINOR       0
+#define NFABRIC_VERSION_MINOR       1   /* 1.1: heads and rounds */
 #define NFABRIC_VERSION \
     ((NFABRIC_VERSION_MAJOR << 16) | NFABRIC_VERSION_MINOR)
 
@@ -72,7 +72,16 @@
 #define NFABRIC_ERR_ACCESS          11  /* bad access size or alignment */
 #define NFABRIC_ERR_RESERVED_BITS   12  /* reserved bits set in a register */
 #define NFABRIC_ERR_COMMAND         13  /* unknown command */
-#define NFABRIC_ERR_MAX             13
+#define NFABRIC_ERR_ROUND           14  /* completes a round that is not current */
+#define NFABRIC_ERR_HEAD            15  /* head index out of range */
+#define NFABRIC_ERR_MAX             15
+
+/* ---- Heads (version 1.1) --------------------------------------------- */
+/*
+ * A device may be shared by several hosts, each attached through its own
+ * head (docs/multihost.md).  A device that is not shared has one head, 0.
+ */
+#define NFABRIC_MAX_HEADS           16
 
 /* ---- Global registers ------------------------------------------------- */
 #define NFABRIC_REG_MAGIC           0x000   /* u32 RO */
@@ -84,6 +93,17 @@
 #define NFABRIC_REG_ERROR_COUNT     0x018   /* u32 RO rejected register writes */
 #define NFABRIC_REG_ENABLED_MASK    0x01c   /* u32 RO bit i: window i enabled */
 #define NFABRIC_REG_MEM_SIZE        0x020   /* u64 RO device memory bytes */
+/* Version 1.1: heads.  Per head: each head reads its own values. */
+#define NFABRIC_REG_HEAD_INFO       0x028   /* u32 RO, see HEAD_INFO_* */
+#define NFABRIC_REG_HEADS_LIVE      0x02c   /* u32 RO bit h: head h attached */
+#define NFABRIC_REG_HEAD_SELECT     0x030   /* u32 RW head the HEAD_* window
+                                               registers report, per head */
+#define NFABRIC_REG_HEADS_LOST      0x034   /* u32 RO bit h: head h died */
+
+#define NFABRIC_HEAD_INFO_INDEX_MASK    0x000000ffu /* this head's index */
+#define NFABRIC_HEAD_INFO_COUNT_SHIFT   8           /* number of heads */
+#define NFABRIC_HEAD_INFO_COUNT_MASK    0x0000ff00u
+#define NFABRIC_HEAD_INFO_SHARED        (1u << 16)  /* shared by processes */
 
 #define NFABRIC_CAPS_WINDOWS_MASK   0x000000ffu /* number of windows */
 #define NFABRIC_CAPS_PATHS_SHIFT    8           /* bit 8+p: path p supported */
@@ -107,6 +127,10 @@
 #define NFABRIC_STATS_WRITE_BYTES   0x18
 #define NFABRIC_REG_STATS_PATH(p, field) \
     (NFABRIC_REG_STATS + (p) * NFABRIC_STATS_STRIDE + (field))
+/* Version 1.1: the same counters summed over every head of the device. */
+#define NFABRIC_REG_POOL_STATS      0x180
+#define NFABRIC_REG_POOL_STATS_PATH(p, field) \
+    (NFABRIC_REG_POOL_STATS + (p) * NFABRIC_STATS_STRIDE + (field))
 
 /* ---- Timing model ---------------------------------------------------- */
 /* Parameters (u32 RO, set by the device's properties). */
@@ -167,6 +191,35 @@
      (uint32_t)(tie) << NFABRIC_WCTRL_TIE_SHIFT)
 
 #define NFABRIC_WCMD_CLEAR          1u      /* start a new round */
+
+/* ---- Rounds (version 1.1) --------------------------------------------- */
+/*
+ * Window i's round registers are at NFABRIC_REG_ROUND(i, reg); the round
+ * state is the shared device's, the same for every head.
+ */
+#define NFABRIC_REG_ROUND_BASE      0x300
+#define NFABRIC_ROUND_STRIDE        0x10
+#define NFABRIC_REG_ROUND(i, reg)   (NFABRIC_REG_ROUND_BASE + \
+                                     (i) * NFABRIC_ROUND_STRIDE + (reg))
+
+#define NFABRIC_ROUND_SEQ           0x00    /* u32 RO round number */
+#define NFABRIC_ROUND_DONE          0x04    /* u32 RO bit h: head h completed */
+#define NFABRIC_ROUND_STATUS        0x08    /* u32 RO, see RSTAT_* */
+#define NFABRIC_ROUND_COMPLETE      0x0c    /* u32 WO write SEQ: this head done */
+
+/*
+ * u64 RO: writes of the head selected by HEAD_SELECT to window i since the
+ * window's last clear (per-head contribution counts).
+ */
+#define NFABRIC_REG_HEAD_CONTRIB    0x040
+#define NFABRIC_REG_HEAD_CONTRIB_WIN(i) (NFABRIC_REG_HEAD_CONTRIB + (i) * 8)
+
+#define NFABRIC_RSTAT_ALL_DONE      (1u << 0)   /* every head done or lost */
+#define NFABRIC_RSTAT_INCOMPLETE    (1u << 1)   /* a contribution may be partial */
+#define NFABRIC_RSTAT_DONE_SHIFT    8           /* [15:8] heads done */
+#define NFABRIC_RSTAT_DONE_MASK     0x0000ff00u
+#define NFABRIC_RSTAT_EXPECT_SHIFT  16          /* [23:16] heads expected */
+#define NFABRIC_RSTAT_EXPECT_MASK   0x00ff0000u
 
 /* Bytes of counter area a window of data_size bytes needs. */
 static inline uint64_t nfabric_counter_bytes(unsigned path, unsigned width_bits,

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * NEURON-Fabric shared device state: what every head of one device sees.
+ *
+ * A device that several hosts share (docs/multihost.md) keeps its window
+ * table, round state, contribution counts and every head's statistics in
+ * one NFabricShared, mapped from a state file by each head's process (a
+ * QEMU process, or a host program using the controller directly).  A
+ * device that is not shared keeps the same structure in private memory,
+ * with one head and no locking.
+ *
+ * Locking (only for a state file, .pshared = 1), process-shared robust
+ * mutexes:
+ *   cfg_lock     window configuration, head attach/detach, round commands
+ *   win_lock[i]  window i's counters, contribution counts and round state
+ * taken in that order.  The window table is also published with a
+ * sequence count (gen, odd while it changes) so that the memory path can
+ * look a DPA up without the configuration lock.  A process that dies
+ * holding a lock leaves it to the next locker, which repairs what the dead
+ * holder may have left half-done and flags the window's round INCOMPLETE.
+ * Each attached head holds its own head[h].alive mutex for as long as its
+ * process lives, so a dead head is recognised by any other (reaping).
+ *
+ * Pure C11 + POSIX (pthread, mmap, flock): no QEMU headers.
+ */
+#ifndef HW_MEM_NFABRIC_SHARED_H
+#define HW_MEM_NFABRIC_SHARED_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hw/mem/nfabric_engine.h"
+#include "hw/mem/nfabric_regs.h"
+
+#define NFABRIC_SHARED_MAGIC    0x48534e46u     /* "NFSH" */
+/* Bump when NFabricShared changes: old state files are then refused. */
+#define NFABRIC_SHARED_LAYOUT   1
+
+/* Statistics kept per path (register order). */
+enum {
+    NFABRIC_STAT_READS,
+    NFABRIC_STAT_WRITES,
+    NFABRIC_STAT_READ_BYTES,
+    NFABRIC_STAT_WRITE_BYTES,
+    NFABRIC_NUM_STATS
+};
+
+/* One entry of the path-select table, as a head programmed it. */
+typedef struct NFabricWindow {
+    uint64_t dpa_base;
+    uint64_t dpa_size;
+    uint64_t counters;
+    uint32_t ctrl;
+    uint32_t threshold;
+    uint32_t error;
+    uint32_t reserved_codes;
+    uint64_t contrib_writes;    /* all heads, since the last clear */
+    uint64_t contrib_bytes;
+} NFabricWindow;
+
+/* A window's current round (docs/registers.md, "Rounds"). */
+typedef struct NFabricRound {
+    uint32_t seq;               /* round number: +1 on enable and clear */
+    uint32_t done;              /* bit h: head h completed this round */
+    uint32_t contrib;           /* bit h: head h wrote in this round */
+    uint32_t incomplete;        /* a contribution may be partial */
+} NFabricRound;
+
+/* Head states. */
+enum {
+    NFABRIC_HEAD_FREE = 0,      /* not attached since the state was made */
+    NFABRIC_HEAD_ATTACHED,      /* its process holds .alive */
+    NFABRIC_HEAD_GONE,          /* detached or died: not expected in rounds */
+};
+
+typedef struct NFabricSharedHead {
+    pthread_mutex_t alive;      /* held by the attached head's process */
+    uint32_t state;             /* NFABRIC_HEAD_* */
+    uint32_t pid;               /* of the attached (or last) process */
+    uint64_t attaches;          /* times a process attached this head */
+    /* This head's statistics and contribution counts. */
+    uint64_t stats[NFABRIC_NUM_PATHS][NFABRIC_NUM_STATS];
+    uint64_t contrib_writes[NFABRIC_NUM_WINDOWS];
+    uint64_t contrib_bytes[NFABRIC_NUM_WINDOWS];
+} NFabricSharedHead;
+
+typedef struct NFabricShared {
+    /* Identity, written when the state is made. */
+    uint32_t magic;
+    uint32_t layout;
+    uint32_t struct_size;
+    uint32_t heads;             /* number of heads, 1..NFABRIC_MAX_HEADS */
+    uint64_t mem_size;          /* device memory bytes */
+    uint64_t mem_dev, mem_ino;  /* the device memory file (0: private) */
+    uint32_t pshared;           /* 1: in a state file, locks in use */
+    uint32_t pad0;
+
+    pthread_mutex_t cfg_lock;
+    int32_t cfg_busy;           /* window being reconfigured, or -1 */
+    uint32_t gen;               /* window table sequence count (odd: busy) */
+    uint32_t enabled_mask;      /* bit i: window i enabled */
+    uint32_t lost_mask;         /* bit h: head h died (reaped) */
+    uint64_t reaped;            /* dead heads found */
+    uint64_t lock_repairs;      /* locks taken over from a dead holder */
+    uint64_t lock_waits;        /* contended lock acquisitions */
+
+    NFabricWindow win[NFABRIC_NUM_WINDOWS];
+    NFabricAggCfg cfg[NFABRIC_NUM_WINDOWS];     /* valid while enabled */
+    NFabricRound round[NFABRIC_NUM_WINDOWS];
+    pthread_mutex_t win_lock[NFABRIC_NUM_WINDOWS];
+    NFabricSharedHead head[NFABRIC_MAX_HEADS];
+} NFabricShared;
+
+/* Private state of one head, not shared (heads = 1, no locking). */
+void nfabric_shared_init_local(NFabricShared *sh, uint64_t mem_size);
+
+/*
+ * What a head brings to attach: the state file, its index, the number of
+ * heads it expects, and the device memory it maps (size and file).
+ */
+typedef struct NFabricAttach {
+    const char *path;
+    unsigned head;
+    unsigned heads;
+    uint64_t mem_size;
+    uint64_t mem_dev, mem_ino;
+} NFabricAttach;
+
+/* How an attach went (for messages and tests). */
+typedef enum NFabricAttachHow {
+    NFABRIC_ATTACH_CREATED,     /* new state file */
+    NFABRIC_ATTACH_REINIT,      /* no head was alive: state made anew */
+    NFABRIC_ATTACH_JOINED,      /* joined live heads */
+    NFABRIC_ATTACH_REJOINED,    /* joined; this head's last process died */
+} NFabricAttachHow;
+
+/*
+ * Attach head a->head to the state file a->path: create and initialise it
+ * if it is new or no head is alive, else join after checking the geometry.
+ * On success returns 0 and sets *out (the mapping) and *fd (keep it open);
+ * on failure returns -1 and writes a message naming the property and the
+ * conflict to err.  Attaches are serialised with flock() on the file.
+ */
+int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
+                          int *fd, NFabricAttachHow *how,
+                          char *err, size_t errlen);
+/* Detach head h (as if it had died, but cleanly) and unmap. */
+void nfabric_shared_detach(NFabricShared *sh, int fd, unsigned head);
+
+/*
+ * Find heads whose process died (other than self), mark them gone, and
+ * return the mask of attached heads.  Cheap when nobody died.
+ */
+uint32_t nfabric_shared_reap(NFabricShared *sh, unsigned self);
+
+/* Locks (no-ops unless sh->pshared).  False only if the lock is unusable. */
+bool nfabric_shared_lock_cfg(NFabricShared *sh);
+void nfabric_shared_unlock_cfg(NFabricShared *sh);
+bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i);
+void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i);
+
+/* Heads a round waits for: every head not gone. */
+uint32_t nfabric_shared_expected(const NFabricShared *sh);
+
+/* Window table sequence count (acquire / release for writers). */
+static inline uint32_t nfabric_shared_gen(const NFabricShared *sh)
+{
+    return __atomic_load_n(&sh->gen, __ATOMIC_ACQUIRE);
+}
+
+static inline void nfabric_shared_gen_bump(NFabricShared *sh)
+{
+    __atomic_fetch_add(&sh->gen, 1, __ATOMIC_ACQ_REL);
+}
+
+#endif /* HW_MEM_NFABRIC_SHARED_H */
