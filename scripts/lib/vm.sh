@@ -20,6 +20,10 @@ Options:
   --cxl-mem SIZE      device memory, a multiple of 256M (default 256M)
   --device NAME       cxl-neuron-fabric (default) or cxl-type3 (stock)
   --device-props P    extra properties for the device, "k=v,k=v"
+  --mem-path FILE     device memory in FILE (memory-backend-file, share=on),
+                      e.g. one that other hosts map too (docs/multihost.md)
+  --reboot            a guest reboot or system_reset restarts the guest
+                      (default: QEMU exits, -no-reboot)
   --run CMD           run CMD (sh -c) in the guest once the region is ready,
                       then power off; exit with CMD's status
   --timeout S         kill the guest after S seconds (exit 124); default 900
@@ -80,10 +84,15 @@ nf_vm_filter() {
 
 # nf_vm_qemu_args ARRAYNAME: fills the QEMU command line from the nf_vm_*
 # variables (shared with libvirt-xml through nf_vm_cxl_args).
-nf_vm_cxl_args() {   # DEVICE CXL_MIB FMW_MIB PROPS
-    local dev=$1 cxl=$2 fmw=$3 props=$4
+nf_vm_cxl_args() {   # DEVICE CXL_MIB FMW_MIB PROPS [MEM_PATH]
+    local dev=$1 cxl=$2 fmw=$3 props=$4 mem_path=${5:-} backend
+    if [ -n "$mem_path" ]; then
+        backend="memory-backend-file,id=vmem0,share=on,mem-path=$mem_path,size=${cxl}M"
+    else
+        backend="memory-backend-ram,id=vmem0,share=on,size=${cxl}M"
+    fi
     printf '%s\n' \
-        -object "memory-backend-ram,id=vmem0,share=on,size=${cxl}M" \
+        -object "$backend" \
         -device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1 \
         -device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2 \
         -device "$dev,bus=rp0,volatile-memdev=vmem0,id=cxl-vmem0${props:+,$props}" \
@@ -93,10 +102,11 @@ nf_vm_cxl_args() {   # DEVICE CXL_MIB FMW_MIB PROPS
 nf_vm_main() {
     local cpus=2 mem=2G cxlmem=256M device=cxl-neuron-fabric props="" run="" have_run=0
     local timeout="" append="" log="$NF_BUILD/guest/vm.log" quiet=0 extra=()
+    local mem_path="" reboot=0
     while [ $# -gt 0 ]; do
         case "$1" in
         -h|--help) nf_vm_usage; return 0 ;;
-        --cpus|--mem|--cxl-mem|--device|--device-props|--run|--timeout|--append|--qemu-arg|--log)
+        --cpus|--mem|--cxl-mem|--device|--device-props|--run|--timeout|--append|--qemu-arg|--log|--mem-path)
             [ $# -ge 2 ] || { echo "nfabric vm: $1 needs a value" >&2; return 2; }
             case "$1" in
             --cpus) cpus=$2 ;;
@@ -109,9 +119,11 @@ nf_vm_main() {
             --append) append=$2 ;;
             --qemu-arg) extra+=("$2") ;;
             --log) log=$2 ;;
+            --mem-path) mem_path=$2 ;;
             esac
             shift ;;
         --quiet) quiet=1 ;;
+        --reboot) reboot=1 ;;
         *) echo "nfabric vm: unknown argument \"$1\"" >&2; nf_vm_usage >&2; return 2 ;;
         esac
         shift
@@ -160,9 +172,10 @@ nf_vm_main() {
     [ -n "$timeout" ] && qemu+=(timeout --foreground -k 5 "$timeout")
     qemu+=("$NF_QEMU_BIN" $NF_FIRMWARE -nodefaults -M q35,cxl=on -cpu max,-hypervisor
            -m "${mem_mib}M,maxmem=$((mem_mib + 2048))M,slots=4" -smp "$cpus"
-           -serial stdio -display none -nic none -no-reboot
+           -serial stdio -display none -nic none
            -kernel "$NF_GUEST_KERNEL" -initrd "$NF_GUEST_INITRD" -append "$cmdline")
-    mapfile -t -O "${#qemu[@]}" qemu < <(nf_vm_cxl_args "$device" "$cxl_mib" "$fmw_mib" "$props")
+    [ "$reboot" = 1 ] || qemu+=(-no-reboot)
+    mapfile -t -O "${#qemu[@]}" qemu < <(nf_vm_cxl_args "$device" "$cxl_mib" "$fmw_mib" "$props" "$mem_path")
     qemu+=("${extra[@]}")
 
     mkdir -p "$(dirname "$log")"

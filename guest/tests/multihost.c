@@ -1,0 +1,871 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nfabric-multihost: the guest side of the multi-host checks.  Every host
+ * of a cluster (scripts/nfabric cluster) runs it with its rank (= its head
+ * of the shared device) and the host count; the hosts meet in the device:
+ * they synchronise with the device's round registers and aggregate into
+ * the same windows.  TAP on stdout.  docs/multihost.md describes the cases.
+ *
+ *   nfabric-multihost CASE [--rank R] [--hosts N] [--seed S]
+ *                          [--procs P] [--iters K] [--bytes B]
+ *
+ * CASE: agg (each host's own signs/codes into shared windows, widths 8 and
+ * 16, partial and sub-word writes, checked against a reference of every
+ * host's input), hammer (P processes per host on one window, counts
+ * exact), kill / rejoin (one host is killed mid-round; the others finish,
+ * see INCOMPLETE, go on; the host comes back), reset (one host is reset
+ * mid-round; the others' round is intact), bench (contribution
+ * throughput).  R and N default to $NFABRIC_RANK and $NFABRIC_HOSTS.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "gt.h"
+
+/* ---- what the guest tests' reference (ref.c) needs -------------------- */
+nfabric_dev *gt_dev;
+bool gt_have_regs;
+uint64_t gt_seed = 0x4d48u;
+
+int gt_check_at(int ok, const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    int r;
+
+    va_start(ap, fmt);
+    r = tap_vcheck(ok, file, line, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* ---- layout in device memory (DPAs) ----------------------------------- */
+#define BAR_WIN         15              /* the barrier: an FP32 window */
+#define BAR_BASE        0x0ull
+#define BAR_SIZE        0x40ull
+#define SCRATCH         0x1000ull       /* plain memory: boot markers */
+#define AGG_WIN         0
+#define AGG_BASE        0x100000ull
+#define AGG_SIZE        4096ull
+#define AGG_CTRS        0x200000ull
+#define HAM_WIN         1
+#define HAM_BASE        0x300000ull
+#define HAM_SIZE        512ull
+#define HAM_CTRS        0x310000ull
+#define BENCH_BASE      0x400000ull
+#define BENCH_CTRS      0x800000ull
+
+#define WAIT_MS         300000u         /* any wait for other hosts */
+
+static nfabric_dev dev;
+static unsigned rank, hosts, procs = 2, iters = 200;
+static uint64_t bench_bytes = 1u << 20;
+
+static void diag(const char *fmt, ...)
+{
+    va_list ap;
+
+    printf("# [rank %u] ", rank);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static volatile uint8_t *mem(uint64_t dpa, uint64_t len)
+{
+    volatile uint8_t *p = nfabric_dpa_ptr(&dev, dpa, len);
+
+    if (!p) {
+        fprintf(stderr, "nfabric-multihost: DPA 0x%" PRIx64 "+0x%" PRIx64
+                " is not mapped\n", dpa, len);
+        exit(1);
+    }
+    return p;
+}
+
+static void st(volatile uint8_t *p, unsigned size, uint64_t v)
+{
+    switch (size) {
+    case 1: *(volatile uint8_t *)p = (uint8_t)v; break;
+    case 2: *(volatile uint16_t *)p = (uint16_t)v; break;
+    case 4: *(volatile uint32_t *)p = (uint32_t)v; break;
+    default: *(volatile uint64_t *)p = v; break;
+    }
+}
+
+static void die(const char *what, int rc)
+{
+    printf("not ok - [rank %u] %s: %s\n", rank, what, nfabric_errmsg(&dev));
+    printf("NFABRIC-MH-FAILED rc=%d\n", rc);
+    fflush(stdout);
+    exit(1);
+}
+
+/* ---- synchronisation through the device ------------------------------- */
+
+/*
+ * A barrier of every expected head on the FP32 window BAR_WIN: each head
+ * completes the current round; head 0 waits for all and clears the window
+ * (the next round); the others wait for that clear.
+ */
+static void barrier(const char *name)
+{
+    nfabric_round r;
+    uint32_t seq;
+    int rc;
+
+    if ((rc = nfabric_round_read(&dev, BAR_WIN, &r))) {
+        die("barrier: read the round", rc);
+    }
+    seq = r.seq;
+    if ((rc = nfabric_round_complete(&dev, BAR_WIN, seq))) {
+        die("barrier: complete", rc);
+    }
+    if (rank == 0) {
+        if ((rc = nfabric_round_wait(&dev, BAR_WIN, seq, WAIT_MS, &r))) {
+            die(name, rc);
+        }
+        if ((rc = nfabric_window_clear(&dev, BAR_WIN))) {
+            die("barrier: clear", rc);
+        }
+    } else if ((rc = nfabric_round_wait_next(&dev, BAR_WIN, seq, WAIT_MS))) {
+        die(name, rc);
+    }
+}
+
+/* Head 0 makes the barrier window; the others wait until it exists. */
+static void setup(void)
+{
+    nfabric_win_cfg bar = { .base = BAR_BASE, .size = BAR_SIZE,
+                            .path = NFABRIC_PATH_FP32 };
+    double t0 = now();
+    int rc;
+
+    if (rank == 0) {
+        nfabric_win_state ws;
+
+        nfabric_window_get(&dev, BAR_WIN, &ws);
+        if (!ws.enabled && (rc = nfabric_window_set(&dev, BAR_WIN, &bar))) {
+            die("set up the barrier window", rc);
+        }
+        return;
+    }
+    for (;;) {
+        nfabric_win_state ws;
+
+        nfabric_window_get(&dev, BAR_WIN, &ws);
+        if (ws.enabled && ws.cfg.base == BAR_BASE && ws.cfg.size == BAR_SIZE) {
+            return;
+        }
+        if (now() - t0 > WAIT_MS / 1000.0) {
+            printf("not ok - [rank %u] head 0 never made the barrier window\n",
+                   rank);
+            exit(1);
+        }
+        usleep(2000);
+    }
+}
+
+/* ---- inputs: every host can compute every host's ----------------------- */
+
+/* Host r's packed input for a case: signs, or ternary codes {0, +1, -1}. */
+static void input(unsigned r, unsigned path, unsigned tag, uint8_t *buf,
+                  size_t len)
+{
+    uint64_t s = gt_seed * 1000003u + tag * 7919u + r * 104729u;
+
+    for (size_t i = 0; i < len; i++) {
+        uint8_t b = (uint8_t)rnd(&s);
+
+        if (path == NFABRIC_PATH_GTERNARY) {
+            /* No reserved code: 2 (0b10) becomes 0. */
+            for (unsigned k = 0; k < 4; k++) {
+                if (((b >> (2 * k)) & 3) == NFABRIC_TERN_RESERVED) {
+                    b &= (uint8_t)~(3u << (2 * k));
+                }
+            }
+        }
+        buf[i] = b;
+    }
+}
+
+/* How much of the window host r writes: hosts write different prefixes. */
+static size_t extent(unsigned r, size_t size)
+{
+    return size - (size_t)(r % 4) * 256;
+}
+
+/*
+ * Write len bytes at window byte 0 the way the case does: the first 64
+ * bytes with 1-byte stores, the next 64 with 2-byte, 128 with 4-byte, the
+ * rest with 8-byte stores.  Returns the number of stores.
+ */
+static uint64_t write_mixed(volatile uint8_t *dst, const uint8_t *src,
+                            size_t len)
+{
+    uint64_t n = 0;
+    size_t off = 0;
+
+    while (off < len) {
+        unsigned size = off < 64 ? 1 : off < 128 ? 2 : off < 256 ? 4 : 8;
+        uint64_t v = 0;
+
+        memcpy(&v, src + off, size);
+        st(dst + off, size, v);
+        off += size;
+        n++;
+    }
+    return n;
+}
+
+static uint64_t stores_of(size_t len)
+{
+    uint64_t n = 0;
+
+    for (size_t off = 0; off < len;) {
+        off += off < 64 ? 1 : off < 128 ? 2 : off < 256 ? 4 : 8;
+        n++;
+    }
+    return n;
+}
+
+/* ---- checks of one round against the reference -------------------------- */
+
+typedef struct Case {
+    unsigned path, width, tie;
+    uint32_t threshold;
+    unsigned tag;
+} Case;
+
+/* The expected sums of hosts in mask (host r wrote len_of(r) bytes). */
+static void expect(const Case *c, uint32_t mask, size_t half_rank,
+                   size_t half_len, int32_t *sums)
+{
+    uint8_t buf[AGG_SIZE];
+
+    memset(sums, 0, sizeof(int32_t) * AGG_SIZE * 8);
+    for (unsigned r = 0; r < hosts; r++) {
+        size_t len = extent(r, AGG_SIZE);
+
+        if (!(mask & (1u << r))) {
+            continue;
+        }
+        if (r == half_rank) {
+            len = half_len;
+        }
+        input(r, c->path, c->tag, buf, AGG_SIZE);
+        ref_apply(c->path, c->width, sums, 0, buf, len);
+    }
+}
+
+/* Read the window back and compare read-out and counters with sums. */
+static bool check_result(const Case *c, const int32_t *sums, const char *what)
+{
+    uint8_t want[AGG_SIZE], got[AGG_SIZE];
+    unsigned epb = ref_epb(c->path);
+    volatile uint8_t *w = mem(AGG_BASE, AGG_SIZE);
+    uint64_t bad_elems = 0, first = UINT64_MAX;
+
+    ref_readout(c->path, c->tie, c->threshold, sums, 0, want, AGG_SIZE);
+    for (size_t i = 0; i < AGG_SIZE; i += 8) {
+        uint64_t v = *(volatile uint64_t *)(w + i);
+
+        memcpy(got + i, &v, 8);
+    }
+    for (uint64_t e = 0; e < AGG_SIZE * epb; e++) {
+        if (nfabric_counter(&dev, AGG_CTRS, c->width, e) != sums[e]) {
+            if (!bad_elems++) {
+                first = e;
+            }
+        }
+    }
+    TAP_CHECK(memcmp(want, got, AGG_SIZE) == 0, "[rank %u] %s: read-out of "
+              "%s/%u equals the reference of every host's input", rank, what,
+              nfabric_path_name(c->path), c->width);
+    TAP_CHECK(bad_elems == 0, "[rank %u] %s: per-element counts of %s/%u "
+              "equal the reference (%" PRIu64 " differ, first %" PRIu64 ")",
+              rank, what, nfabric_path_name(c->path), c->width, bad_elems,
+              first == UINT64_MAX ? 0 : first);
+    return memcmp(want, got, AGG_SIZE) == 0 && bad_elems == 0;
+}
+
+static void agg_window(const Case *c, uint64_t size)
+{
+    nfabric_win_cfg cfg = {
+        .base = AGG_BASE, .size = size, .counters = AGG_CTRS,
+        .path = c->path, .width = c->width, .tie = c->tie,
+        .threshold = c->threshold,
+    };
+    nfabric_win_state ws;
+    int rc;
+
+    nfabric_window_get(&dev, AGG_WIN, &ws);
+    if (ws.enabled && (rc = nfabric_window_disable(&dev, AGG_WIN))) {
+        die("disable the aggregation window", rc);
+    }
+    if ((rc = nfabric_window_set(&dev, AGG_WIN, &cfg))) {
+        die("set the aggregation window", rc);
+    }
+}
+
+/* ---- agg: every host's input into the same windows ---------------------- */
+
+static void case_agg(void)
+{
+    static int32_t sums[AGG_SIZE * 8];
+    static const unsigned widths[] = { 8, 16 };
+    unsigned tag = 0;
+
+    for (unsigned p = NFABRIC_PATH_GBINARY; p <= NFABRIC_PATH_GTERNARY; p++) {
+        for (unsigned wi = 0; wi < 2; wi++) {
+            Case c = { .path = p, .width = widths[wi], .tie = tag & 1,
+                       .threshold = hosts > 2 ? 2 : 1, .tag = ++tag };
+            uint8_t buf[AGG_SIZE];
+            uint64_t mine, total = 0;
+            nfabric_round r;
+            uint32_t seq;
+            int rc;
+
+            if (rank == 0) {
+                agg_window(&c, AGG_SIZE);
+            }
+            barrier("agg: configured");
+            nfabric_round_read(&dev, AGG_WIN, &r);
+            seq = r.seq;
+            input(rank, p, c.tag, buf, AGG_SIZE);
+            mine = write_mixed(mem(AGG_BASE, AGG_SIZE), buf,
+                               extent(rank, AGG_SIZE));
+            if ((rc = nfabric_round_complete(&dev, AGG_WIN, seq))) {
+                die("agg: complete", rc);
+            }
+            rc = nfabric_round_wait(&dev, AGG_WIN, seq, WAIT_MS, &r);
+            TAP_CHECK(rc == 0 && r.all_done && !r.incomplete &&
+                      r.ndone == hosts && r.nexpected == hosts,
+                      "[rank %u] agg %s/%u: round %u done by all %u heads "
+                      "(rc %d, done 0x%x, status 0x%x)", rank,
+                      nfabric_path_name(p), c.width, seq, hosts, rc, r.done,
+                      r.status);
+            expect(&c, (1u << hosts) - 1, UINT32_MAX, 0, sums);
+            check_result(&c, sums, "agg");
+            /* Per-head contribution counts, and the total. */
+            {
+                bool ok = true;
+                nfabric_win_state ws;
+
+                for (unsigned h = 0; h < hosts; h++) {
+                    uint64_t wr = 0;
+
+                    ok &= nfabric_head_contrib(&dev, h, AGG_WIN, &wr) == 0 &&
+                          wr == stores_of(extent(h, AGG_SIZE));
+                    total += stores_of(extent(h, AGG_SIZE));
+                }
+                nfabric_window_get(&dev, AGG_WIN, &ws);
+                TAP_CHECK(ok && ws.contrib_writes == total,
+                          "[rank %u] agg %s/%u: per-head contribution counts "
+                          "(mine %" PRIu64 ") and total %" PRIu64, rank,
+                          nfabric_path_name(p), c.width, mine, total);
+            }
+            barrier("agg: checked");
+        }
+    }
+    /* Statistics of the pool: at least every host's G-Binary stores. */
+    {
+        nfabric_path_stats own[NFABRIC_NUM_PATHS], pool[NFABRIC_NUM_PATHS];
+        bool ok = nfabric_stats(&dev, own) == 0 &&
+                  nfabric_pool_stats(&dev, pool) == 0;
+
+        for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
+            ok &= pool[p].writes >= own[p].writes;
+        }
+        ok &= pool[NFABRIC_PATH_GBINARY].writes >=
+              2 * hosts * stores_of(extent(hosts - 1, AGG_SIZE));
+        TAP_CHECK(ok, "[rank %u] pool statistics cover every head's writes "
+                  "(own G-Binary %" PRIu64 ", pool %" PRIu64 ")", rank,
+                  own[NFABRIC_PATH_GBINARY].writes,
+                  pool[NFABRIC_PATH_GBINARY].writes);
+    }
+    printf("summary: multihost agg: %u hosts, G-Binary and G-Ternary at "
+           "widths 8 and 16: read-out and counts equal the reference\n",
+           hosts);
+}
+
+/* ---- hammer: several processes of several hosts on one window ---------- */
+
+static uint64_t ham_pattern(unsigned r, unsigned p)
+{
+    uint64_t s = gt_seed + 31u * r + p;
+
+    return rnd(&s);
+}
+
+static void case_hammer(void)
+{
+    nfabric_win_cfg cfg = {
+        .base = HAM_BASE, .size = HAM_SIZE, .counters = HAM_CTRS,
+        .path = NFABRIC_PATH_GBINARY, .width = 16,
+    };
+    uint64_t per_proc = (uint64_t)iters * (HAM_SIZE / 8);
+    uint64_t bad = 0, own = 0;
+    nfabric_win_state ws;
+    nfabric_round r;
+    uint32_t seq;
+    double t0;
+    int rc;
+
+    if ((uint64_t)hosts * procs * iters > 32767) {
+        printf("not ok - [rank %u] hammer: %u x %u x %u contributions "
+               "overflow a 16-bit count\n", rank, hosts, procs, iters);
+        return;
+    }
+    if (rank == 0) {
+        nfabric_window_get(&dev, HAM_WIN, &ws);
+        if (ws.enabled) {
+            nfabric_window_disable(&dev, HAM_WIN);
+        }
+        if ((rc = nfabric_window_set(&dev, HAM_WIN, &cfg))) {
+            die("hammer: set the window", rc);
+        }
+    }
+    barrier("hammer: configured");
+    nfabric_round_read(&dev, HAM_WIN, &r);
+    seq = r.seq;
+    t0 = now();
+    for (unsigned p = 0; p < procs; p++) {
+        pid_t pid = fork();
+
+        if (pid == 0) {
+            volatile uint64_t *w = (volatile uint64_t *)mem(HAM_BASE, HAM_SIZE);
+            uint64_t v = ham_pattern(rank, p);
+
+            for (unsigned k = 0; k < iters; k++) {
+                for (unsigned i = 0; i < HAM_SIZE / 8; i++) {
+                    w[i] = v;
+                }
+            }
+            _exit(0);
+        }
+        if (pid < 0) {
+            die("hammer: fork", NFLIB_EINVAL);
+        }
+    }
+    for (unsigned p = 0; p < procs; p++) {
+        int status;
+
+        if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) {
+            bad++;
+        }
+    }
+    diag("hammer: %u processes x %u passes in %.2f s", procs, iters,
+         now() - t0);
+    nfabric_round_complete(&dev, HAM_WIN, seq);
+    rc = nfabric_round_wait(&dev, HAM_WIN, seq, WAIT_MS, &r);
+    TAP_CHECK(rc == 0 && bad == 0 && !r.incomplete, "[rank %u] hammer: %u "
+              "hosts x %u processes done (rc %d)", rank, hosts, procs, rc);
+    /* Every element's count: iters times the sum of every writer's sign. */
+    bad = 0;
+    for (uint64_t e = 0; e < HAM_SIZE * 8; e++) {
+        int32_t want = 0;
+
+        for (unsigned h = 0; h < hosts; h++) {
+            for (unsigned p = 0; p < procs; p++) {
+                uint64_t v = ham_pattern(h, p);
+
+                want += ((v >> (e % 64)) & 1) ? (int32_t)iters : -(int32_t)iters;
+            }
+        }
+        bad += nfabric_counter(&dev, HAM_CTRS, 16, e) != want;
+    }
+    nfabric_window_get(&dev, HAM_WIN, &ws);
+    nfabric_head_contrib(&dev, rank, HAM_WIN, &own);
+    TAP_CHECK(bad == 0, "[rank %u] hammer: all %llu counts exact (%" PRIu64
+              " differ)", rank, (unsigned long long)HAM_SIZE * 8, bad);
+    TAP_CHECK(ws.contrib_writes == (uint64_t)hosts * procs * per_proc &&
+              own == procs * per_proc,
+              "[rank %u] hammer: contributions %" PRIu64 " (want %" PRIu64
+              "), this head's %" PRIu64 " (want %" PRIu64 ")", rank,
+              ws.contrib_writes, (uint64_t)hosts * procs * per_proc, own,
+              procs * per_proc);
+    barrier("hammer: checked");
+    printf("summary: multihost hammer: %u hosts x %u processes x %u passes "
+           "on one window: every count exact\n", hosts, procs, iters);
+}
+
+/* ---- kill / rejoin ------------------------------------------------------- */
+
+static const Case kill_case = { NFABRIC_PATH_GBINARY, 8, 0, 1, 101 };
+
+/* Write this host's input (all of it, or the first len bytes). */
+static void contribute(const Case *c, size_t len)
+{
+    uint8_t buf[AGG_SIZE];
+
+    input(rank, c->path, c->tag, buf, AGG_SIZE);
+    write_mixed(mem(AGG_BASE, AGG_SIZE), buf, len);
+}
+
+static void case_kill(void)
+{
+    static int32_t sums[AGG_SIZE * 8];
+    const Case *c = &kill_case;
+    size_t half = 2048;
+    nfabric_heads hd;
+    nfabric_round r;
+    uint32_t seq;
+    double t0;
+    int rc;
+
+    if (rank == 0) {
+        agg_window(c, AGG_SIZE);
+    }
+    barrier("kill: configured");
+    nfabric_round_read(&dev, AGG_WIN, &r);
+    seq = r.seq;
+    if (rank != 0) {
+        /* The victim: half a contribution, then wait to be killed. */
+        contribute(c, half);
+        printf("NFABRIC-MARK mid-round rank=%u\n", rank);
+        fflush(stdout);
+        sleep(600);
+        printf("not ok - [rank %u] was not killed\n", rank);
+        exit(1);
+    }
+    contribute(c, extent(0, AGG_SIZE));
+    nfabric_round_complete(&dev, AGG_WIN, seq);
+    t0 = now();
+    rc = nfabric_round_wait(&dev, AGG_WIN, seq, WAIT_MS, &r);
+    nfabric_heads_read(&dev, &hd);
+    TAP_CHECK(rc == 0 && r.all_done && r.incomplete &&
+              (hd.lost & ~1u) && !(hd.live & ~1u),
+              "[rank 0] kill: the round finishes without the killed host and "
+              "reports INCOMPLETE (rc %d, status 0x%x, live 0x%x, lost 0x%x, "
+              "%.1f s)", rc, r.status, hd.live, hd.lost, now() - t0);
+    expect(c, (1u << hosts) - 1, 1, half, sums);
+    check_result(c, sums, "kill: survivors + the victim's half");
+    printf("summary: multihost kill: SIGKILL of a host mid-round: the round "
+           "finished in %.1f s with INCOMPLETE set, the counts hold exactly "
+           "what was written\n", now() - t0);
+
+    /* The next round works without it. */
+    if ((rc = nfabric_window_clear(&dev, AGG_WIN))) {
+        die("kill: clear", rc);
+    }
+    nfabric_round_read(&dev, AGG_WIN, &r);
+    seq = r.seq;
+    contribute(c, extent(0, AGG_SIZE));
+    nfabric_round_complete(&dev, AGG_WIN, seq);
+    rc = nfabric_round_wait(&dev, AGG_WIN, seq, WAIT_MS, &r);
+    TAP_CHECK(rc == 0 && r.all_done && !r.incomplete && r.nexpected == 1,
+              "[rank 0] kill: the next round completes with the live head "
+              "alone (rc %d, status 0x%x)", rc, r.status);
+    expect(c, 1, UINT32_MAX, 0, sums);
+    check_result(c, sums, "kill: next round");
+
+    /* The killed host comes back. */
+    t0 = now();
+    do {
+        nfabric_heads_read(&dev, &hd);
+        if (hd.live & 2) {
+            break;
+        }
+        usleep(20000);
+    } while (now() - t0 < WAIT_MS / 1000.0);
+    TAP_CHECK(hd.live & 2, "[rank 0] kill: head 1 rejoined (live 0x%x, lost "
+              "0x%x) after %.1f s", hd.live, hd.lost, now() - t0);
+    if ((rc = nfabric_window_clear(&dev, AGG_WIN))) {
+        die("rejoin: clear", rc);
+    }
+    barrier("rejoin: both");
+    nfabric_round_read(&dev, AGG_WIN, &r);
+    seq = r.seq;
+    contribute(c, extent(0, AGG_SIZE));
+    nfabric_round_complete(&dev, AGG_WIN, seq);
+    rc = nfabric_round_wait(&dev, AGG_WIN, seq, WAIT_MS, &r);
+    TAP_CHECK(rc == 0 && r.all_done && !r.incomplete && r.nexpected == hosts,
+              "[rank 0] rejoin: a round with the rejoined host completes "
+              "(rc %d, status 0x%x)", rc, r.status);
+    expect(c, (1u << hosts) - 1, UINT32_MAX, 0, sums);
+    check_result(c, sums, "rejoin");
+    barrier("rejoin: checked");
+}
+
+/* The killed host, started again. */
+static void case_rejoin(void)
+{
+    static int32_t sums[AGG_SIZE * 8];
+    const Case *c = &kill_case;
+    nfabric_heads hd;
+    nfabric_round r;
+    uint32_t seq;
+    int rc;
+
+    nfabric_heads_read(&dev, &hd);
+    TAP_CHECK(hd.live & (1u << rank), "[rank %u] rejoin: attached again "
+              "(live 0x%x)", rank, hd.live);
+    barrier("rejoin: both");
+    nfabric_round_read(&dev, AGG_WIN, &r);
+    seq = r.seq;
+    contribute(c, extent(rank, AGG_SIZE));
+    nfabric_round_complete(&dev, AGG_WIN, seq);
+    rc = nfabric_round_wait(&dev, AGG_WIN, seq, WAIT_MS, &r);
+    TAP_CHECK(rc == 0 && r.all_done && !r.incomplete,
+              "[rank %u] rejoin: the round completes (rc %d, status 0x%x)",
+              rank, rc, r.status);
+    expect(c, (1u << hosts) - 1, UINT32_MAX, 0, sums);
+    check_result(c, sums, "rejoin");
+    barrier("rejoin: checked");
+}
+
+/* ---- reset: a host's system_reset leaves the others' round intact ------- */
+
+static void case_reset(bool have_mem)
+{
+    static int32_t sums[AGG_SIZE * 8];
+    const Case *c = &kill_case;
+    size_t half = 1024;
+    volatile uint64_t *marker = NULL;
+    nfabric_round r, r2;
+    uint32_t seq, mask;
+    int rc;
+
+    if (rank != 0) {
+        /* After the reset this host may have no region: registers only. */
+        if (!have_mem) {
+            nfabric_round_read(&dev, AGG_WIN, &r);
+            diag("reset: second boot without device memory, round %u", r.seq);
+            rc = nfabric_round_complete(&dev, AGG_WIN, r.seq);
+            TAP_CHECK(rc == 0, "[rank %u] reset: completes round %u after its "
+                      "reset (rc %d)", rank, r.seq, rc);
+            return;
+        }
+        marker = (volatile uint64_t *)mem(SCRATCH, 8);
+        if (*marker == 0x5245534554ull) {
+            nfabric_round_read(&dev, AGG_WIN, &r);
+            rc = nfabric_round_complete(&dev, AGG_WIN, r.seq);
+            TAP_CHECK(rc == 0, "[rank %u] reset: completes round %u after its "
+                      "reset (rc %d)", rank, r.seq, rc);
+            rc = nfabric_round_wait(&dev, AGG_WIN, r.seq, WAIT_MS, &r2);
+            expect(c, (1u << hosts) - 1, rank, half, sums);
+            check_result(c, sums, "reset: after this host's reset");
+            return;
+        }
+    }
+    if (rank == 0) {
+        agg_window(c, AGG_SIZE);
+    }
+    barrier("reset: configured");
+    nfabric_round_read(&dev, AGG_WIN, &r);
+    seq = r.seq;
+    if (rank != 0) {
+        contribute(c, half);
+        *marker = 0x5245534554ull;
+        printf("NFABRIC-MARK mid-round rank=%u\n", rank);
+        fflush(stdout);
+        sleep(600);
+        printf("not ok - [rank %u] was not reset\n", rank);
+        exit(1);
+    }
+    contribute(c, extent(0, AGG_SIZE));
+    nfabric_round_complete(&dev, AGG_WIN, seq);
+    mask = nfabric_rd32(&dev, NFABRIC_REG_ENABLED_MASK);
+    rc = nfabric_round_wait(&dev, AGG_WIN, seq, WAIT_MS, &r);
+    TAP_CHECK(rc == 0 && r.all_done && !r.incomplete && r.seq == seq &&
+              nfabric_rd32(&dev, NFABRIC_REG_ENABLED_MASK) == mask,
+              "[rank 0] reset: the round survives another host's reset and "
+              "completes (rc %d, round %u, status 0x%x, windows 0x%x)", rc,
+              r.seq, r.status, mask);
+    expect(c, (1u << hosts) - 1, 1, half, sums);
+    check_result(c, sums, "reset: others' round intact");
+    printf("summary: multihost reset: a host's system_reset mid-round left "
+           "the windows and the round of the others intact\n");
+}
+
+/* ---- bench: contribution throughput ------------------------------------- */
+
+static void case_bench(void)
+{
+    nfabric_win_cfg cfg = {
+        .base = BENCH_BASE, .size = 1u << 20, .counters = BENCH_CTRS,
+        .path = NFABRIC_PATH_GBINARY, .width = 8,
+    };
+    volatile uint64_t *w = (volatile uint64_t *)mem(BENCH_BASE, cfg.size);
+    uint64_t v = ham_pattern(rank, 0), n = bench_bytes / 8;
+    nfabric_round r;
+    double t0, t1;
+    unsigned gt;
+    int rc;
+
+    for (gt = 0; gt < 2; gt++) {
+        cfg.path = gt ? NFABRIC_PATH_GTERNARY : NFABRIC_PATH_GBINARY;
+        cfg.threshold = 1;
+        if (rank == 0) {
+            nfabric_win_state ws;
+
+            nfabric_window_get(&dev, 2, &ws);
+            if (ws.enabled) {
+                nfabric_window_disable(&dev, 2);
+            }
+            if ((rc = nfabric_window_set(&dev, 2, &cfg))) {
+                die("bench: set the window", rc);
+            }
+        }
+        barrier("bench: configured");
+        nfabric_round_read(&dev, 2, &r);
+        t0 = now();
+        for (uint64_t i = 0; i < n; i++) {
+            w[i % (cfg.size / 8)] = v;
+        }
+        t1 = now();
+        nfabric_round_complete(&dev, 2, r.seq);
+        nfabric_round_wait(&dev, 2, r.seq, WAIT_MS, &r);
+        printf("mh_bench rank=%u path=%s bytes=%" PRIu64 " seconds=%.6f "
+               "mbps=%.3f\n", rank, nfabric_path_name(cfg.path), n * 8,
+               t1 - t0, n * 8 / (t1 - t0) / 1e6);
+        barrier("bench: measured");
+    }
+    TAP_CHECK(1, "[rank %u] bench ran", rank);
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+static int parse_uint(const char *s, const char *what, unsigned lo,
+                      unsigned hi, unsigned *out)
+{
+    char *end;
+    unsigned long v;
+
+    errno = 0;
+    v = s ? strtoul(s, &end, 0) : 0;
+    if (!s || errno || *end || v < lo || v > hi) {
+        fprintf(stderr, "nfabric-multihost: %s must be %u..%u, not \"%s\"\n",
+                what, lo, hi, s ? s : "");
+        exit(2);
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : NULL;
+    bool have_mem = true;
+    nfabric_heads hd;
+    unsigned seed;
+    int rc;
+
+    if (!mode || !strcmp(mode, "--help")) {
+        fprintf(mode ? stdout : stderr, "usage: nfabric-multihost "
+                "agg|hammer|kill|rejoin|reset|bench [--rank R] [--hosts N] "
+                "[--seed S] [--procs P] [--iters K] [--bytes B]\n");
+        return mode ? 0 : 2;
+    }
+    if (getenv("NFABRIC_RANK")) {
+        parse_uint(getenv("NFABRIC_RANK"), "NFABRIC_RANK", 0, 15, &rank);
+    }
+    if (getenv("NFABRIC_HOSTS")) {
+        parse_uint(getenv("NFABRIC_HOSTS"), "NFABRIC_HOSTS", 1, 16, &hosts);
+    }
+    for (int i = 2; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (!strcmp(argv[i], "--rank")) {
+            parse_uint(v, "--rank", 0, 15, &rank);
+        } else if (!strcmp(argv[i], "--hosts")) {
+            parse_uint(v, "--hosts", 1, 16, &hosts);
+        } else if (!strcmp(argv[i], "--seed")) {
+            parse_uint(v, "--seed", 0, UINT32_MAX, &seed);
+            gt_seed = seed;
+        } else if (!strcmp(argv[i], "--procs")) {
+            parse_uint(v, "--procs", 1, 16, &procs);
+        } else if (!strcmp(argv[i], "--iters")) {
+            parse_uint(v, "--iters", 1, 100000, &iters);
+        } else if (!strcmp(argv[i], "--bytes")) {
+            unsigned mb;
+
+            parse_uint(v, "--bytes (MiB)", 1, 1024, &mb);
+            bench_bytes = (uint64_t)mb << 20;
+        } else {
+            fprintf(stderr, "nfabric-multihost: unknown argument \"%s\"\n",
+                    argv[i]);
+            return 2;
+        }
+        i++;
+    }
+    if (!hosts) {
+        fprintf(stderr, "nfabric-multihost: give --hosts or NFABRIC_HOSTS\n");
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    rc = nfabric_open(&dev, 0);
+    if (rc && !strcmp(mode, "reset") && rank != 0) {
+        /* A host after a warm reset may not have its region back. */
+        diag("no device memory (%s): registers only", nfabric_errmsg(&dev));
+        nfabric_close(&dev);
+        rc = nfabric_open(&dev, NFABRIC_OPEN_NO_MEM);
+        have_mem = false;
+    }
+    if (rc) {
+        printf("not ok - [rank %u] open the device: %s\n", rank,
+               nfabric_errmsg(&dev));
+        return 1;
+    }
+    gt_dev = &dev;
+    gt_have_regs = true;
+    nfabric_heads_read(&dev, &hd);
+    TAP_CHECK(hd.shared && hd.count == hosts && hd.index == rank,
+              "[rank %u] head %u of %u of a shared device (shared %d)", rank,
+              hd.index, hd.count, hd.shared);
+    if (!hd.shared || hd.count != hosts || hd.index != rank) {
+        return 1;
+    }
+    if (strcmp(mode, "reset") || rank == 0 || have_mem) {
+        setup();
+    }
+    if (!strcmp(mode, "agg")) {
+        barrier("start");
+        case_agg();
+    } else if (!strcmp(mode, "hammer")) {
+        barrier("start");
+        case_hammer();
+    } else if (!strcmp(mode, "kill")) {
+        barrier("start");
+        case_kill();
+    } else if (!strcmp(mode, "rejoin")) {
+        case_rejoin();
+    } else if (!strcmp(mode, "reset")) {
+        case_reset(have_mem);
+    } else if (!strcmp(mode, "bench")) {
+        barrier("start");
+        case_bench();
+    } else {
+        fprintf(stderr, "nfabric-multihost: unknown case \"%s\"\n", mode);
+        return 2;
+    }
+    nfabric_close(&dev);
+    return tap_done();
+}
