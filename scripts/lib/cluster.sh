@@ -171,3 +171,203 @@ nf_cluster_main() {
         "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{print b-a}')"
     nf_cluster_report "$dir" "$n"
 }
+
+# ---- the multihost suite ----------------------------------------------------
+
+# Print the hosts' TAP lines (prefixed by rank) for the runner to count.
+nf_mh_tap() {
+    local dir=$1 n=$2 r
+    for ((r = 0; r < n; r++)); do
+        grep -E '^(ok|not ok|#|summary:)' "$dir/host$r.log" 2>/dev/null || true
+    done
+}
+
+# nf_mh_run NAME N CMD [vm options]: a cluster run of N hosts; TAP out.
+nf_mh_run() {
+    local name=$1 n=$2 cmd=$3 dir=$NF_BUILD/test-logs/multihost/$1 r rc bad=0
+    shift 3
+    nf_cluster_prepare "$dir" 256
+    for ((r = 0; r < n; r++)); do
+        nf_cluster_boot "$dir" "$r" "$n" "$cmd" 256 --timeout 600 "$@"
+    done
+    for ((r = 0; r < n; r++)); do
+        rc=$(nf_cluster_wait "$dir" "$r" 660)
+        [ "$rc" = 0 ] || bad=1
+    done
+    wait
+    nf_mh_tap "$dir" "$n"
+    if nf_cluster_report "$dir" "$n" | sed 's/^/# /'; [ "$bad" = 0 ]; then
+        echo "ok - $name: every host exited 0"
+    else
+        echo "not ok - $name: a host failed (logs in $dir)"
+    fi
+}
+
+# (c) SIGKILL of a host mid-round; it is started again and rejoins.
+nf_mh_kill() {
+    local dir=$NF_BUILD/test-logs/multihost/kill rc0 rc1 pid
+    nf_cluster_prepare "$dir" 256
+    nf_cluster_boot "$dir" 0 2 "nfabric-multihost kill" 256 --timeout 600 --cpus 1 --mem 1G
+    nf_cluster_boot "$dir" 1 2 "nfabric-multihost kill" 256 --timeout 600 --cpus 1 --mem 1G
+    if ! nf_cluster_wait_mark "$dir" 1 300; then
+        echo "not ok - kill: host 1 never reached the middle of its round"
+        pkill -F "$dir/host0.pid" 2>/dev/null; wait; return 0
+    fi
+    pid=$(cat "$dir/host1.pid")
+    kill -KILL "$pid"
+    echo "# kill: SIGKILL to host 1's QEMU (pid $pid) mid-round"
+    rc1=$(nf_cluster_wait "$dir" 1 60)
+    echo "$([ "$rc1" != 0 ] && echo ok || echo not ok) - kill: host 1's QEMU is gone (status $rc1)"
+    cp "$dir/host1.log" "$dir/host1-killed.log"
+    # Started again: the same head joins the same device.
+    nf_cluster_boot "$dir" 1 2 "nfabric-multihost rejoin" 256 --timeout 600 --cpus 1 --mem 1G
+    rc0=$(nf_cluster_wait "$dir" 0 660)
+    rc1=$(nf_cluster_wait "$dir" 1 660)
+    wait
+    nf_mh_tap "$dir" 2
+    echo "$([ "$rc0" = 0 ] && [ "$rc1" = 0 ] && echo ok || echo not ok) - kill: the survivor (status $rc0) and the restarted host (status $rc1) finish"
+}
+
+# (f) system_reset of a host mid-round: the others' round stays intact.
+nf_mh_reset() {
+    local dir=$NF_BUILD/test-logs/multihost/reset rc0 rc1 reply
+    nf_cluster_prepare "$dir" 256
+    nf_cluster_boot "$dir" 0 2 "nfabric-multihost reset" 256 --timeout 600 --cpus 1 --mem 1G
+    nf_cluster_boot "$dir" 1 2 "nfabric-multihost reset" 256 --timeout 600 --cpus 1 --mem 1G --reboot
+    if ! nf_cluster_wait_mark "$dir" 1 300; then
+        echo "not ok - reset: host 1 never reached the middle of its round"
+        pkill -F "$dir/host0.pid" 2>/dev/null; pkill -F "$dir/host1.pid" 2>/dev/null; wait; return 0
+    fi
+    if reply=$(nf_qmp "$dir/qmp1.sock" '{"execute": "system_reset"}'); then
+        echo "ok - reset: system_reset of host 1 mid-round ($reply)"
+    else
+        echo "not ok - reset: system_reset of host 1 failed: $reply"
+    fi
+    rc0=$(nf_cluster_wait "$dir" 0 660)
+    rc1=$(nf_cluster_wait "$dir" 1 660)
+    wait
+    nf_mh_tap "$dir" 2
+    grep -E '^NFABRIC-(READY|NOT-READY)' "$dir/host1.log" | sed 's/^/# host 1: /'
+    echo "$([ "$rc0" = 0 ] && [ "$rc1" = 0 ] && echo ok || echo not ok) - reset: both hosts finish (status $rc0, $rc1)"
+}
+
+# ---- (d) refusals at start-up: QEMU alone, no guest ------------------------
+
+NF_MH_MACHINE=(-nodefaults -display none -S -M q35,cxl=on -m 256M
+    -device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
+    -device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2
+    -M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G)
+
+# nf_mh_qemu BACKEND DEVPROPS [QEMU args]: the QEMU line of one head.
+nf_mh_qemu_args() {
+    local backend=$1 props=$2
+    shift 2
+    # shellcheck disable=SC2086
+    printf '%s\n' $NF_FIRMWARE "${NF_MH_MACHINE[@]}" -object "$backend" \
+        -device "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,id=nf0,$props" "$@"
+}
+
+# nf_mh_refused NAME EXPECT BACKEND PROPS: QEMU must exit with EXPECT.
+nf_mh_refused() {
+    local name=$1 expect=$2 out rc=0 args
+    mapfile -t args < <(nf_mh_qemu_args "$3" "$4")
+    out=$(timeout 30 "$NF_QEMU_BIN" "${args[@]}" 2>&1 </dev/null) || rc=$?
+    if [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -qF -- "$expect" <<<"$out"; then
+        echo "ok - refused: $name ($(head -1 <<<"$out" | sed 's/.*cxl-neuron-fabric: //'))"
+    else
+        echo "not ok - refused: $name: status $rc, wanted \"$expect\", got: $(head -3 <<<"$out")"
+    fi
+}
+
+# nf_mh_live DIR NAME BACKEND PROPS: start a head (paused) in the background.
+nf_mh_live() {
+    local dir=$1 name=$2 args i
+    mapfile -t args < <(nf_mh_qemu_args "$3" "$4" -qmp "unix:$dir/$name.qmp,server=on,wait=off" \
+                        -pidfile "$dir/$name.pid" -trace nfabric_head_attach)
+    rm -f "$dir/$name.qmp" "$dir/$name.pid"
+    "$NF_QEMU_BIN" "${args[@]}" </dev/null >"$dir/$name.log" 2>&1 &
+    for ((i = 0; i < 150; i++)); do
+        [ -S "$dir/$name.qmp" ] && [ -s "$dir/$name.pid" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+nf_mh_refusals() {
+    local dir=$NF_BUILD/test-logs/multihost/refusals apid
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    truncate -s 256M "$dir/mem" "$dir/mem-other"
+    truncate -s 512M "$dir/mem-512"
+    local file="memory-backend-file,id=vmem0,share=on,mem-path=$dir/mem,size=256M"
+    local st="shared-state=$dir/state"
+    nf_mh_refused "RAM backend" "needs 'volatile-memdev' to be a memory-backend-file with share=on" \
+        "memory-backend-ram,id=vmem0,share=on,size=256M" "$st,head=0,heads=2"
+    nf_mh_refused "share=off" "needs 'volatile-memdev' to be a memory-backend-file with share=on" \
+        "memory-backend-file,id=vmem0,share=off,mem-path=$dir/mem,size=256M" "$st,head=0,heads=2"
+    nf_mh_refused "head >= heads" "property 'head' must be 0..1" "$file" "$st,head=2,heads=2"
+    nf_mh_refused "heads=17" "property 'heads' must be 1..16" "$file" "$st,head=0,heads=17"
+    nf_mh_refused "head without shared-state" "need 'shared-state'" "$file" "head=1,heads=2"
+    nf_mh_refused "state file of another size" "bytes, not the" "$file" "shared-state=/etc/hostname,head=0,heads=2"
+
+    # A live head 0 of a 2-head device, then heads that conflict with it.
+    if ! nf_mh_live "$dir" a "$file" "$st,head=0,heads=2"; then
+        echo "not ok - a first head starts (log: $dir/a.log)"
+        return 0
+    fi
+    apid=$(cat "$dir/a.pid")
+    echo "ok - a first head (pid $apid) creates the state: $(grep -o 'head 0 of 2.*' "$dir/a.log" | head -1)"
+    nf_mh_refused "head in use by a live process" "head 0 of '$dir/state' is in use by a live process (pid $apid)" \
+        "$file" "$st,head=0,heads=2"
+    nf_mh_refused "other head count" "property 'heads': 3, but the device in '$dir/state' has 2 heads" \
+        "$file" "$st,head=1,heads=3"
+    nf_mh_refused "other memory file" "maps another file than the other heads" \
+        "memory-backend-file,id=vmem0,share=on,mem-path=$dir/mem-other,size=256M" "$st,head=1,heads=2"
+    nf_mh_refused "other memory size" "property 'volatile-memdev': 536870912 bytes, but the device" \
+        "memory-backend-file,id=vmem0,share=on,mem-path=$dir/mem-512,size=512M" "$st,head=1,heads=2"
+    if nf_mh_live "$dir" b "$file" "$st,head=1,heads=2" && sleep 0.5 &&
+       kill -0 "$(cat "$dir/b.pid")" 2>/dev/null; then
+        echo "ok - head 1 joins the live head 0: $(grep -o 'head 1 of 2.*' "$dir/b.log" | head -1)"
+    else
+        echo "not ok - head 1 joins the live head 0 (log: $dir/b.log)"
+    fi
+    local reply
+    reply=$(nf_qmp "$dir/a.qmp" '{"execute": "migrate", "arguments": {"uri": "exec:cat > /dev/null"}}' 2>&1) || true
+    if grep -q "cannot migrate" <<<"$reply"; then
+        echo "ok - migration of a head is refused: $(grep -o '"desc": "[^"]*"' <<<"$reply")"
+    else
+        echo "not ok - migration of a head is refused: $reply"
+    fi
+    # A crashed run: every head killed; the next head makes the state anew.
+    kill -KILL "$apid" "$(cat "$dir/b.pid")" 2>/dev/null
+    wait 2>/dev/null
+    cp "$dir/state" "$dir/state.junk"
+    if nf_mh_live "$dir" c "$file" "$st,head=1,heads=2" && sleep 0.5 &&
+       grep -q "re-initialised (no head was alive)" "$dir/c.log"; then
+        echo "ok - a state file left by killed heads is re-initialised by the next head"
+    else
+        echo "not ok - a state file left by killed heads is re-initialised (log: $dir/c.log)"
+    fi
+    pkill -KILL -F "$dir/c.pid" 2>/dev/null
+    wait 2>/dev/null
+    # The same size, but not a state file of this layout.
+    head -c "$(stat -c %s "$dir/state.junk")" /dev/urandom > "$dir/state.junk"
+    nf_mh_refused "state file of another version" "is not a state file of layout" \
+        "$file" "shared-state=$dir/state.junk,head=0,heads=2"
+}
+
+nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, refusals"
+nf_suite_multihost() {
+    nf_image_main >&2
+    echo "# (d) refusals and joining, QEMU alone"
+    nf_mh_refusals
+    echo "# (a) 2 and 4 hosts aggregate into the same windows"
+    nf_mh_run agg2 2 "nfabric-multihost agg" --cpus 1 --mem 1G
+    nf_mh_run agg4 4 "nfabric-multihost agg" --cpus 1 --mem 512M
+    echo "# (b) 2 hosts x 2 vCPUs x 2 processes on one window"
+    nf_mh_run hammer 2 "nfabric-multihost hammer --procs 2 --iters 8000" --cpus 2 --mem 1G
+    echo "# (c) SIGKILL of one host mid-round"
+    nf_mh_kill
+    echo "# (f) system_reset of one host mid-round"
+    nf_mh_reset
+}

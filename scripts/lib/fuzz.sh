@@ -60,10 +60,22 @@ nf_fuzz_build() {
             { cat "$log" >&2; nf_die "fuzz link failed"; }
         mv "$NF_FUZZ_BUILD/fuzz-ctrl.tmp" "$NF_FUZZ_BUILD/fuzz-ctrl"
     fi
+    if nf_fuzz_stale "$NF_FUZZ_BUILD/fuzz-shared" "${srcs[@]}" "$NF_ROOT/tests/fuzz"; then
+        nf_log "building $NF_FUZZ_BUILD/fuzz-shared (two heads of a shared device)"
+        [ ${#objs[@]} -gt 0 ] || mapfile -t objs < <(for f in "${srcs[@]}"; do
+            echo "$NF_FUZZ_BUILD/obj/$(basename "${f%.c}").o"; done)
+        "$NF_FUZZ_CC" "${NF_FUZZ_CFLAGS[@]}" -fsanitize=address,undefined \
+            -c "$NF_ROOT/tests/fuzz/fuzz_shared.c" -o "$NF_FUZZ_BUILD/obj/fuzz_shared.o" >>"$log" 2>&1 ||
+            { cat "$log" >&2; nf_die "fuzz build failed: tests/fuzz/fuzz_shared.c"; }
+        "$NF_FUZZ_CC" -fsanitize=fuzzer,address,undefined "$NF_FUZZ_BUILD/obj/fuzz_shared.o" \
+            "${objs[@]}" -lpthread -o "$NF_FUZZ_BUILD/fuzz-shared.tmp" >>"$log" 2>&1 ||
+            { cat "$log" >&2; nf_die "fuzz link failed: fuzz-shared"; }
+        mv "$NF_FUZZ_BUILD/fuzz-shared.tmp" "$NF_FUZZ_BUILD/fuzz-shared"
+    fi
     if nf_fuzz_stale "$NF_FUZZ_BUILD/test-ctrl-asan" "${srcs[@]}" "$NF_ROOT/tests/unit/test_ctrl.c"; then
         nf_log "building $NF_FUZZ_BUILD/test-ctrl-asan"
         "$NF_FUZZ_CC" "${NF_FUZZ_CFLAGS[@]}" -fsanitize=address,undefined \
-            "$NF_ROOT/tests/unit/test_ctrl.c" "${srcs[@]}" \
+            "$NF_ROOT/tests/unit/test_ctrl.c" "${srcs[@]}" -lpthread \
             -o "$NF_FUZZ_BUILD/test-ctrl-asan" >>"$log" 2>&1 ||
             { cat "$log" >&2; nf_die "fuzz build failed: test-ctrl-asan"; }
     fi
@@ -105,6 +117,24 @@ nf_fuzz_engine() {
     echo "engine_execs=$execs"
     echo "engine_exec_per_s=$((execs / (secs > 0 ? secs : 1)))"
     echo "engine_corpus=$(find "$work" -type f | wc -l)"
+    return $rc
+}
+
+# nf_fuzz_shared SECONDS: the shared-state harness (two heads, one state
+# file) for SECONDS; prints shared_execs=; non-zero on a finding.
+nf_fuzz_shared() {
+    local secs=$1 rc=0 work=$NF_FUZZ_BUILD/corpus-shared art=$NF_FUZZ_BUILD/artifacts n
+    mkdir -p "$work" "$art"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+    "$NF_FUZZ_BUILD/fuzz-shared" "${NF_FUZZ_OPTS[@]}" -max_total_time="$secs" \
+        -artifact_prefix="$art/" "$work" >"$NF_FUZZ_BUILD/shared.log" 2>&1 || rc=1
+    if grep -q 'invariant violated\|ERROR: \(AddressSanitizer\|libFuzzer\|LeakSanitizer\)\|runtime error' \
+           "$NF_FUZZ_BUILD/shared.log"; then
+        grep -m 3 'invariant violated\|ERROR:\|runtime error' "$NF_FUZZ_BUILD/shared.log" | sed 's/^/# /' >&2 || true
+        rc=1
+    fi
+    n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$NF_FUZZ_BUILD/shared.log" | tail -n 1)
+    echo "shared_execs=${n:-0}"
     return $rc
 }
 
@@ -207,6 +237,7 @@ nf_bench_fuzz() {
     local before
     before=$(nf_fuzz_findings)
     nf_fuzz_engine "$secs" "$jobs" || rc=1
+    nf_fuzz_shared "$secs" || rc=1
     out=$(nf_fuzz_device "$seqs") || rc=1
     echo "$out"
     findings=$(($(nf_fuzz_findings) - before))
@@ -245,6 +276,13 @@ nf_suite_fuzz() {
         echo "ok 3 - libFuzzer ${NF_FUZZ_SUITE_SECONDS:-20} s: $(echo "$out" | tr '\n' ' ')findings=0"
     else
         echo "not ok 3 - libFuzzer: $(echo "$out" | tr '\n' ' ')(inputs: build/fuzz/artifacts/)"
+        rc=1
+    fi
+
+    if out=$(nf_fuzz_shared "${NF_FUZZ_SUITE_SECONDS:-20}"); then
+        echo "ok 5 - shared-state harness (two heads, robust locks) ${NF_FUZZ_SUITE_SECONDS:-20} s: $out findings=0"
+    else
+        echo "not ok 5 - shared-state harness: $out (inputs: build/fuzz/artifacts/)"
         rc=1
     fi
 

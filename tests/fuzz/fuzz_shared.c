@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libFuzzer harness of the shared device state: two heads (two
+ * NFabricCtrl) of one device whose state is a real state file with its
+ * process-shared robust locks, driven by one input as an interleaving of
+ * register writes and reads, memory accesses, round completions and resets
+ * from either head.  After every operation the shared state must hold its
+ * invariants (docs/multihost.md):
+ *   - the window table is published (sequence count even, nothing busy);
+ *   - every enabled window lies in device memory, 64-byte aligned, and
+ *     overlaps no other enabled window's data or counters;
+ *   - each window's contribution count is the sum of the heads' counts;
+ *   - round masks name only heads the device has;
+ *   - plain memory (outside every enabled window) reads back what a head
+ *     wrote, from either head.
+ * Each input starts from a new state (both heads detach and attach again).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hw/mem/nfabric_ctrl.h"
+
+#define RAM_SIZE    (64u * 1024)
+#define HEADS       2
+
+static uint8_t ram[RAM_SIZE];
+static char state_path[64];
+static struct stat mem_st;
+static const NFabricTimingParams tparams = { 1000, 5, 300, 32000 };
+
+#define CHECK(cond, ...) do { \
+    if (!(cond)) { \
+        fprintf(stderr, "invariant violated: " __VA_ARGS__); \
+        fprintf(stderr, "\n"); \
+        abort(); \
+    } \
+} while (0)
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    char mem[64];
+    int fd;
+
+    (void)argc;
+    (void)argv;
+    snprintf(state_path, sizeof(state_path), "/tmp/nfabric-fuzz-%d.state",
+             (int)getpid());
+    snprintf(mem, sizeof(mem), "/tmp/nfabric-fuzz-%d.mem", (int)getpid());
+    fd = open(mem, O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || fstat(fd, &mem_st) != 0) {
+        abort();
+    }
+    close(fd);
+    unlink(mem);
+    return 0;
+}
+
+static NFabricShared *attach(NFabricCtrl *c, unsigned h, int *fd)
+{
+    NFabricAttach a = {
+        .path = state_path, .head = h, .heads = HEADS, .mem_size = RAM_SIZE,
+        .mem_dev = mem_st.st_dev, .mem_ino = mem_st.st_ino,
+    };
+    NFabricAttachHow how;
+    NFabricShared *sh;
+    char err[256];
+
+    if (nfabric_shared_attach(&a, &sh, fd, &how, err, sizeof(err)) != 0) {
+        fprintf(stderr, "attach head %u: %s\n", h, err);
+        abort();
+    }
+    nfabric_ctrl_init(c, ram, RAM_SIZE, &tparams, NULL, NULL);
+    nfabric_ctrl_use_shared(c, sh, h);
+    return sh;
+}
+
+static int overlap(uint64_t a, uint64_t al, uint64_t b, uint64_t bl)
+{
+    return al && bl && a < b + bl && b < a + al;
+}
+
+static void check(const NFabricShared *sh)
+{
+    CHECK(!(sh->gen & 1) && sh->cfg_busy == -1, "table busy after an "
+          "operation (gen %u, busy %d)", sh->gen, sh->cfg_busy);
+    for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+        const NFabricWindow *w = &sh->win[i];
+        uint64_t sum = 0, cl;
+
+        for (unsigned h = 0; h < HEADS; h++) {
+            sum += sh->head[h].contrib_writes[i];
+        }
+        CHECK(sum == w->contrib_writes, "window %u: heads' contributions %llu, "
+              "window's %llu", i, (unsigned long long)sum,
+              (unsigned long long)w->contrib_writes);
+        CHECK(!(sh->round[i].done >> HEADS) && !(sh->round[i].contrib >> HEADS),
+              "window %u: round masks name heads the device lacks", i);
+        if (!(sh->enabled_mask & (1u << i))) {
+            continue;
+        }
+        CHECK(w->ctrl & NFABRIC_WCTRL_ENABLE, "window %u enabled without "
+              "ENABLE in CTRL", i);
+        cl = nfabric_counter_bytes(sh->cfg[i].path, sh->cfg[i].width,
+                                   w->dpa_size);
+        CHECK(w->dpa_size && w->dpa_base + w->dpa_size <= RAM_SIZE &&
+              w->counters + cl <= RAM_SIZE && w->dpa_base % 64 == 0 &&
+              w->dpa_size % 64 == 0 && (!cl || w->counters % 64 == 0) &&
+              !overlap(w->dpa_base, w->dpa_size, w->counters, cl),
+              "window %u enabled with a bad range", i);
+        for (unsigned j = 0; j < i; j++) {
+            const NFabricWindow *o = &sh->win[j];
+            uint64_t ol;
+
+            if (!(sh->enabled_mask & (1u << j))) {
+                continue;
+            }
+            ol = nfabric_counter_bytes(sh->cfg[j].path, sh->cfg[j].width,
+                                       o->dpa_size);
+            CHECK(!overlap(w->dpa_base, w->dpa_size, o->dpa_base, o->dpa_size) &&
+                  !overlap(w->dpa_base, w->dpa_size, o->counters, ol) &&
+                  !overlap(w->counters, cl, o->dpa_base, o->dpa_size) &&
+                  !overlap(w->counters, cl, o->counters, ol),
+                  "windows %u and %u overlap", i, j);
+        }
+    }
+}
+
+/* Is [dpa, dpa + len) outside every enabled window and counter area? */
+static int plain(const NFabricShared *sh, uint64_t dpa, unsigned len)
+{
+    for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+        const NFabricWindow *w = &sh->win[i];
+
+        if ((sh->enabled_mask & (1u << i)) &&
+            (overlap(dpa, len, w->dpa_base, w->dpa_size) ||
+             overlap(dpa, len, w->counters,
+                     nfabric_counter_bytes(sh->cfg[i].path, sh->cfg[i].width,
+                                           w->dpa_size)))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Register offsets worth hitting: windows, rounds, heads, the rest. */
+static uint64_t reg_offset(const uint8_t *p)
+{
+    unsigned i = p[1] % NFABRIC_NUM_WINDOWS;
+
+    switch (p[0] % 4) {
+    case 0:
+        return NFABRIC_REG_WIN(i, (p[2] % (NFABRIC_WIN_STRIDE / 4)) * 4);
+    case 1:
+        return NFABRIC_REG_ROUND(i, (p[2] % 4) * 4);
+    case 2:
+        return (p[2] % 16) * 4;
+    default:
+        return ((uint64_t)p[1] << 8 | p[2]) % NFABRIC_REGS_SIZE;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static NFabricCtrl head[HEADS];
+    NFabricShared *sh;
+    int fd[HEADS];
+
+    unlink(state_path);
+    memset(ram, 0, sizeof(ram));
+    sh = attach(&head[0], 0, &fd[0]);
+    attach(&head[1], 1, &fd[1]);
+
+    while (size >= 12) {
+        NFabricCtrl *c = &head[data[0] & 1];
+        unsigned op = (data[0] >> 1) % 7;
+        uint64_t v;
+
+        memcpy(&v, data + 4, 8);
+        switch (op) {
+        case 0: case 1: {
+            /* Small values make valid window configurations likely. */
+            uint64_t off = reg_offset(data + 1);
+
+            if (off >= NFABRIC_REG_WIN_BASE && (data[3] & 0x80)) {
+                v &= RAM_SIZE - 1;
+            }
+            nfabric_ctrl_reg_write(c, off, v, data[3] & 1 ? 8 : 4);
+            break;
+        }
+        case 2:
+            (void)nfabric_ctrl_reg_read(c, reg_offset(data + 1),
+                                        data[3] & 1 ? 8 : 4);
+            break;
+        case 3: case 4: {
+            uint64_t dpa = ((uint64_t)data[1] << 8 | data[2]) % RAM_SIZE;
+            unsigned len = 1 + data[3] % 8;
+            uint8_t back[8];
+            NFabricCtrl *other = &head[!(data[0] & 1)];
+
+            if (dpa + len > RAM_SIZE) {
+                dpa = RAM_SIZE - len;
+            }
+            if (plain(sh, dpa, len)) {
+                nfabric_ctrl_mem_access(c, dpa, (uint8_t *)&v, len, true);
+                nfabric_ctrl_mem_access(other, dpa, back, len, false);
+                CHECK(!memcmp(back, &v, len), "plain memory at 0x%llx: the "
+                      "other head reads other bytes", (unsigned long long)dpa);
+            } else {
+                nfabric_ctrl_mem_access(c, dpa, (uint8_t *)&v, len, op == 3);
+            }
+            break;
+        }
+        case 5: {
+            unsigned i = data[1] % NFABRIC_NUM_WINDOWS;
+
+            nfabric_ctrl_reg_write(c, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_COMPLETE),
+                                   sh->round[i].seq, 4);
+            break;
+        }
+        default:
+            nfabric_ctrl_reset(c);
+            break;
+        }
+        check(sh);
+        data += 12;
+        size -= 12;
+    }
+    nfabric_shared_detach(head[1].sh, fd[1], 1);
+    nfabric_shared_detach(sh, fd[0], 0);
+    return 0;
+}

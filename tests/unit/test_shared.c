@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests of the shared device state (nfabric_shared.c) and of several
+ * heads of one device, without QEMU: heads are forked processes, each with
+ * its own NFabricCtrl over one device memory (MAP_SHARED) and one state
+ * file, as QEMU processes are.  TAP output.
+ *
+ * What is checked: creating, joining and every refusal of attach; exact
+ * counts when several processes contribute to one window while another
+ * head enables, clears and disables other windows; a head killed while it
+ * holds a window lock or the configuration lock never blocks the others
+ * and leaves INCOMPLETE; dead heads are found (reaped) and may attach
+ * again; a reset of one head leaves the device's windows alone.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hw/mem/nfabric_ctrl.h"
+#include "tap.h"
+
+#define MEM_SIZE    (4u << 20)
+#define W_BASE      0x10000ull
+#define W_SIZE      0x400ull
+#define W_CTRS      0x100000ull
+#define NPROC       4
+#define PASSES      2000
+
+static const NFabricTimingParams tparams = { 1000, 5, 300, 32000 };
+static char dir[64], state_path[96], mem_path[96];
+static uint8_t *ram;
+static struct stat mem_st;
+
+static NFabricAttach attach_args(unsigned head, unsigned heads)
+{
+    return (NFabricAttach){
+        .path = state_path, .head = head, .heads = heads,
+        .mem_size = MEM_SIZE, .mem_dev = mem_st.st_dev,
+        .mem_ino = mem_st.st_ino,
+    };
+}
+
+/* Attach head h of heads and set up a controller on it; exits on failure. */
+static NFabricShared *head_up(NFabricCtrl *c, unsigned h, unsigned heads,
+                              int *fd)
+{
+    NFabricAttach a = attach_args(h, heads);
+    NFabricAttachHow how;
+    NFabricShared *sh;
+    char err[256];
+
+    if (nfabric_shared_attach(&a, &sh, fd, &how, err, sizeof(err)) != 0) {
+        fprintf(stderr, "head %u: %s\n", h, err);
+        _exit(99);
+    }
+    nfabric_ctrl_init(c, ram, MEM_SIZE, &tparams, NULL, NULL);
+    nfabric_ctrl_use_shared(c, sh, h);
+    return sh;
+}
+
+static void wr(NFabricCtrl *c, uint64_t off, uint64_t v, unsigned size)
+{
+    nfabric_ctrl_reg_write(c, off, v, size);
+}
+
+static uint64_t rd(NFabricCtrl *c, uint64_t off, unsigned size)
+{
+    return nfabric_ctrl_reg_read(c, off, size);
+}
+
+static uint32_t win_set(NFabricCtrl *c, unsigned i, uint64_t base,
+                        uint64_t size, uint64_t ctrs, unsigned path,
+                        unsigned width)
+{
+    wr(c, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE), base, 8);
+    wr(c, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE), size, 8);
+    wr(c, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS), ctrs, 8);
+    wr(c, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD), 1, 4);
+    wr(c, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL),
+       NFABRIC_WCTRL(path, width, 0) | NFABRIC_WCTRL_ENABLE, 4);
+    return (uint32_t)rd(c, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR), 4);
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int wait_child(pid_t pid)
+{
+    int st;
+
+    if (waitpid(pid, &st, 0) != pid) {
+        return -1;
+    }
+    if (WIFSIGNALED(st)) {
+        return 128 + WTERMSIG(st);
+    }
+    return WEXITSTATUS(st);
+}
+
+/* ---- attach --------------------------------------------------------- */
+
+static void test_attach(void)
+{
+    NFabricAttach a = attach_args(0, 2);
+    NFabricAttachHow how = 0;
+    NFabricShared *sh0, *sh;
+    char err[256] = "";
+    int fd0, fd, p[2];
+    uint32_t live;
+    pid_t pid;
+
+    unlink(state_path);
+    TAP_CHECK(nfabric_shared_attach(&a, &sh0, &fd0, &how, err, sizeof(err)) == 0 &&
+              how == NFABRIC_ATTACH_CREATED && sh0->heads == 2,
+              "attach: the first head creates the state file (%s)", err);
+
+    /* Head 0 again, from another process: in use by a live process. */
+    pipe(p);
+    pid = fork();
+    if (pid == 0) {
+        NFabricAttach b = attach_args(0, 2);
+        int r = nfabric_shared_attach(&b, &sh, &fd, &how, err, sizeof(err));
+
+        write(p[1], err, strlen(err) + 1);
+        _exit(r == 0 ? 1 : 0);
+    }
+    memset(err, 0, sizeof(err));
+    read(p[0], err, sizeof(err) - 1);
+    TAP_CHECK(wait_child(pid) == 0 && strstr(err, "in use by a live process"),
+              "attach: a head in use is refused (%s)", err);
+
+    a = attach_args(1, 3);
+    TAP_CHECK(nfabric_shared_attach(&a, &sh, &fd, &how, err, sizeof(err)) != 0 &&
+              strstr(err, "property 'heads': 3"),
+              "attach: another head count is refused (%s)", err);
+    a = attach_args(1, 2);
+    a.mem_size = MEM_SIZE * 2;
+    TAP_CHECK(nfabric_shared_attach(&a, &sh, &fd, &how, err, sizeof(err)) != 0 &&
+              strstr(err, "property 'volatile-memdev'"),
+              "attach: another memory size is refused (%s)", err);
+    a = attach_args(1, 2);
+    a.mem_ino++;
+    TAP_CHECK(nfabric_shared_attach(&a, &sh, &fd, &how, err, sizeof(err)) != 0 &&
+              strstr(err, "another file"),
+              "attach: another memory file is refused (%s)", err);
+    a = attach_args(2, 2);
+    TAP_CHECK(nfabric_shared_attach(&a, &sh, &fd, &how, err, sizeof(err)) != 0 &&
+              strstr(err, "property 'head'"),
+              "attach: head >= heads is refused (%s)", err);
+    a = attach_args(0, 17);
+    TAP_CHECK(nfabric_shared_attach(&a, &sh, &fd, &how, err, sizeof(err)) != 0 &&
+              strstr(err, "property 'heads'"),
+              "attach: 17 heads are refused (%s)", err);
+
+    /* Head 1 joins in a child that then dies without detaching. */
+    pid = fork();
+    if (pid == 0) {
+        NFabricAttach b = attach_args(1, 2);
+
+        if (nfabric_shared_attach(&b, &sh, &fd, &how, err, sizeof(err)) ||
+            how != NFABRIC_ATTACH_JOINED) {
+            _exit(1);
+        }
+        raise(SIGKILL);
+    }
+    TAP_CHECK(wait_child(pid) == 128 + SIGKILL &&
+              sh0->head[1].state == NFABRIC_HEAD_ATTACHED,
+              "attach: head 1 joins, then its process is killed");
+    live = nfabric_shared_reap(sh0, 0);
+    TAP_CHECK(live == 1u && sh0->lost_mask == 2u &&
+              sh0->head[1].state == NFABRIC_HEAD_GONE && sh0->reaped == 1,
+              "reap: the dead head 1 is found gone (lost 0x%x)", sh0->lost_mask);
+    pid = fork();
+    if (pid == 0) {
+        NFabricAttach b = attach_args(1, 2);
+
+        _exit(nfabric_shared_attach(&b, &sh, &fd, &how, err, sizeof(err)) ||
+              how != NFABRIC_ATTACH_JOINED || (sh->lost_mask & 2) ? 1 : 0);
+    }
+    TAP_CHECK(wait_child(pid) == 0, "attach: the dead head's index attaches "
+              "again and is no longer lost");
+    /* Last head leaves: the next attach re-initialises (no head alive). */
+    nfabric_shared_detach(sh0, fd0, 0);
+    a = attach_args(0, 3);
+    err[0] = 0;
+    TAP_CHECK(nfabric_shared_attach(&a, &sh, &fd, &how, err, sizeof(err)) == 0 &&
+              how == NFABRIC_ATTACH_REINIT && sh->heads == 3,
+              "attach: with no head alive the state is made anew, even for "
+              "another geometry (%s)", err);
+    nfabric_shared_detach(sh, fd, 0);
+
+    /* Files that are not state files of this layout. */
+    fd = open(state_path, O_WRONLY | O_TRUNC);
+    write(fd, "junk", 4);
+    close(fd);
+    a = attach_args(0, 2);
+    TAP_CHECK(nfabric_shared_attach(&a, &sh, &fd, &how, err, sizeof(err)) != 0 &&
+              strstr(err, "4 bytes, not the"),
+              "attach: a file of another size is refused (%s)", err);
+    fd = open(state_path, O_RDWR | O_TRUNC);
+    ftruncate(fd, sizeof(NFabricShared));
+    pwrite(fd, "XXXXXXXX", 8, 0);
+    close(fd);
+    TAP_CHECK(nfabric_shared_attach(&a, &sh, &fd, &how, err, sizeof(err)) != 0 &&
+              strstr(err, "not a state file of layout"),
+              "attach: a file with another magic is refused (%s)", err);
+    unlink(state_path);
+}
+
+/* ---- contention ------------------------------------------------------- */
+
+/* Process p's 8-byte pattern of pass k at word w. */
+static uint64_t pattern(unsigned p, unsigned k, unsigned w)
+{
+    uint64_t s = (uint64_t)p << 40 | (uint64_t)k << 20 | w;
+
+    return rnd(&s);
+}
+
+static void test_contention(void)
+{
+    static int32_t want[W_SIZE * 8];
+    NFabricCtrl c;
+    NFabricShared *sh;
+    int fd, bad = 0, kids_ok = 1;
+    pid_t pids[NPROC + 1];
+    uint64_t total = 0;
+
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c, 0, NPROC + 1, &fd);
+    TAP_CHECK(win_set(&c, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY,
+                      16) == 0, "contention: head 0 enables the G-Binary window");
+    for (unsigned p = 0; p < NPROC; p++) {
+        pids[p] = fork();
+        if (pids[p] == 0) {
+            NFabricCtrl me;
+            int f;
+
+            head_up(&me, p + 1, NPROC + 1, &f);
+            /* Mixed sizes: 8-byte words, and the last word as 1+2+1+4. */
+            for (unsigned k = 0; k < PASSES; k++) {
+                for (unsigned w = 0; w < W_SIZE / 8; w++) {
+                    uint64_t v = pattern(p, k, w);
+                    uint64_t dpa = W_BASE + 8 * w;
+
+                    if (w % 16 == 15) {
+                        nfabric_ctrl_mem_access(&me, dpa, (uint8_t *)&v, 1, true);
+                        nfabric_ctrl_mem_access(&me, dpa + 1, (uint8_t *)&v + 1, 2, true);
+                        nfabric_ctrl_mem_access(&me, dpa + 3, (uint8_t *)&v + 3, 1, true);
+                        nfabric_ctrl_mem_access(&me, dpa + 4, (uint8_t *)&v + 4, 4, true);
+                    } else {
+                        nfabric_ctrl_mem_access(&me, dpa, (uint8_t *)&v, 8, true);
+                    }
+                }
+            }
+            _exit(0);
+        }
+    }
+    /* Meanwhile another head enables, clears and disables other windows. */
+    pids[NPROC] = fork();
+    if (pids[NPROC] == 0) {
+        NFabricCtrl me;
+        int f;
+
+        /* Head 0's process attached head 0; this one works through it. */
+        nfabric_ctrl_init(&me, ram, MEM_SIZE, &tparams, NULL, NULL);
+        nfabric_ctrl_use_shared(&me, sh, 0);
+        for (unsigned k = 0; k < 3000; k++) {
+            unsigned i = 2 + k % 4;
+
+            if (win_set(&me, i, 0x20000 + 0x1000 * i, 0x400, 0x200000 + 0x10000 * i,
+                        NFABRIC_PATH_GTERNARY, 8) != 0) {
+                _exit(1);
+            }
+            wr(&me, NFABRIC_REG_WIN(i, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+            wr(&me, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), 0, 4);
+        }
+        (void)f;
+        _exit(0);
+    }
+    for (unsigned p = 0; p <= NPROC; p++) {
+        kids_ok &= wait_child(pids[p]) == 0;
+    }
+    TAP_CHECK(kids_ok, "contention: %u contributing heads and a reconfiguring "
+              "head ran to the end", NPROC);
+    for (unsigned p = 0; p < NPROC; p++) {
+        for (unsigned k = 0; k < PASSES; k++) {
+            for (unsigned w = 0; w < W_SIZE / 8; w++) {
+                uint64_t v = pattern(p, k, w);
+
+                for (unsigned b = 0; b < 64; b++) {
+                    want[w * 64 + b] += (v >> b) & 1 ? 1 : -1;
+                }
+            }
+        }
+    }
+    for (uint64_t e = 0; e < W_SIZE * 8; e++) {
+        bad += nfabric_counter_get(ram + W_CTRS, 16, e) != want[e];
+    }
+    for (unsigned p = 0; p < NPROC; p++) {
+        total += sh->head[p + 1].contrib_writes[0];
+    }
+    TAP_CHECK(bad == 0, "contention: every one of %llu counts exact after %u "
+              "heads x %u passes (%d differ)", (unsigned long long)W_SIZE * 8,
+              NPROC, PASSES, bad);
+    TAP_CHECK(sh->win[0].contrib_writes == total &&
+              total == (uint64_t)NPROC * PASSES * (W_SIZE / 8 + W_SIZE / 8 / 16 * 3),
+              "contention: per-head contribution counts add up to the "
+              "window's (%" PRIu64 ")", total);
+    tap_diag("contention: %" PRIu64 " contended lock acquisitions", sh->lock_waits);
+    TAP_CHECK((sh->gen & 1) == 0 && sh->cfg_busy == -1 &&
+              (sh->enabled_mask & 0x3c) == 0,
+              "contention: the table is consistent afterwards (gen %u)", sh->gen);
+    nfabric_shared_detach(sh, fd, 0);
+}
+
+/* ---- a holder killed with a lock ----------------------------------------- */
+
+static void test_dead_holder(void)
+{
+    NFabricCtrl c;
+    NFabricShared *sh;
+    uint64_t v = ~0ull;
+    int fd;
+    pid_t pid;
+
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c, 0, 2, &fd);
+    win_set(&c, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 8);
+    win_set(&c, 3, 0x30000, 0x400, 0x300000, NFABRIC_PATH_GBINARY, 8);
+
+    /* Head 1 dies holding window 0's lock (mid-access). */
+    pid = fork();
+    if (pid == 0) {
+        NFabricCtrl me;
+        int f;
+
+        head_up(&me, 1, 2, &f);
+        nfabric_ctrl_mem_access(&me, W_BASE, (uint8_t *)&v, 8, true);
+        nfabric_shared_lock_win(sh, 0);
+        raise(SIGKILL);
+    }
+    wait_child(pid);
+    /* Head 0 writes there: the lock is taken over, the round flagged. */
+    nfabric_ctrl_mem_access(&c, W_BASE, (uint8_t *)&v, 8, true);
+    TAP_CHECK(nfabric_counter_get(ram + W_CTRS, 8, 0) == 2 &&
+              sh->round[0].incomplete && sh->lock_repairs == 1 &&
+              (rd(&c, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_STATUS), 4) &
+               NFABRIC_RSTAT_INCOMPLETE),
+              "dead holder: a window lock left by a killed head is taken over, "
+              "the round reads INCOMPLETE");
+    TAP_CHECK(sh->head[1].state == NFABRIC_HEAD_GONE && sh->lost_mask == 2,
+              "dead holder: the killed head is found gone");
+
+    /* A head dies in the middle of reconfiguring window 3. */
+    pid = fork();
+    if (pid == 0) {
+        NFabricCtrl me;
+        int f;
+
+        head_up(&me, 1, 2, &f);
+        nfabric_shared_lock_cfg(sh);
+        nfabric_shared_lock_win(sh, 3);
+        sh->cfg_busy = 3;
+        nfabric_shared_gen_bump(sh);        /* odd: the table is changing */
+        raise(SIGKILL);
+    }
+    wait_child(pid);
+    v = 0x0f0f0f0f0f0f0f0full;
+    nfabric_ctrl_mem_access(&c, 0x30000, (uint8_t *)&v, 8, true);
+    TAP_CHECK((sh->gen & 1) == 0 && !(sh->enabled_mask & 8) &&
+              sh->round[3].incomplete && sh->cfg_busy == -1 &&
+              !memcmp(ram + 0x30000, &v, 8),
+              "dead holder: a reconfiguration left half-done is undone (window "
+              "disabled, INCOMPLETE), the next access is served");
+    nfabric_shared_detach(sh, fd, 0);
+}
+
+/* ---- rounds and reset ------------------------------------------------------ */
+
+static void test_rounds_reset(void)
+{
+    NFabricCtrl c0;
+    NFabricShared *sh;
+    uint32_t st, seq;
+    int fd, p[2];
+    pid_t pid;
+    char ok;
+
+    unlink(state_path);
+    sh = head_up(&c0, 0, 2, &fd);
+    win_set(&c0, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 8);
+    seq = (uint32_t)rd(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_SEQ), 4);
+    wr(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_COMPLETE), seq, 4);
+    st = (uint32_t)rd(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_STATUS), 4);
+    TAP_CHECK(!(st & NFABRIC_RSTAT_ALL_DONE) &&
+              (st & NFABRIC_RSTAT_EXPECT_MASK) >> NFABRIC_RSTAT_EXPECT_SHIFT == 2,
+              "rounds: a head that never attached is still expected "
+              "(status 0x%x)", st);
+    wr(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_COMPLETE), seq + 1, 4);
+    TAP_CHECK(c0.last_error == NFABRIC_ERR_ROUND,
+              "rounds: completing a round that is not current is refused");
+
+    /* Head 1 in a child: completes, is reset, reads the round intact. */
+    pipe(p);
+    pid = fork();
+    if (pid == 0) {
+        NFabricCtrl me;
+        int f;
+
+        head_up(&me, 1, 2, &f);
+        wr(&me, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_COMPLETE), seq, 4);
+        nfabric_ctrl_reset(&me);
+        ok = (rd(&me, NFABRIC_REG_ENABLED_MASK, 4) & 1) &&
+             rd(&me, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_SEQ), 4) == seq &&
+             (rd(&me, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_STATUS), 4) &
+              NFABRIC_RSTAT_ALL_DONE) &&
+             rd(&me, NFABRIC_REG_HEAD_INFO, 4) ==
+             (1 | 2u << NFABRIC_HEAD_INFO_COUNT_SHIFT | NFABRIC_HEAD_INFO_SHARED);
+        write(p[1], &ok, 1);
+        pause();
+        _exit(0);
+    }
+    ok = 0;
+    read(p[0], &ok, 1);
+    st = (uint32_t)rd(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_STATUS), 4);
+    TAP_CHECK(ok && (st & NFABRIC_RSTAT_ALL_DONE) &&
+              rd(&c0, NFABRIC_REG_HEADS_LIVE, 4) == 3,
+              "reset: a head's reset keeps the device's windows and round; "
+              "all done (status 0x%x)", st);
+    wr(&c0, NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+    TAP_CHECK(rd(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_SEQ), 4) == seq + 1 &&
+              rd(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_DONE), 4) == 0,
+              "rounds: CLEAR starts the next round");
+    kill(pid, SIGKILL);
+    wait_child(pid);
+    TAP_CHECK(rd(&c0, NFABRIC_REG_HEADS_LIVE, 4) == 1 &&
+              rd(&c0, NFABRIC_REG_HEADS_LOST, 4) == 2,
+              "rounds: HEADS_LIVE and HEADS_LOST after head 1 is killed");
+    nfabric_shared_detach(sh, fd, 0);
+}
+
+int main(void)
+{
+    int fd;
+
+    snprintf(dir, sizeof(dir), "/tmp/nfabric-shared-XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    snprintf(state_path, sizeof(state_path), "%s/state", dir);
+    snprintf(mem_path, sizeof(mem_path), "%s/mem", dir);
+    fd = open(mem_path, O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || ftruncate(fd, MEM_SIZE) || fstat(fd, &mem_st)) {
+        perror(mem_path);
+        return 1;
+    }
+    ram = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ram == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+    test_attach();
+    test_contention();
+    test_dead_holder();
+    test_rounds_reset();
+    unlink(state_path);
+    unlink(mem_path);
+    rmdir(dir);
+    return tap_done();
+}
