@@ -53,9 +53,10 @@ int main(int argc, char **argv)
     }
     printf("heads=%" PRIu32 "\nmem_size=%" PRIu64 "\nenabled_mask=0x%" PRIx32
            "\nlost_mask=0x%" PRIx32 "\nheads_reaped=%" PRIu64
-           "\nlock_waits=%" PRIu64 "\nlock_repairs=%" PRIu64 "\n",
+           "\nlock_waits=%" PRIu64 "\nlock_sleeps=%" PRIu64
+           "\nlock_repairs=%" PRIu64 "\n",
            sh->heads, sh->mem_size, sh->enabled_mask, sh->lost_mask,
-           sh->reaped, sh->lock_waits, sh->lock_repairs);
+           sh->reaped, sh->lock_waits, sh->lock_sleeps, sh->lock_repairs);
     for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
         const NFabricSharedHead *hd = &sh->head[h];
         uint64_t w = 0;

@@ -33,8 +33,15 @@ nf_cluster_prepare() {
     mkdir -p "$dir"
     rm -f "$dir"/host*.log "$dir"/host*.rc "$dir"/host*.pid "$dir"/qmp*.sock
     rm -f "$dir/state" "$dir/mem"
-    # The memory file on tmpfs when the directory is not: shared RAM speed.
-    truncate -s "${cxl}M" "$dir/mem" || nf_die "cluster: cannot create $dir/mem"
+    # The files themselves live on tmpfs (/dev/shm): a file on disk would be
+    # written back and write-protected again by the page cache now and then.
+    local shm
+    shm=/dev/shm/nfabric-$(printf '%s' "$(cd "$dir" && pwd)" | md5sum | cut -c1-12)
+    rm -rf "$shm"
+    mkdir -p "$shm"
+    truncate -s "${cxl}M" "$shm/mem" || nf_die "cluster: cannot create $shm/mem"
+    ln -s "$shm/mem" "$dir/mem"
+    ln -s "$shm/state" "$dir/state"
 }
 
 # nf_cluster_boot DIR R N CMD CXL_MIB [vm options...]: start host R in the
@@ -370,4 +377,92 @@ nf_suite_multihost() {
     nf_mh_kill
     echo "# (f) system_reset of one host mid-round"
     nf_mh_reset
+}
+
+# ---- bench cluster ------------------------------------------------------------
+
+NF_BENCH_DESC[cluster]="aggregate G-Binary/G-Ternary contribution throughput, 1/2/4 heads vs the single-head device; --mib N --rounds N"
+
+# nf_mh_bench_figures DIR N: "PATH MBPS" per path: all hosts' bytes over
+# the slowest host's time (the hosts start together at a barrier).
+nf_mh_bench_figures() {
+    local dir=$1 n=$2 r
+    for ((r = 0; r < n; r++)); do
+        grep -h '^mh_bench ' "$dir/host$r.log" || true
+    done | awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                  b[v["path"]] += v["bytes"]; if (v["seconds"] > t[v["path"]]) t[v["path"]] = v["seconds"]
+                  c[v["path"]]++ }
+                END { for (p in b) if (t[p] > 0) printf "%s %.3f %d\n", p, b[p] / t[p] / 1e6, c[p] }'
+}
+
+nf_bench_cluster() {
+    local mib=16 rounds=2 r n dir fig p v
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --mib) mib=${2:?}; shift ;;
+        --rounds) rounds=${2:?}; shift ;;
+        -h|--help) echo "usage: scripts/nfabric bench cluster [--mib N] [--rounds N]"
+                   echo "Each host writes N MiB (default 16) of packed data with 8-byte stores into one"
+                   echo "shared window, G-Binary then G-Ternary; best of --rounds (default 2)."
+                   return 0 ;;
+        *) echo "bench cluster: unknown option \"$1\"" >&2; return 2 ;;
+        esac
+        shift
+    done
+    [[ "$mib" =~ ^[1-9][0-9]*$ ]] && [[ "$rounds" =~ ^[1-9][0-9]*$ ]] ||
+        { echo "bench cluster: --mib and --rounds take positive numbers" >&2; return 2; }
+    [ -x "$NF_QEMU_BIN" ] || nf_setup_main --quiet
+    nf_image_main >&2
+    declare -A best waits
+    local cmd="nfabric-multihost bench --bytes $mib"
+    for ((r = 0; r < rounds; r++)); do
+        # The device as it was: not shared, RAM backend, one host.
+        dir=$NF_BUILD/bench-cluster/single
+        mkdir -p "$dir"
+        nf_vm_main --quiet --log "$dir/host0.log" --cpus 1 --mem 1G --timeout 900 \
+            --run "NFABRIC_RANK=0 NFABRIC_HOSTS=1 $cmd" >/dev/null 2>&1 ||
+            nf_die "bench cluster: the single-head run failed (console: $dir/host0.log)"
+        while read -r p v _; do
+            awk -v a="$v" -v b="${best[single_$p]:-0}" 'BEGIN{exit !(a > b)}' && best[single_$p]=$v
+        done < <(nf_mh_bench_figures "$dir" 1)
+        for n in 1 2 4; do
+            dir=$NF_BUILD/bench-cluster/heads$n
+            nf_cluster_prepare "$dir" 256
+            for ((h = 0; h < n; h++)); do
+                nf_cluster_boot "$dir" "$h" "$n" "$cmd" 256 --cpus 1 --mem 512M --timeout 900
+            done
+            for ((h = 0; h < n; h++)); do
+                [ "$(nf_cluster_wait "$dir" "$h" 960)" = 0 ] ||
+                    nf_die "bench cluster: host $h of $n failed (console: $dir/host$h.log)"
+            done
+            wait
+            while read -r p v cnt; do
+                [ "$cnt" = "$n" ] || nf_die "bench cluster: $cnt of $n hosts reported $p"
+                awk -v a="$v" -v b="${best[heads${n}_$p]:-0}" 'BEGIN{exit !(a > b)}' && best[heads${n}_$p]=$v
+            done < <(nf_mh_bench_figures "$dir" "$n")
+            waits[$n]=$("$NF_HOST_BUILD/bench/nfabric-state" "$dir/state" | sed -n 's/^lock_waits=//p')
+        done
+    done
+    echo "bench_mib_per_host=$mib"
+    echo "rounds=$rounds"
+    for p in gbinary gternary; do
+        echo "single_${p}_mbps=${best[single_$p]}"
+        for n in 1 2 4; do
+            echo "heads${n}_${p}_mbps=${best[heads${n}_$p]}"
+        done
+        for n in 2 4; do
+            awk -v a="${best[heads${n}_$p]}" -v b="${best[heads1_$p]}" -v k="${p}_heads${n}_vs_heads1" \
+                'BEGIN{printf "%s=%.3f\n", k, a / b}'
+        done
+    done
+    awk -v a="${best[heads1_gbinary]}" -v b="${best[single_gbinary]}" \
+        'BEGIN{printf "shared_vs_single_head=%.3f\n", a / b}'
+    awk -v a="${best[heads1_gternary]}" -v b="${best[single_gternary]}" \
+        'BEGIN{printf "shared_vs_single_head_gternary=%.3f\n", a / b}'
+    for n in 1 2 4; do
+        local writes=$((n * mib * 1024 * 1024 / 8 * 2))
+        echo "lock_waits_heads$n=${waits[$n]:-0}"
+        awk -v w="${waits[$n]:-0}" -v t="$writes" -v k="lock_contended_pct_heads$n" \
+            'BEGIN{printf "%s=%.2f\n", k, 100 * w / t}'
+    done
 }

@@ -405,16 +405,27 @@ static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
         /* The window was validated: the range is inside it. */
         int64_t rc = nfabric_agg_write(cfg, counters, off, buf, n);
 
-        w->reserved_codes += rc > 0 ? (uint32_t)rc : 0;
+        if (rc > 0) {
+            w->reserved_codes += (uint32_t)rc;
+        }
         nfabric_ctrl_dirty(s,
             w->counters + nfabric_counter_bytes(cfg->path, cfg->width, off),
             nfabric_counter_bytes(cfg->path, cfg->width, n));
     }
-    w->contrib_writes++;
-    w->contrib_bytes += n;
+    /*
+     * Counted per head: a line no other head writes.  The window's totals
+     * are the heads' sum (nfabric_win_value); a private device keeps them
+     * in the window too (migrated, one head).
+     */
     sh->head[s->head].contrib_writes[i]++;
     sh->head[s->head].contrib_bytes[i] += n;
-    sh->round[i].contrib |= 1u << s->head;
+    if (!sh->pshared) {
+        w->contrib_writes++;
+        w->contrib_bytes += n;
+    }
+    if (!(sh->round[i].contrib & (1u << s->head))) {
+        sh->round[i].contrib |= 1u << s->head;
+    }
 }
 
 /*
@@ -659,6 +670,20 @@ static uint64_t nfabric_round_value(NFabricCtrl *s, const NFabricReg *r)
     abort();
 }
 
+/* A shared window's contribution count: the sum of its heads'. */
+static uint64_t nfabric_win_contrib_sum(const NFabricShared *sh, unsigned i,
+                                        bool bytes)
+{
+    uint64_t sum = 0;
+
+    for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
+        sum += __atomic_load_n(bytes ? &sh->head[h].contrib_bytes[i] :
+                               &sh->head[h].contrib_writes[i],
+                               __ATOMIC_RELAXED);
+    }
+    return sum;
+}
+
 static uint64_t nfabric_win_value(NFabricCtrl *s, const NFabricReg *r)
 {
     const NFabricWindow *w = &s->sh->win[r->win];
@@ -677,9 +702,14 @@ static uint64_t nfabric_win_value(NFabricCtrl *s, const NFabricReg *r)
     case NFABRIC_WIN_ERROR:
         return w->error;
     case NFABRIC_WIN_CONTRIB_WRITES:
-        return w->contrib_writes;
     case NFABRIC_WIN_CONTRIB_BYTES:
-        return w->contrib_bytes;
+        if (s->sh->pshared) {
+            return nfabric_win_contrib_sum(s->sh, r->win,
+                (r->base - NFABRIC_REG_WIN_BASE) % NFABRIC_WIN_STRIDE ==
+                NFABRIC_WIN_CONTRIB_BYTES);
+        }
+        return (r->base - NFABRIC_REG_WIN_BASE) % NFABRIC_WIN_STRIDE ==
+               NFABRIC_WIN_CONTRIB_BYTES ? w->contrib_bytes : w->contrib_writes;
     case NFABRIC_WIN_RESERVED_CODES:
         return w->reserved_codes;
     }

@@ -151,6 +151,19 @@ static void nfabric_shared_repair_cfg(NFabricShared *sh)
     }
 }
 
+static inline void nfabric_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/*
+ * Locks are held for one access (tens of nanoseconds): spin a while before
+ * sleeping in the kernel, which costs microseconds to enter and leave.
+ */
+#define NFABRIC_LOCK_SPINS 2000
+
 static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
                                 void (*repair)(NFabricShared *, unsigned),
                                 unsigned arg)
@@ -159,7 +172,14 @@ static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
 
     if (rc == EBUSY) {
         __atomic_fetch_add(&sh->lock_waits, 1, __ATOMIC_RELAXED);
-        rc = pthread_mutex_lock(m);
+        for (unsigned i = 0; i < NFABRIC_LOCK_SPINS && rc == EBUSY; i++) {
+            nfabric_cpu_relax();
+            rc = pthread_mutex_trylock(m);
+        }
+        if (rc == EBUSY) {
+            __atomic_fetch_add(&sh->lock_sleeps, 1, __ATOMIC_RELAXED);
+            rc = pthread_mutex_lock(m);
+        }
     }
     if (rc == EOWNERDEAD) {
         repair(sh, arg);

@@ -36,7 +36,7 @@
 
 #define NFABRIC_SHARED_MAGIC    0x48534e46u     /* "NFSH" */
 /* Bump when NFabricShared changes: old state files are then refused. */
-#define NFABRIC_SHARED_LAYOUT   1
+#define NFABRIC_SHARED_LAYOUT   2
 
 /* Statistics kept per path (register order). */
 enum {
@@ -105,6 +105,7 @@ typedef struct NFabricShared {
     uint64_t reaped;            /* dead heads found */
     uint64_t lock_repairs;      /* locks taken over from a dead holder */
     uint64_t lock_waits;        /* contended lock acquisitions */
+    uint64_t lock_sleeps;       /* of which slept in the kernel */
 
     NFabricWindow win[NFABRIC_NUM_WINDOWS];
     NFabricAggCfg cfg[NFABRIC_NUM_WINDOWS];     /* valid while enabled */
