@@ -25,7 +25,18 @@ static void usage(FILE *f)
 "                         physical addresses; numbers take 0x and K/M/G)\n"
 "  disable I              disable window I\n"
 "  clear I                start a new aggregation round on window I\n"
-"  stats [--clear]        per-path access statistics (--clear zeroes them)\n"
+"  stats [--pool] [--clear]\n"
+"                         per-path access statistics of this head (--pool:\n"
+"                         summed over every head of a shared device;\n"
+"                         --clear zeroes this head's)\n"
+"  heads                  this head, the device's heads, and each head's\n"
+"                         contributions to every enabled window\n"
+"  round I                window I's round: number, heads done, status\n"
+"  complete I [SEQ]       this head's contribution to window I's round SEQ\n"
+"                         (default: the current one) is complete\n"
+"  wait I [SEQ] [--timeout MS]\n"
+"                         wait until every head completed the round\n"
+"                         (default timeout 60000 ms)\n"
 "  timing [--clear]       timing-model parameters and accumulated figures\n"
 "  --help                 this text\n"
 "\n"
@@ -130,6 +141,13 @@ static int cmd_info(void)
     printf("last-error: %u (%s)\n", nfabric_rd32(&d, NFABRIC_REG_LAST_ERROR),
            nfabric_strerror((int)nfabric_rd32(&d, NFABRIC_REG_LAST_ERROR)));
     printf("error-count: %u\n", nfabric_rd32(&d, NFABRIC_REG_ERROR_COUNT));
+    {
+        nfabric_heads h;
+
+        nfabric_heads_read(&d, &h);
+        printf("head: %u of %u (%s), live 0x%x, lost 0x%x\n", h.index, h.count,
+               h.shared ? "shared device" : "not shared", h.live, h.lost);
+    }
     nfabric_close(&d);
     /* The memory side separately, so that a missing region is reported. */
     rc = nfabric_open(&d, 0);
@@ -299,16 +317,26 @@ static int cmd_stats(int argc, char **argv)
 {
     nfabric_path_stats st[NFABRIC_NUM_PATHS];
     nfabric_dev d;
-    bool clear;
-    int rc;
+    bool clear = false, pool = false;
+    int rc = 0;
 
-    if ((rc = clear_opt(argc, argv, &clear))) {
-        return rc;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--clear")) {
+            clear = true;
+        } else if (!strcmp(argv[a], "--pool")) {
+            pool = true;
+        } else {
+            return bad("stats: unknown option \"%s\" (--pool, --clear)", argv[a]);
+        }
     }
     if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
         return 1;
     }
-    nfabric_stats(&d, st);
+    if (pool) {
+        nfabric_pool_stats(&d, st);
+    } else {
+        nfabric_stats(&d, st);
+    }
     printf("%-9s %12s %12s %14s %14s\n", "path", "reads", "writes", "read_bytes",
            "write_bytes");
     for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
@@ -318,6 +346,107 @@ static int cmd_stats(int argc, char **argv)
     }
     if (clear && (rc = nfabric_ctrl(&d, NFABRIC_CTRL_CLEAR_STATS))) {
         fprintf(stderr, "nfabricctl: %s\n", nfabric_errmsg(&d));
+    }
+    nfabric_close(&d);
+    return rc ? 1 : 0;
+}
+
+static int cmd_heads(int argc)
+{
+    nfabric_heads h;
+    nfabric_dev d;
+    uint32_t mask;
+
+    if (argc != 1) {
+        return bad("%s takes no arguments", "heads");
+    }
+    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+        return 1;
+    }
+    nfabric_heads_read(&d, &h);
+    printf("head=%u\nheads=%u\nshared=%s\nlive=0x%x\nlost=0x%x\n", h.index,
+           h.count, h.shared ? "yes" : "no", h.live, h.lost);
+    mask = nfabric_rd32(&d, NFABRIC_REG_ENABLED_MASK);
+    for (unsigned i = 0; i < nfabric_num_windows(&d); i++) {
+        if (!(mask & (1u << i))) {
+            continue;
+        }
+        for (unsigned k = 0; k < h.count; k++) {
+            uint64_t w = 0;
+
+            if (nfabric_head_contrib(&d, k, i, &w) == 0) {
+                printf("window%u_head%u_writes=%" PRIu64 "\n", i, k, w);
+            }
+        }
+    }
+    nfabric_close(&d);
+    return 0;
+}
+
+static void print_round(unsigned i, const nfabric_round *r)
+{
+    printf("window=%u\nround=%u\ndone=0x%x\nheads_done=%u\nheads_expected=%u\n"
+           "all_done=%s\nincomplete=%s\n", i, r->seq, r->done, r->ndone,
+           r->nexpected, r->all_done ? "yes" : "no",
+           r->incomplete ? "yes" : "no");
+}
+
+/* round I | complete I [SEQ] | wait I [SEQ] [--timeout MS] */
+static int cmd_round(int argc, char **argv)
+{
+    const char *cmd = argv[0];
+    unsigned timeout = 60000, i;
+    bool have_seq = false;
+    uint32_t seq = 0;
+    nfabric_round r;
+    nfabric_dev d;
+    uint64_t v;
+    int rc;
+
+    if (argc < 2) {
+        return bad("%s: missing window index", cmd);
+    }
+    for (int a = 2; a < argc; a++) {
+        if (!strcmp(argv[a], "--timeout") && !strcmp(cmd, "wait")) {
+            if (a + 1 >= argc || parse_u64(argv[a + 1], &v) || v > UINT32_MAX) {
+                return bad("bad --timeout \"%s\" (milliseconds)",
+                           a + 1 < argc ? argv[a + 1] : "");
+            }
+            timeout = (unsigned)v;
+            a++;
+        } else if (!have_seq && strcmp(cmd, "round") &&
+                   !parse_u64(argv[a], &v) && v <= UINT32_MAX) {
+            seq = (uint32_t)v;
+            have_seq = true;
+        } else {
+            return bad("bad argument \"%s\"", argv[a]);
+        }
+    }
+    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+        return 1;
+    }
+    if ((rc = parse_index(&d, argv[1], &i))) {
+        nfabric_close(&d);
+        return rc;
+    }
+    if ((rc = nfabric_round_read(&d, i, &r))) {
+        fprintf(stderr, "nfabricctl: %s %u: %s\n", cmd, i, nfabric_strerror(rc));
+        nfabric_close(&d);
+        return 1;
+    }
+    if (!have_seq) {
+        seq = r.seq;
+    }
+    if (!strcmp(cmd, "complete")) {
+        rc = nfabric_round_complete(&d, i, seq);
+    } else if (!strcmp(cmd, "wait")) {
+        rc = nfabric_round_wait(&d, i, seq, timeout, &r);
+    }
+    if (rc) {
+        fprintf(stderr, "nfabricctl: %s %u: %s\n", cmd, i, nfabric_errmsg(&d));
+    } else {
+        nfabric_round_read(&d, i, &r);
+        print_round(i, &r);
     }
     nfabric_close(&d);
     return rc ? 1 : 0;
@@ -387,6 +516,12 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "timing")) {
         return cmd_timing(argc, argv);
+    }
+    if (!strcmp(cmd, "heads")) {
+        return cmd_heads(argc);
+    }
+    if (!strcmp(cmd, "round") || !strcmp(cmd, "complete") || !strcmp(cmd, "wait")) {
+        return cmd_round(argc, argv);
     }
     return bad("unknown command \"%s\"", cmd);
 }

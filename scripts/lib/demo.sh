@@ -35,6 +35,8 @@ guest user space:
   (b) G-Binary: K=4 worker processes aggregate packed signs in one window
   (c) G-Ternary: gated aggregation at several thresholds
   (d) mixed windows: FP32 classifier head + G-Binary backbone in one region
+  (e) two hosts, one device: two guests, each with its own head of one
+      shared device, aggregate into the same windows
 Prints a summary and ends with `demo: N passed, N failed`.
 The console log is build/guest/demo.log.
 USAGE
@@ -72,6 +74,23 @@ nf_demo_main() {
     if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
         echo "  the guest run failed (status $rc) before reporting a failed check; see $log"
         failed=1
+    fi
+    if [ "$device" = cxl-neuron-fabric ]; then
+        # Two hosts, one device (docs/multihost.md).
+        local cdir=$NF_BUILD/guest/demo-cluster crc=0 cp cf
+        echo
+        echo "Two hosts share one device: each boots its own guest with its own head,"
+        echo "both aggregate into the same windows (consoles: $cdir/host0.log, host1.log)"
+        nf_cluster_main --hosts 2 --dir "$cdir" --timeout 300 \
+            --run "nfabric-multihost agg && nfabricctl heads" 2>/dev/null | sed 's/^/  /' || crc=$?
+        grep -h '^summary: ' "$cdir/host0.log" 2>/dev/null | sed 's/^summary: /  /'
+        grep -h '^window0_head' "$cdir/host0.log" 2>/dev/null | tr -d '\r' |
+            sed 's/^/  host 0 reads: /'
+        cp=$(cat "$cdir"/host*.log 2>/dev/null | grep -c '^ok ' || true)
+        cf=$(cat "$cdir"/host*.log 2>/dev/null | grep -c '^not ok ' || true)
+        [ "$crc" -eq 0 ] || [ "$cf" -gt 0 ] || cf=1
+        passed=$((passed + cp))
+        failed=$((failed + cf))
     fi
     echo "demo: $passed passed, $failed failed"
     [ "$failed" -eq 0 ]

@@ -28,6 +28,12 @@ a file).  Options:
                       powers off (default: nfabric-test)
   --serial FILE       serial console log (default build/guest/libvirt-serial.log)
   -o, --output FILE   write the XML to FILE instead of stdout
+  --hosts N           N domains NAME-0 .. NAME-(N-1), each a host with its own
+                      head of one shared device (docs/multihost.md): needs
+                      -o DIR; writes DIR/NAME-R.xml, the device memory file
+                      DIR/mem and state file DIR/state are shared, consoles
+                      go to DIR/NAME-R-serial.log; CMD runs with NFABRIC_RANK
+                      and NFABRIC_HOSTS set
 USAGE
 }
 
@@ -41,9 +47,10 @@ nf_xml_escape() {
     printf '%s' "$s"
 }
 
-# nf_libvirt_xml NAME CPUS MEM_MIB CXL_MIB DEVICE CMD SERIAL
+# nf_libvirt_xml NAME CPUS MEM_MIB CXL_MIB DEVICE CMD SERIAL [PROPS MEM_PATH]
 nf_libvirt_xml() {
     local name=$1 cpus=$2 mem=$3 cxl=$4 device=$5 cmd=$6 serial=$7 a fmw
+    local props=${8:-} mem_path=${9:-}
     fmw=$(( cxl > 4096 ? cxl : 4096 ))
     local cmdline="console=ttyS0 quiet loglevel=3 panic=-1"
     [ -n "$cmd" ] && cmdline="$cmdline nfabric.run=$(printf '%s' "$cmd" | base64 -w0)"
@@ -84,7 +91,7 @@ XML
     {
         # shellcheck disable=SC2086
         printf '%s\n' $NF_FIRMWARE -machine cxl=on
-        nf_vm_cxl_args "$device" "$cxl" "$fmw" ""
+        nf_vm_cxl_args "$device" "$cxl" "$fmw" "$props" "$mem_path"
     } | sed 's/^-M$/-machine/' | while IFS= read -r a; do
         printf "    <qemu:arg value='%s'/>\n" "$(nf_xml_escape "$a")"
     done
@@ -96,16 +103,16 @@ XML
 
 nf_libvirt_xml_main() {
     local name=$NF_LIBVIRT_DOMAIN cpus=2 mem=2G cxlmem=256M device=cxl-neuron-fabric
-    local cmd=nfabric-test serial=$NF_BUILD/guest/libvirt-serial.log out=""
+    local cmd=nfabric-test serial=$NF_BUILD/guest/libvirt-serial.log out="" hosts=""
     while [ $# -gt 0 ]; do
         case "$1" in
         -h|--help) nf_libvirt_xml_usage; return 0 ;;
-        --name|--cpus|--mem|--cxl-mem|--device|--run|--serial|-o|--output)
+        --name|--cpus|--mem|--cxl-mem|--device|--run|--serial|-o|--output|--hosts)
             [ $# -ge 2 ] || { echo "nfabric libvirt-xml: $1 needs a value" >&2; return 2; }
             case "$1" in
             --name) name=$2 ;; --cpus) cpus=$2 ;; --mem) mem=$2 ;;
             --cxl-mem) cxlmem=$2 ;; --device) device=$2 ;; --run) cmd=$2 ;;
-            --serial) serial=$2 ;; -o|--output) out=$2 ;;
+            --serial) serial=$2 ;; -o|--output) out=$2 ;; --hosts) hosts=$2 ;;
             esac
             shift ;;
         *) echo "nfabric libvirt-xml: unknown argument \"$1\"" >&2; nf_libvirt_xml_usage >&2; return 2 ;;
@@ -124,6 +131,23 @@ nf_libvirt_xml_main() {
     *) echo "nfabric libvirt-xml: --device must be cxl-neuron-fabric or cxl-type3" >&2; return 2 ;;
     esac
     case "$serial" in /*) ;; *) serial=$PWD/$serial ;; esac
+    if [ -n "$hosts" ]; then
+        [[ "$hosts" =~ ^[0-9]+$ ]] && [ "$hosts" -ge 1 ] && [ "$hosts" -le 16 ] ||
+            { echo "nfabric libvirt-xml: --hosts must be 1..16, not \"$hosts\"" >&2; return 2; }
+        [ -n "$out" ] || { echo "nfabric libvirt-xml: --hosts needs -o DIR" >&2; return 2; }
+        [ "$device" = cxl-neuron-fabric ] ||
+            { echo "nfabric libvirt-xml: --hosts needs --device cxl-neuron-fabric" >&2; return 2; }
+        mkdir -p "$out" || return 1
+        out=$(cd "$out" && pwd)
+        local r
+        for ((r = 0; r < hosts; r++)); do
+            nf_libvirt_xml "$name-$r" "$cpus" "$mem_mib" "$cxl_mib" "$device" \
+                "export NFABRIC_RANK=$r NFABRIC_HOSTS=$hosts; $cmd" "$out/$name-$r-serial.log" \
+                "shared-state=$out/state,head=$r,heads=$hosts" "$out/mem" > "$out/$name-$r.xml"
+            echo "$out/$name-$r.xml"
+        done
+        return 0
+    fi
     if [ -n "$out" ]; then
         nf_libvirt_xml "$name" "$cpus" "$mem_mib" "$cxl_mib" "$device" "$cmd" "$serial" > "$out"
     else
@@ -224,6 +248,50 @@ nf_libvirt_cleanup_domain() {
     virsh -c "$NF_LIBVIRT_URI" undefine "$NF_LIBVIRT_DOMAIN" >/dev/null 2>&1 || true
 }
 
+# nf_libvirt_cluster TAPFN: two domains of libvirt-xml --hosts 2 share one
+# device and aggregate into it (nfabric-multihost agg); then removed.
+nf_libvirt_cluster() {
+    local tap=$1 d=$NF_BUILD/libvirt/cluster r name ok=0 waited p f ex
+    local vs=(virsh -c "$NF_LIBVIRT_URI")
+    rm -rf "$d"
+    for r in 0 1; do
+        "${vs[@]}" destroy "$NF_LIBVIRT_DOMAIN-$r" >/dev/null 2>&1 || true
+        "${vs[@]}" undefine "$NF_LIBVIRT_DOMAIN-$r" >/dev/null 2>&1 || true
+    done
+    nf_libvirt_xml_main --hosts 2 --cpus 1 --mem 1G --run "nfabric-multihost agg" -o "$d" >/dev/null
+    for r in 0 1; do
+        name=$NF_LIBVIRT_DOMAIN-$r
+        if "${vs[@]}" define "$d/$name.xml" >"$d/define-$r.log" 2>&1 &&
+           "${vs[@]}" start "$name" >"$d/start-$r.log" 2>&1; then
+            ok=$((ok + 1))
+        fi
+    done
+    if [ "$ok" = 2 ]; then
+        "$tap" OK "two domains (libvirt-xml --hosts 2) share one device: defined and started"
+    else
+        "$tap" FAIL "two shared-device domains: define/start failed: $(cat "$d"/start-*.log "$d"/define-*.log 2>/dev/null | tail -3 | tr '\n' ' ')"
+    fi
+    waited=0
+    while [ "$waited" -lt 3000 ]; do
+        [ "$(grep -l '^NFABRIC-EXIT=' "$d"/*-serial.log 2>/dev/null | wc -l)" = 2 ] && break
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    for r in 0 1; do
+        name=$NF_LIBVIRT_DOMAIN-$r
+        p=$(tr -d '\r' < "$d/$name-serial.log" 2>/dev/null | grep -c '^ok ' || true)
+        f=$(tr -d '\r' < "$d/$name-serial.log" 2>/dev/null | grep -c '^not ok ' || true)
+        ex=$(tr -d '\r' < "$d/$name-serial.log" 2>/dev/null | sed -n 's/^NFABRIC-EXIT=//p' | head -1)
+        if [ "$ex" = 0 ] && [ "$p" -gt 0 ] && [ "$f" = 0 ]; then
+            "$tap" OK "shared-device domain $r: $p checks passed (head $r of 2)"
+        else
+            "$tap" FAIL "shared-device domain $r: $p ok, $f not ok, exit '${ex:-none}' ($d/$name-serial.log)"
+        fi
+        "${vs[@]}" destroy "$name" >/dev/null 2>&1 || true
+        "${vs[@]}" undefine "$name" >/dev/null 2>&1 || true
+    done
+}
+
 # ---- libvirt: the guest checks in a libvirt-managed domain ----------------
 nf_register_suite 40 libvirt "libvirt: define, start and check the guest domain, then remove it"
 nf_suite_libvirt() {
@@ -288,6 +356,7 @@ nf_suite_libvirt() {
     else
         nf_lv_tap FAIL "domain could not be removed: $(tail -2 "$d/undefine.log" | tr '\n' ' ')"
     fi
+    nf_libvirt_cluster nf_lv_tap
     if [ ${#NF_LIBVIRT_STARTED[@]} -eq 0 ]; then
         nf_lv_tap OK "libvirtd was already running: left running"
     elif nf_libvirt_stop; then
