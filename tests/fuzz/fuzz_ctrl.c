@@ -461,13 +461,13 @@ static void do_mem(uint64_t dpa, unsigned len, uint64_t val, bool write)
         bytes[p]++;
         if (k == 0 || win_of(dpa + k - 1) != i) {
             pieces[p]++;
-            /* CONTRIB_* count on low-bit windows (the model's reading). */
-            if (write && p != NFABRIC_PATH_FP32) {
+            /* CONTRIB_* count on every window, FP32 ones too (1.1). */
+            if (write && i >= 0) {
                 exp_contrib_writes[i]++;
             }
         }
         if (write) {
-            if (p != NFABRIC_PATH_FP32) {
+            if (i >= 0) {
                 exp_contrib_bytes[i]++;
             }
             ref_write_byte(i, dpa + k, buf[k]);

@@ -162,10 +162,11 @@ static void build_regmap(void)
     for (int w = 0; w < 16; w++) {
         uint64_t b = 0x300 + 0x10 * (uint64_t)w;
 
-        def(b + 0x0, 4, ACC_RO, w);     /* ROUND_SEQ */
-        def(b + 0x4, 4, ACC_RO, w);     /* ROUND_DONE */
-        def(b + 0x8, 4, ACC_RO, w);     /* ROUND_STATUS */
-        def(b + 0xc, 4, ACC_WO, w);     /* ROUND_COMPLETE */
+        /* Errors here never set a window's ERROR: window -1. */
+        def(b + 0x0, 4, ACC_RO, -1);    /* ROUND_SEQ */
+        def(b + 0x4, 4, ACC_RO, -1);    /* ROUND_DONE */
+        def(b + 0x8, 4, ACC_RO, -1);    /* ROUND_STATUS */
+        def(b + 0xc, 4, ACC_WO, -1);    /* ROUND_COMPLETE */
     }
     for (unsigned i = 0; i < 5; i++) {
         def(0x200 + 4 * i, 4, ACC_RO, -1);      /* T_CLOCK .. T_EXPOSED_PPM */
@@ -502,13 +503,13 @@ static uint32_t expect_write(Snap *sn, const RegDef *r, uint64_t off,
     if (r->off == 0x030) {      /* HEAD_SELECT: one head, 0 */
         return val ? NFABRIC_ERR_HEAD : NFABRIC_ERR_NONE;
     }
-    if (r->win < 0) {           /* the global CTRL */
-        return (uint32_t)val & ~NFABRIC_CTRL_VALID ?
-               NFABRIC_ERR_RESERVED_BITS : NFABRIC_ERR_NONE;
-    }
     if (r->off >= 0x300 && r->off < 0x400) {
         /* ROUND_COMPLETE: no window is enabled, so no round is current. */
         return NFABRIC_ERR_ROUND;
+    }
+    if (r->win < 0) {           /* the global CTRL */
+        return (uint32_t)val & ~NFABRIC_CTRL_VALID ?
+               NFABRIC_ERR_RESERVED_BITS : NFABRIC_ERR_NONE;
     }
     NFabricWindow *w = &sn->win[r->win];
     uint64_t *f = NULL;

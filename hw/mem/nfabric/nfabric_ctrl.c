@@ -388,7 +388,9 @@ static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
     NFabricWindow *w = &sh->win[i];
     const NFabricAggCfg *cfg = &sh->cfg[i];
     uint64_t off = dpa - w->dpa_base;
-    uint8_t *counters = s->ram + w->counters;
+    /* FP32 windows' COUNTERS is never validated: no pointer from it. */
+    uint8_t *counters = cfg->path == NFABRIC_PATH_FP32 ? NULL :
+                        s->ram + w->counters;
 
     if (!write) {
         if (cfg->path == NFABRIC_PATH_FP32) {
@@ -933,7 +935,8 @@ static void nfabric_round_complete(NFabricCtrl *s, unsigned i, uint32_t val,
     }
     if (!nfabric_win_enabled(s, i) || val != sh->round[i].seq) {
         nfabric_shared_unlock_win(sh, i);
-        nfabric_set_error(s, i, NFABRIC_ERR_ROUND, off,
+        /* A head's own mistake: the shared window's ERROR is left alone. */
+        nfabric_set_error(s, -1, NFABRIC_ERR_ROUND, off,
                           "completes a round that is not the window's "
                           "current one");
         return;
@@ -1014,13 +1017,14 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
                           "write to an undefined register");
         return;
     }
+    /* Errors on a window's registers also set its ERROR; round ones not. */
     if (!nfabric_reg_access_ok(&r, off, size)) {
-        nfabric_set_error(s, r.win, NFABRIC_ERR_ACCESS, off,
+        nfabric_set_error(s, r.round ? -1 : r.win, NFABRIC_ERR_ACCESS, off,
                           "bad access size or alignment");
         return;
     }
     if (r.access == NFABRIC_RO) {
-        nfabric_set_error(s, r.win, NFABRIC_ERR_READONLY, off,
+        nfabric_set_error(s, r.round ? -1 : r.win, NFABRIC_ERR_READONLY, off,
                           "write to a read-only register");
         return;
     }
