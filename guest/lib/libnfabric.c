@@ -78,6 +78,8 @@ const char *nfabric_strerror(int err)
     case NFLIB_ENOMEM: return "device opened without memory";
     case NFLIB_ESYSFS: return "unexpected sysfs content";
     case NFLIB_ETIMEDOUT: return "timed out";
+    case NFLIB_EBUSY: return "memory in use by the kernel as System RAM";
+    case NFLIB_EINTERLEAVE: return "the region is interleaved over several devices";
     case NFLIB_ESTALE: return "the round moved on";
     default: return "unknown library error";
     }
@@ -565,12 +567,120 @@ static int check_win(nfabric_dev *d, unsigned i)
     return 0;
 }
 
+/*
+ * Where device memory sits in the guest: the region of our memdev (its HPA
+ * and size, and the DPA its endpoint decoder starts at).  0 if there is
+ * one, 1 if there is none, NFLIB_EINTERLEAVE if it is interleaved.
+ */
+static int region_of_memdev(const nfabric_dev *d, uint64_t *hpa,
+                            uint64_t *size, uint64_t *dpa, char *why,
+                            size_t whylen)
+{
+    nfabric_dev t;
+    char path[PATH_MAX];
+    int rc;
+
+    memset(&t, 0, sizeof(t));
+    snprintf(t.pci_name, sizeof(t.pci_name), "%s", d->pci_name);
+    if (find_memdev(&t)) {
+        return 1;
+    }
+    rc = find_region(&t, hpa);
+    if (rc == NFLIB_ESYSFS && strstr(t.errmsg, "interleave_ways")) {
+        snprintf(why, whylen, "%s", t.errmsg);
+        return NFLIB_EINTERLEAVE;
+    }
+    if (rc) {
+        return 1;
+    }
+    *dpa = t.dpa_base;
+    snprintf(path, sizeof(path), CXL_DEVICES "/%s/size", t.region);
+    return read_u64(path, size) ? 1 : 0;
+}
+
+/* Does host physical [hpa, hpa + len) meet a System RAM range? */
+static bool hpa_is_system_ram(uint64_t hpa, uint64_t len, uint64_t *ram_start,
+                              uint64_t *ram_end)
+{
+    FILE *f = fopen("/proc/iomem", "r");
+    char line[256];
+    bool hit = false;
+
+    if (!f) {
+        return false;
+    }
+    while (!hit && fgets(line, sizeof(line), f)) {
+        unsigned long long a, b;
+        int n = 0;
+
+        if (sscanf(line, " %llx-%llx : %n", &a, &b, &n) == 2 && n > 0 &&
+            !strncmp(line + n, "System RAM", 10) && a < hpa + len && hpa <= b) {
+            *ram_start = a;
+            *ram_end = b;
+            hit = true;
+        }
+    }
+    fclose(f);
+    return hit;
+}
+
+/* A low-bit window must not transform memory the kernel owns. */
+static int check_window_memory(nfabric_dev *d, const nfabric_win_cfg *c)
+{
+    uint64_t hpa, size, dpa0, s, e;
+    uint64_t ranges[2][2] = {
+        { c->base, c->size },
+        { c->counters, nfabric_counter_bytes(c->path, c->width, c->size) },
+    };
+    char why[sizeof(d->errmsg)] = "";
+    int rc;
+
+    if (c->path == NFABRIC_PATH_FP32) {
+        return 0;       /* identity: harmless wherever it is */
+    }
+    rc = region_of_memdev(d, &hpa, &size, &dpa0, why, sizeof(why));
+    if (rc == NFLIB_EINTERLEAVE) {
+        return fail(d, rc, "%s; a window programmed on this device alone "
+                    "would cover only its stripes of the region", why);
+    }
+    if (rc) {
+        return 0;       /* no region: the kernel does not use the memory */
+    }
+    for (unsigned k = 0; k < 2; k++) {
+        uint64_t a = ranges[k][0], n = ranges[k][1];
+
+        if (!n || a + n < a || a + n <= dpa0 || a >= dpa0 + size) {
+            continue;
+        }
+        if (a < dpa0) {
+            n -= dpa0 - a;
+            a = dpa0;
+        }
+        if (a + n > dpa0 + size) {
+            n = dpa0 + size - a;
+        }
+        if (hpa_is_system_ram(hpa + (a - dpa0), n, &s, &e)) {
+            return fail(d, NFLIB_EBUSY, "the window's %s (DPA 0x%" PRIx64
+                        ", HPA 0x%" PRIx64 ") is System RAM of the guest "
+                        "kernel (0x%" PRIx64 "-0x%" PRIx64 " in /proc/iomem): "
+                        "the device would replace the kernel's data; give "
+                        "the memory back (daxctl reconfigure-device "
+                        "--mode=devdax) first", k ? "counter area" : "data",
+                        a, hpa + (a - dpa0), s, e);
+        }
+    }
+    return 0;
+}
+
 int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c)
 {
     uint32_t before, ctrl;
     int rc = check_win(d, i);
 
     if (rc) {
+        return rc;
+    }
+    if ((rc = check_window_memory(d, c))) {
         return rc;
     }
     before = nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT);

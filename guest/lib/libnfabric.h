@@ -34,6 +34,8 @@
 #define NFLIB_ESYSFS      (-10) /* unexpected sysfs content */
 #define NFLIB_ETIMEDOUT   (-11) /* a wait timed out */
 #define NFLIB_ESTALE      (-12) /* the round moved on (another head cleared) */
+#define NFLIB_EBUSY       (-13) /* the memory is in use by the kernel (System RAM) */
+#define NFLIB_EINTERLEAVE (-14) /* the region is interleaved over several devices */
 
 /* nfabric_open() flags. */
 #define NFABRIC_OPEN_NO_REGS  (1u << 0) /* memory only (e.g. stock cxl-type3) */
@@ -139,7 +141,13 @@ unsigned nfabric_num_windows(const nfabric_dev *d);
 /*
  * Program window i and enable it.  Returns 0, the device's error code
  * (positive: WIN_ERROR after a refused write or enable), or a library
- * error.  The library does not pre-validate: the device is the judge.
+ * error.  The library does not pre-validate the configuration (the device
+ * is the judge), but it refuses, before touching the device, a low-bit
+ * window whose data or counters lie in memory the guest kernel uses as
+ * System RAM (NFLIB_EBUSY: the device would replace the kernel's data),
+ * and a low-bit window on a device whose region is interleaved with other
+ * devices (NFLIB_EINTERLEAVE: the window would cover only this device's
+ * stripes of the region).
  */
 int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c);
 /* Disable window i (its counters stay in memory). */

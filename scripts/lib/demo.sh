@@ -21,6 +21,10 @@ nf_suite_guest() {
     # The TAP lines (and diagnostics) of the guest, for the runner to count.
     grep -E '^(ok|not ok|#|1\.\.|summary:)' "$log" || true
     grep -E '^NFABRIC-(READY|NOT-READY)' "$log" || true
+    # A second boot: the region onlined as System RAM (this changes the guest).
+    log=$NF_BUILD/test-logs/guest-sysram-console.log
+    nf_guest_run "$log" "nfabric-test --only sysram" || rc=$?
+    grep -E '^(ok|not ok|#|summary:)' "$log" || true
     return $rc
 }
 

@@ -15,6 +15,10 @@ NF_GUEST_KERNEL=$NF_GUEST/vmlinuz
 NF_GUEST_INITRD=$NF_GUEST/initramfs.cpio.gz
 # Modules the init loads, in this order (their dependencies come first).
 NF_GUEST_MODULES="cxl_acpi cxl_pci cxl_mem cxl_port dax device_dax dax_cxl"
+# Modules outside the module tree, /lib/nfabric/NAME.ko (insmod them; no
+# dependencies but built-in ones): kmem (device memory as System RAM) would
+# be auto-loaded and take the region's dax device first if depmod knew it.
+NF_GUEST_MODULES_EXTRA="kmem"
 # Guest programs copied from the host build.
 # Static guest programs, relative to build/host/guest/; each goes to /usr/bin.
 NF_GUEST_PROGRAMS="nfabricctl nfabric-test nfabric-bench nfabric-multihost train/static/nfabric-train"
@@ -108,6 +112,16 @@ nf_image_modules() {
     done
     mkdir -p "$root/etc/nfabric"
     printf '%s\n' "${order[@]}" > "$root/etc/nfabric/modules"
+    mkdir -p "$root/lib/nfabric"
+    for m in $NF_GUEST_MODULES_EXTRA; do
+        local f
+        f=$(nf_image_module_file "$kdir" "$m")
+        [ -n "$f" ] || nf_die "image: module $m is not in $kdir"
+        case "$f" in
+        *.xz) xz -dc "$f" > "$root/lib/nfabric/$m.ko" ;;
+        *) cp "$f" "$root/lib/nfabric/$m.ko" ;;
+        esac
+    done
     printf '%s\n' "${order[@]}" > "$root/lib/modules/$kver/modules.order"
     cp "$kdir/modules.builtin" "$kdir/modules.builtin.modinfo" "$root/lib/modules/$kver/"
     depmod -b "$root" "$kver" || nf_die "image: depmod failed"
@@ -201,11 +215,13 @@ nf_image_main() {
         touch "$parts/base.done"
     fi
     # modules: decompressed, with their dependencies and depmod's files.
-    if [ ! -f "$parts/modules-$kver.done" ] || [ "$kroot/.unpacked" -nt "$parts/modules-$kver.done" ]; then
+    # Made again when the kernel or the list of modules changes.
+    if [ ! -f "$parts/modules-$kver.done" ] || [ "$kroot/.unpacked" -nt "$parts/modules-$kver.done" ] ||
+       [ "$(cat "$parts/modules-$kver.done")" != "loaded: $NF_GUEST_MODULES; extra: $NF_GUEST_MODULES_EXTRA" ]; then
         rm -rf "$parts"/modules-*
         mkdir -p "$parts/modules-$kver"
         nf_image_modules "$kdir" "$kver" "$parts/modules-$kver"
-        touch "$parts/modules-$kver.done"
+        echo "loaded: $NF_GUEST_MODULES; extra: $NF_GUEST_MODULES_EXTRA" > "$parts/modules-$kver.done"
     fi
     # ndctl: cxl and daxctl with the libraries ldd lists and the loader.
     if [ ! -f "$parts/ndctl.done" ] || [ /usr/bin/cxl -nt "$parts/ndctl.done" ] ||

@@ -11,18 +11,23 @@ NF_QTESTS=(tests/qtest/nfabric-test tests/qtest/nfabric-migration-test
 nf_qtest_cmdline() {
     echo "-M q35,cxl=on -nodefaults -display none -S" \
          "-object memory-backend-ram,id=vmem0,size=256M" \
+         "-object memory-backend-ram,id=vmem1,size=256M" \
+         "-object memory-backend-ram,id=vmem257,size=257M" \
+         "-object memory-backend-ram,id=vmem100,size=100M" \
          "-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1" \
          "-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2" \
+         "-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3" \
          "-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
 }
 
 # nf_qtest_refused N NAME EXPECTED-MESSAGE DEVICE-ARGS: QEMU must refuse
 # to start and say what is wrong.
 nf_qtest_refused() {
-    local n=$1 name=$2 want=$3 dev=$4 out rc=0
+    local n=$1 name=$2 want=$3 dev=$4 out rc=0 more=()
+    [ -n "${5:-}" ] && more=(-device "$5")
     # shellcheck disable=SC2046
     out=$(echo quit | timeout 20 "$NF_QEMU_BIN" $(nf_qtest_cmdline) -monitor stdio \
-          -device "$dev" 2>&1) || rc=$?
+          -device "$dev" "${more[@]}" 2>&1) || rc=$?
     if [ "$rc" -ne 0 ] && grep -qF -- "$want" <<<"$out"; then
         echo "ok $n - refused: $name"
     else
@@ -63,5 +68,35 @@ nf_suite_qtest() {
     nf_qtest_refused 8 "persistent memory" "only 'volatile-memdev' memory is supported" \
         "$base,persistent-memdev=vmem0"
     nf_qtest_refused 9 "clock-mhz=abc" "clock-mhz" "$base,clock-mhz=abc"
+    nf_qtest_refused 10 "257 MiB of memory" "property 'volatile-memdev': 269484032 bytes is not a multiple of 256 MiB" \
+        "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem257"
+    nf_qtest_refused 11 "100 MiB of memory" "is not a multiple of 256 MiB" \
+        "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem100"
+    local rec=$NF_BUILD/test-logs/record-shared.bin
+    nf_qtest_refused 12 "two devices, one record file" "property 'record': '$rec' is in use by another device" \
+        "$base,id=nfa,record=$rec" "cxl-neuron-fabric,bus=rp1,volatile-memdev=vmem1,id=nfb,record=$rec"
+    # A record that cannot be written: reported (at the latest) when QEMU quits.
+    local out
+    # shellcheck disable=SC2046
+    out=$(echo quit | timeout 20 "$NF_QEMU_BIN" $(nf_qtest_cmdline) -monitor stdio \
+          -device "$base,record=/dev/full" 2>&1) || true
+    if grep -q "property 'record': '/dev/full' is incomplete: writing it failed" <<<"$out"; then
+        echo "ok 13 - record=/dev/full: the lost record is reported when QEMU quits"
+    else
+        echo "not ok 13 - record=/dev/full: no report of the lost record"
+        sed 's/^/#   /' <<<"$out" | head -5
+        rc=1
+    fi
+    # scripts/nfabric vm reports QEMU's refusal, with QEMU's status.
+    local vrc=0
+    out=$(nf_vm_main --quiet --log "$NF_BUILD/test-logs/vm-refused.log" \
+          --device-props clock-mhz=0 --run true 2>&1) || vrc=$?
+    if [ "$vrc" = 1 ] && grep -q "vm: QEMU exited with status 1 before the guest started: .*property 'clock-mhz' must be in" <<<"$out"; then
+        echo "ok 14 - vm: a property QEMU refuses is reported with QEMU's message and status"
+    else
+        echo "not ok 14 - vm: refused property: status $vrc"
+        sed 's/^/#   /' <<<"$out" | tail -3
+        rc=1
+    fi
     return $rc
 }

@@ -38,7 +38,8 @@ off.  When standard input is not a terminal, it is read as the script to run
 (as with --run).
 Prints "vm: boot-to-ready X s" (QEMU start to NFABRIC-READY) on stderr.
 Exit status: CMD's status; 124 on timeout; 125 if the guest stopped without
-reporting one; 2 for bad options.
+reporting one; QEMU's status (with its message) if QEMU refused to start;
+2 for bad options.
 USAGE
 }
 
@@ -187,10 +188,13 @@ nf_vm_main() {
         "${qemu[@]}" || rc=$?
         return $rc
     fi
-    local state t0 qrc=0 exit_rc="" ready_host="" ready_line="" not_ready=""
+    local state t0 qrc=0 exit_rc="" ready_host="" ready_line="" not_ready="" errf
     state=$(mktemp)
+    errf=$(mktemp)
     t0=$EPOCHREALTIME
-    "${qemu[@]}" < /dev/null | nf_vm_filter "$state" "$t0" "$quiet" "$log" || qrc=$?
+    # QEMU's own messages go to stderr as always, and are kept to report.
+    "${qemu[@]}" < /dev/null 2> >(tee "$errf" >&2) |
+        nf_vm_filter "$state" "$t0" "$quiet" "$log" || qrc=$?
     # shellcheck disable=SC1090
     . "$state"
     rm -f "$state"
@@ -204,8 +208,18 @@ nf_vm_main() {
     fi
     if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
         echo "vm: timed out after $timeout s (console: $log)" >&2
+        rm -f "$errf"
         return 124
     fi
+    if [ -z "$ready_host" ] && [ "$qrc" != 0 ]; then
+        # QEMU refused to start (a bad option or property): say so, with
+        # its message, and exit with its status.
+        sleep 0.1
+        echo "vm: QEMU exited with status $qrc before the guest started: $(grep -v '^$' "$errf" | tail -n 1)" >&2
+        rm -f "$errf"
+        return "$qrc"
+    fi
+    rm -f "$errf"
     if [ -z "$exit_rc" ]; then
         [ "$have_run" = 1 ] && echo "vm: the guest stopped without NFABRIC-EXIT (qemu status $qrc; console: $log)" >&2
         [ "$have_run" = 1 ] && return 125

@@ -42,6 +42,8 @@
 #include "system/hostmem.h"
 #include "hw/mem/cxl_nfabric.h"
 #include "trace.h"
+#include "system/system.h"
+#include <sys/file.h>
 
 /* ---- hooks of the controller model ---------------------------------- */
 
@@ -103,7 +105,18 @@ static void nfabric_hook_window(void *opaque, NFabricWinEvent ev,
     }
 }
 
+static void nfabric_hook_record_failed(void *opaque)
+{
+    CXLNFabricState *s = opaque;
+
+    error_report("%s: property 'record': writing '%s' failed (%s); "
+                 "recording stopped, later accesses are counted in "
+                 "'record-lost'", TYPE_CXL_NFABRIC, s->record_path,
+                 ferror(s->ctrl.record) ? "write error" : "short write");
+}
+
 static const NFabricCtrlOps nfabric_ctrl_ops = {
+    .record_failed = nfabric_hook_record_failed,
     .dirty = nfabric_hook_dirty,
     .guest_error = nfabric_hook_guest_error,
     .reg_access = nfabric_hook_reg_access,
@@ -203,6 +216,71 @@ static const char *const nfabric_attach_how[] = {
     [NFABRIC_ATTACH_JOINED] = "joined",
     [NFABRIC_ATTACH_REJOINED] = "rejoined (this head's last process died)",
 };
+
+/*
+ * Open the record file for this device alone: locked (flock, so that two
+ * devices, in this process or another, never write one file), then
+ * truncated, then the header.
+ */
+static FILE *nfabric_record_open(CXLNFabricState *s, Error **errp)
+{
+    FILE *f;
+    int fd = open(s->record_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "%s: property 'record': cannot create "
+                         "'%s'", TYPE_CXL_NFABRIC, s->record_path);
+        return NULL;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        error_setg(errp, "%s: property 'record': '%s' is in use by another "
+                   "device (each device needs its own record file)",
+                   TYPE_CXL_NFABRIC, s->record_path);
+        close(fd);
+        return NULL;
+    }
+    f = fdopen(fd, "wb");
+    if (!f || (ftruncate(fd, 0) != 0 && errno != EINVAL)) {
+        error_setg_errno(errp, errno, "%s: property 'record': cannot open "
+                         "'%s'", TYPE_CXL_NFABRIC, s->record_path);
+        f ? fclose(f) : close(fd);
+        return NULL;
+    }
+    if (nfabric_trace_write_header(f, &s->tparams,
+                                   NFABRIC_TRACE_F_DEPENDENT) != 0) {
+        error_setg(errp, "%s: property 'record': cannot write '%s'",
+                   TYPE_CXL_NFABRIC, s->record_path);
+        fclose(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* Close the record; report if anything of it was lost. */
+static void nfabric_record_close(CXLNFabricState *s)
+{
+    if (!s->ctrl.record) {
+        return;
+    }
+    if (fclose(s->ctrl.record) != 0 && !s->ctrl.record_failed) {
+        s->ctrl.record_failed = true;
+        s->ctrl.record_lost++;
+    }
+    if (s->ctrl.record_failed) {
+        error_report("%s: property 'record': '%s' is incomplete: writing it "
+                     "failed, %" PRIu64 " records lost", TYPE_CXL_NFABRIC,
+                     s->record_path, s->ctrl.record_lost);
+    }
+    s->ctrl.record = NULL;
+}
+
+/* QEMU does not unrealize devices when it quits: close the record then. */
+static void nfabric_exit_notify(Notifier *n, void *data)
+{
+    CXLNFabricState *s = container_of(n, CXLNFabricState, exit_notifier);
+
+    nfabric_record_close(s);
+}
 
 /* Properties of a head of a shared device, before the parent realizes. */
 static bool nfabric_check_shared_props(CXLNFabricState *s, Error **errp)
@@ -312,21 +390,19 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
     if (!nfabric_check_shared_props(s, errp)) {
         return;
     }
+    if (memory_region_size(host_memory_backend_get_memory(ct3d->hostvmem)) %
+        NFABRIC_CXL_CAPACITY_ALIGN) {
+        error_setg(errp, "%s: property 'volatile-memdev': %" PRIu64 " bytes "
+                   "is not a multiple of 256 MiB, the unit of CXL memory "
+                   "capacity (Linux would not use the device)",
+                   TYPE_CXL_NFABRIC,
+                   memory_region_size(host_memory_backend_get_memory(
+                       ct3d->hostvmem)));
+        return;
+    }
 
-    if (s->record_path) {
-        record = fopen(s->record_path, "wb");
-        if (!record) {
-            error_setg_errno(errp, errno, "%s: property 'record': cannot "
-                             "create '%s'", TYPE_CXL_NFABRIC, s->record_path);
-            return;
-        }
-        if (nfabric_trace_write_header(record, &s->tparams,
-                                       NFABRIC_TRACE_F_DEPENDENT) != 0) {
-            error_setg(errp, "%s: property 'record': cannot write '%s'",
-                       TYPE_CXL_NFABRIC, s->record_path);
-            fclose(record);
-            return;
-        }
+    if (s->record_path && !(record = nfabric_record_open(s, errp))) {
+        return;
     }
 
     nc->parent_realize(pdev, errp);
@@ -349,6 +425,10 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
         }
         nc->parent_exit(pdev);
         return;
+    }
+    if (record) {
+        s->exit_notifier.notify = nfabric_exit_notify;
+        qemu_add_exit_notifier(&s->exit_notifier);
     }
 
     /*
@@ -379,11 +459,8 @@ static void nfabric_exit(PCIDevice *pdev)
         s->shared = NULL;
     }
     if (s->ctrl.record) {
-        if (fclose(s->ctrl.record) != 0 || s->ctrl.record_failed) {
-            error_report("%s: the record '%s' is incomplete: a write failed",
-                         TYPE_CXL_NFABRIC, s->record_path);
-        }
-        s->ctrl.record = NULL;
+        qemu_remove_exit_notifier(&s->exit_notifier);
+        nfabric_record_close(s);
     }
     nc->parent_exit(pdev);
 }
@@ -553,6 +630,15 @@ static const NFabricFigure nfabric_figures[] = {
       "most requests waiting for the link at once" },
 };
 
+static void nfabric_get_record_lost(Object *obj, Visitor *v, const char *name,
+                                    void *opaque, Error **errp)
+{
+    CXLNFabricState *s = CXL_NFABRIC(obj);
+    uint64_t val = s->ctrl.record_lost;
+
+    visit_type_uint64(v, name, &val, errp);
+}
+
 static void nfabric_get_figure(Object *obj, Visitor *v, const char *name,
                                void *opaque, Error **errp)
 {
@@ -621,6 +707,11 @@ static void nfabric_class_init(ObjectClass *oc, void *data)
     object_class_property_set_description(oc, "heads",
         "number of heads of the shared device (1..16)");
     nfabric_add_figures(oc);
+    object_class_property_add(oc, "record-lost", "uint64",
+                              nfabric_get_record_lost, NULL, NULL, NULL);
+    object_class_property_set_description(oc, "record-lost",
+        "records of the access stream not written because writing the "
+        "record file failed (read-only)");
 }
 
 static const TypeInfo nfabric_info = {

@@ -352,6 +352,24 @@ static int nfabric_lookup_stable(NFabricCtrl *s, uint64_t dpa, uint64_t *end,
     }
 }
 
+/*
+ * A record write went (rc 0) or failed: after the first failure recording
+ * stops, the owner is told once, and every record not written is counted.
+ */
+static void nfabric_record_result(NFabricCtrl *s, int rc)
+{
+    if (rc == 0) {
+        return;
+    }
+    s->record_lost++;
+    if (!s->record_failed) {
+        s->record_failed = true;
+        if (s->ops && s->ops->record_failed) {
+            s->ops->record_failed(s->opaque);
+        }
+    }
+}
+
 static void nfabric_account(NFabricCtrl *s, unsigned path, bool write,
                             uint64_t len)
 {
@@ -359,10 +377,11 @@ static void nfabric_account(NFabricCtrl *s, unsigned path, bool write,
 
     st[write ? NFABRIC_STAT_WRITES : NFABRIC_STAT_READS]++;
     st[write ? NFABRIC_STAT_WRITE_BYTES : NFABRIC_STAT_READ_BYTES] += len;
-    if (s->record && !s->record_failed &&
-        nfabric_trace_write_access(s->record, nfabric_timing_now_ps(&s->timing),
-                                   path, len, write) != 0) {
-        s->record_failed = true;
+    if (s->record) {
+        nfabric_record_result(s, s->record_failed ? -1 :
+            nfabric_trace_write_access(s->record,
+                                       nfabric_timing_now_ps(&s->timing),
+                                       path, len, write));
     }
     nfabric_timing_account(&s->timing, path, len);
 }
@@ -370,9 +389,9 @@ static void nfabric_account(NFabricCtrl *s, unsigned path, bool write,
 /* The model restarted at time 0: a record says so, to replay the same. */
 static void nfabric_record_clear(NFabricCtrl *s)
 {
-    if (s->record && !s->record_failed &&
-        nfabric_trace_write_clear(s->record) != 0) {
-        s->record_failed = true;
+    if (s->record) {
+        nfabric_record_result(s, s->record_failed ? -1 :
+                              nfabric_trace_write_clear(s->record));
     }
 }
 

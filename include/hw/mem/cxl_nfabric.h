@@ -13,6 +13,9 @@
 #include "hw/mem/nfabric_ctrl.h"
 
 #define TYPE_CXL_NFABRIC "cxl-neuron-fabric"
+
+/* Linux uses CXL memory in units of 256 MiB (CXL_CAPACITY_MULTIPLE). */
+#define NFABRIC_CXL_CAPACITY_ALIGN  (256 * 1024 * 1024ULL)
 OBJECT_DECLARE_TYPE(CXLNFabricState, CXLNFabricClass, CXL_NFABRIC)
 
 struct CXLNFabricState {
@@ -21,6 +24,7 @@ struct CXLNFabricState {
     MemoryRegion regs;          /* register block, BAR0 + 0x2000 */
     MemoryRegion *vmr;          /* the volatile backend's RAM region */
     NFabricCtrl ctrl;           /* the controller model over its RAM */
+    Notifier exit_notifier;     /* closes the record when QEMU quits */
 
     /* A head of a shared device (docs/multihost.md). */
     NFabricShared *shared;      /* the state file's mapping, or NULL */

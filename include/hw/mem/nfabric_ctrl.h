@@ -46,6 +46,8 @@ typedef struct NFabricCtrlOps {
                        uint64_t val);
     void (*window)(void *opaque, NFabricWinEvent ev, unsigned win,
                    uint32_t code);
+    /* Writing the access-stream record failed; recording stopped. */
+    void (*record_failed)(void *opaque);
 } NFabricCtrlOps;
 
 typedef struct NFabricCtrl {
@@ -72,11 +74,12 @@ typedef struct NFabricCtrl {
     /*
      * Optional record of the access stream (docs/timing.md), written in
      * the order the timing model sees it; the owner opens it and writes
-     * the header.  record_failed is set (and recording stops) if a write
-     * fails.
+     * the header.  record_failed is set, recording stops and ops->
+     * record_failed is called once if a write fails.
      */
     FILE *record;
     bool record_failed;
+    uint64_t record_lost;       /* records not written since the failure */
 
     /* The state of a device that is not shared (migrated with it). */
     NFabricShared local;
