@@ -118,7 +118,7 @@ static void nf_wr64(struct nfabric_dev *nf, u32 off, u64 val)
 
 static int nf_ioc_info(struct nfabric_dev *nf, void __user *arg)
 {
-	struct nfabric_info info;
+	struct nfabric_ioc_info info;
 
 	if (copy_from_user(&info, arg, sizeof(info)))
 		return -EFAULT;
@@ -148,7 +148,7 @@ static bool nf_ranges_overlap(u64 a, u64 alen, u64 b, u64 blen)
  * device memory; what only the device knows (other enabled windows) is
  * left to it.
  */
-static int nf_check_window(struct nfabric_dev *nf, const struct nfabric_window *w,
+static int nf_check_window(struct nfabric_dev *nf, const struct nfabric_ioc_window *w,
 			   u64 *cbytes)
 {
 	struct device *dev = &nf->dev;
@@ -215,7 +215,7 @@ static int nf_check_window(struct nfabric_dev *nf, const struct nfabric_window *
 
 static int nf_ioc_win_set(struct nfabric_dev *nf, void __user *arg)
 {
-	struct nfabric_window w;
+	struct nfabric_ioc_window w;
 	u32 before, ctrl, err, i;
 	u64 cbytes;
 	int rc;
@@ -260,7 +260,7 @@ static int nf_ioc_win_set(struct nfabric_dev *nf, void __user *arg)
 
 static int nf_ioc_win_get(struct nfabric_dev *nf, void __user *arg)
 {
-	struct nfabric_window w;
+	struct nfabric_ioc_window w;
 	u32 i, ctrl;
 
 	if (copy_from_user(&w, arg, sizeof(w)))
@@ -292,7 +292,7 @@ static int nf_ioc_win_get(struct nfabric_dev *nf, void __user *arg)
 
 static int nf_ioc_win_cmd(struct nfabric_dev *nf, unsigned int cmd, void __user *arg)
 {
-	struct nfabric_window_cmd c;
+	struct nfabric_ioc_window_cmd c;
 	u32 before, i, ctrl, err;
 
 	if (copy_from_user(&c, arg, sizeof(c)))
@@ -317,7 +317,7 @@ static int nf_ioc_win_cmd(struct nfabric_dev *nf, unsigned int cmd, void __user 
 
 static int nf_ioc_stats(struct nfabric_dev *nf, void __user *arg)
 {
-	struct nfabric_stats st;
+	struct nfabric_ioc_stats st;
 	u32 flags, p;
 
 	if (copy_from_user(&st, arg, sizeof(st)))
@@ -349,7 +349,7 @@ static int nf_ioc_stats(struct nfabric_dev *nf, void __user *arg)
 
 static int nf_ioc_timing(struct nfabric_dev *nf, void __user *arg)
 {
-	struct nfabric_timing t;
+	struct nfabric_ioc_timing t;
 	u32 flags, p;
 
 	if (copy_from_user(&t, arg, sizeof(t)))

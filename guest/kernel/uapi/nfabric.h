@@ -26,7 +26,7 @@
 #define NFABRIC_DRV_NUM_PATHS	3
 
 /* NFABRIC_IOC_INFO: identification (everything but size/flags is output). */
-struct nfabric_info {
+struct nfabric_ioc_info {
 	__u32 size;
 	__u32 flags;		/* must be 0 */
 	__u32 version;		/* VERSION register: major << 16 | minor */
@@ -44,7 +44,7 @@ struct nfabric_info {
  * NFABRIC_IOC_WIN_SET (in: index and configuration; out: error) and
  * NFABRIC_IOC_WIN_GET (in: index; out: everything else).
  */
-struct nfabric_window {
+struct nfabric_ioc_window {
 	__u32 size;
 	__u32 flags;		/* must be 0 */
 	__u32 index;		/* window, 0 .. num_windows - 1 */
@@ -67,14 +67,14 @@ struct nfabric_window {
 };
 
 /* NFABRIC_IOC_WIN_DISABLE and NFABRIC_IOC_WIN_CLEAR. */
-struct nfabric_window_cmd {
+struct nfabric_ioc_window_cmd {
 	__u32 size;
 	__u32 flags;		/* must be 0 */
 	__u32 index;
 	__u32 reserved;
 };
 
-struct nfabric_path_stats {
+struct nfabric_ioc_path_stats {
 	__u64 reads;
 	__u64 writes;
 	__u64 read_bytes;
@@ -85,10 +85,10 @@ struct nfabric_path_stats {
 #define NFABRIC_STATS_F_CLEAR		(1u << 0)	/* zero statistics after reading */
 #define NFABRIC_STATS_F_CLEAR_ERRORS	(1u << 1)	/* zero LAST_ERROR/ERROR_COUNT */
 #define NFABRIC_STATS_F_VALID		0x3u
-struct nfabric_stats {
+struct nfabric_ioc_stats {
 	__u32 size;
 	__u32 flags;
-	struct nfabric_path_stats path[NFABRIC_DRV_NUM_PATHS];
+	struct nfabric_ioc_path_stats path[NFABRIC_DRV_NUM_PATHS];
 	__u32 error_count;
 	__u32 last_error;
 	__u32 enabled_mask;
@@ -99,7 +99,7 @@ struct nfabric_stats {
 /* NFABRIC_IOC_TIMING: the timing model's parameters and figures. */
 #define NFABRIC_TIMING_F_CLEAR		(1u << 0)	/* restart the model after reading */
 #define NFABRIC_TIMING_F_VALID		0x1u
-struct nfabric_timing {
+struct nfabric_ioc_timing {
 	__u32 size;
 	__u32 flags;
 	__u32 clock_mhz;
@@ -120,12 +120,12 @@ struct nfabric_timing {
 	__u64 reserved[2];
 };
 
-#define NFABRIC_IOC_INFO	_IOWR(NFABRIC_IOC_MAGIC, 0x00, struct nfabric_info)
-#define NFABRIC_IOC_WIN_SET	_IOWR(NFABRIC_IOC_MAGIC, 0x01, struct nfabric_window)
-#define NFABRIC_IOC_WIN_GET	_IOWR(NFABRIC_IOC_MAGIC, 0x02, struct nfabric_window)
-#define NFABRIC_IOC_WIN_DISABLE	_IOW(NFABRIC_IOC_MAGIC, 0x03, struct nfabric_window_cmd)
-#define NFABRIC_IOC_WIN_CLEAR	_IOW(NFABRIC_IOC_MAGIC, 0x04, struct nfabric_window_cmd)
-#define NFABRIC_IOC_STATS	_IOWR(NFABRIC_IOC_MAGIC, 0x05, struct nfabric_stats)
-#define NFABRIC_IOC_TIMING	_IOWR(NFABRIC_IOC_MAGIC, 0x06, struct nfabric_timing)
+#define NFABRIC_IOC_INFO	_IOWR(NFABRIC_IOC_MAGIC, 0x00, struct nfabric_ioc_info)
+#define NFABRIC_IOC_WIN_SET	_IOWR(NFABRIC_IOC_MAGIC, 0x01, struct nfabric_ioc_window)
+#define NFABRIC_IOC_WIN_GET	_IOWR(NFABRIC_IOC_MAGIC, 0x02, struct nfabric_ioc_window)
+#define NFABRIC_IOC_WIN_DISABLE	_IOW(NFABRIC_IOC_MAGIC, 0x03, struct nfabric_ioc_window_cmd)
+#define NFABRIC_IOC_WIN_CLEAR	_IOW(NFABRIC_IOC_MAGIC, 0x04, struct nfabric_ioc_window_cmd)
+#define NFABRIC_IOC_STATS	_IOWR(NFABRIC_IOC_MAGIC, 0x05, struct nfabric_ioc_stats)
+#define NFABRIC_IOC_TIMING	_IOWR(NFABRIC_IOC_MAGIC, 0x06, struct nfabric_ioc_timing)
 
 #endif /* _UAPI_NFABRIC_H */
