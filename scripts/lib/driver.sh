@@ -67,3 +67,54 @@ nf_driver_build() {
     nf_log "$(tail -1 "$out/build.log") (log: $out/build.log)"
     echo "$out/nfabric.ko"
 }
+
+# nf_driver_ready_checks LOG WANT_DRIVER : TAP lines about the READY line.
+nf_driver_ready_checks() {
+    local log=$1 want=$2 ready
+    ready=$(grep -m1 -E '^NFABRIC-(READY|NOT-READY)' "$log" || true)
+    echo "# $ready"
+    case "$ready" in
+    NFABRIC-READY*"via=cxl create-region"*) echo "ok - the region was created by cxl create-region (ndctl 81)" ;;
+    *) echo "not ok - the region was not created by cxl create-region: ${ready:-no READY line}" ;;
+    esac
+    case "$ready" in
+    *" driver=$want") echo "ok - READY line reports driver=$want" ;;
+    *) echo "not ok - READY line does not report driver=$want: ${ready:-no READY line}" ;;
+    esac
+}
+
+# A guest shell snippet: a TAP line on what libnfabric used for the registers.
+nf_driver_access_check() {
+    printf '%s' "r=\$(nfabricctl info 2>&1 | sed -n 's/^registers: //p'); case \"\$r\" in \"$1\"*) echo \"ok - libnfabric reaches the registers through: \$r\";; *) echo \"not ok - libnfabric should use $1, uses: \${r:-nothing (nfabricctl info failed)}\"; false;; esac"
+}
+
+# ---- driver: nfabric.ko, and the guest checks through it (one boot) -------
+nf_register_suite 32 driver "nfabric.ko: guest checks through it, every ioctl and bad argument, concurrent openers, unbind while open, reload"
+nf_suite_driver() {
+    local log=$NF_BUILD/test-logs/driver-console.log rc=0 cmd
+    mkdir -p "$(dirname "$log")"
+    # The guest checks first: the driver checks unbind the device at the end
+    # (which removes the region).
+    cmd="$(nf_driver_access_check "driver /dev/nfabric")"'; a=$?
+NFABRIC_ACCESS=driver nfabric-test; b=$?
+nfabric-drvtest; c=$?
+[ $a = 0 ] && [ $b = 0 ] && [ $c = 0 ]'
+    nf_guest_run "$log" "$cmd" || rc=$?
+    grep -E '^(ok|not ok|#|1\.\.|summary:)' "$log" || true
+    nf_driver_ready_checks "$log" nfabric0
+    return $rc
+}
+
+# ---- fallback: the guest checks without the driver (sysfs resource0) ------
+nf_register_suite 33 fallback "guest checks without nfabric.ko: libnfabric maps sysfs resource0"
+nf_suite_fallback() {
+    local log=$NF_BUILD/test-logs/fallback-console.log rc=0 cmd
+    mkdir -p "$(dirname "$log")"
+    cmd="$(nf_driver_access_check "resource0 (no driver)")"'; a=$?
+NFABRIC_ACCESS=resource0 nfabric-test; b=$?
+[ $a = 0 ] && [ $b = 0 ]'
+    nf_guest_run "$log" "$cmd" --append nfabric.driver=0 || rc=$?
+    grep -E '^(ok|not ok|#|1\.\.|summary:)' "$log" || true
+    nf_driver_ready_checks "$log" none
+    return $rc
+}
