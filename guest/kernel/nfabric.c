@@ -12,6 +12,7 @@
  */
 #include <linux/bitfield.h>
 #include <linux/cdev.h>
+#include <linux/delay.h>
 #include <linux/cleanup.h>
 #include <linux/device.h>
 #include <linux/fs.h>
@@ -24,7 +25,9 @@
 #include <linux/mutex.h>
 #include <linux/overflow.h>
 #include <linux/pci.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/jiffies.h>
 #include <linux/uaccess.h>
 
 /* The register layout shared with the QEMU device and user space. */
@@ -384,11 +387,159 @@ static int nf_ioc_timing(struct nfabric_dev *nf, void __user *arg)
 	return copy_to_user(arg, &t, sizeof(t)) ? -EFAULT : 0;
 }
 
+/* ---- rounds (register layout 1.1) ------------------------------------- */
+
+static bool nf_has_rounds(struct nfabric_dev *nf)
+{
+	return (nf->version & 0xffff) >= 1;
+}
+
+static void nf_round_read(struct nfabric_dev *nf, struct nfabric_ioc_round *r)
+{
+	u32 i = r->index;
+
+	/* STATUS first: SEQ read after it is at least as new. */
+	r->status = nf_rd32(nf, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_STATUS));
+	r->seq = nf_rd32(nf, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_SEQ));
+	r->done = nf_rd32(nf, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_DONE));
+	r->heads_done = FIELD_GET(NFABRIC_RSTAT_DONE_MASK, r->status);
+	r->heads_expected = FIELD_GET(NFABRIC_RSTAT_EXPECT_MASK, r->status);
+	r->all_done = !!(r->status & NFABRIC_RSTAT_ALL_DONE);
+}
+
+/* Copy in and check a round argument; the window must be enabled. */
+static int nf_round_args(struct nfabric_dev *nf, unsigned int cmd, void __user *arg,
+			 struct nfabric_ioc_round *r)
+{
+	if (copy_from_user(r, arg, sizeof(*r)))
+		return -EFAULT;
+	if (r->size != sizeof(*r) || r->flags || r->status || r->done || r->heads_done ||
+	    r->heads_expected || r->all_done || r->reserved[0] || r->reserved[1] ||
+	    r->index >= nf->num_windows ||
+	    (cmd == NFABRIC_IOC_ROUND_GET && r->seq) ||
+	    (cmd != NFABRIC_IOC_ROUND_WAIT && r->timeout_ms) ||
+	    r->timeout_ms > NFABRIC_ROUND_MAX_TIMEOUT_MS)
+		return -EINVAL;
+	if (!nf_has_rounds(nf))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+static int nf_round_enabled(struct nfabric_dev *nf, u32 i)
+{
+	if (nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)) & NFABRIC_WCTRL_ENABLE)
+		return 0;
+	dev_dbg(&nf->dev, "window %u: no round, the window is disabled\n", i);
+	return -ENOENT;
+}
+
+static int nf_ioc_round_get(struct nfabric_dev *nf, void __user *arg)
+{
+	struct nfabric_ioc_round r;
+	int rc;
+
+	rc = nf_round_args(nf, NFABRIC_IOC_ROUND_GET, arg, &r);
+	if (!rc)
+		rc = nf_round_enabled(nf, r.index);
+	if (rc)
+		return rc;
+	nf_round_read(nf, &r);
+	return copy_to_user(arg, &r, sizeof(r)) ? -EFAULT : 0;
+}
+
+static int nf_ioc_round_complete(struct nfabric_dev *nf, void __user *arg)
+{
+	struct nfabric_ioc_round r;
+	u32 before, seq, err;
+	int rc;
+
+	rc = nf_round_args(nf, NFABRIC_IOC_ROUND_COMPLETE, arg, &r);
+	if (!rc)
+		rc = nf_round_enabled(nf, r.index);
+	if (rc)
+		return rc;
+	seq = r.seq;
+	if (nf_rd32(nf, NFABRIC_REG_ROUND(r.index, NFABRIC_ROUND_SEQ)) != seq) {
+		rc = -ESTALE;
+	} else {
+		before = nf_rd32(nf, NFABRIC_REG_ERROR_COUNT);
+		nf_wr32(nf, NFABRIC_REG_ROUND(r.index, NFABRIC_ROUND_COMPLETE), seq);
+		if (nf_rd32(nf, NFABRIC_REG_ERROR_COUNT) != before) {
+			/* Another head may have started the next round. */
+			err = nf_rd32(nf, NFABRIC_REG_WIN(r.index, NFABRIC_WIN_ERROR));
+			if (err != NFABRIC_ERR_ROUND) {
+				dev_err_ratelimited(&nf->dev, "window %u: round complete refused with error %u\n",
+						    r.index, err);
+				return -EIO;
+			}
+			rc = -ESTALE;
+		}
+	}
+	nf_round_read(nf, &r);
+	if (copy_to_user(arg, &r, sizeof(r)))
+		return -EFAULT;
+	return rc;
+}
+
+/*
+ * Poll the round (the device has no interrupt for it) without holding the
+ * lock while sleeping, so that other calls and detach go on; a detach ends
+ * the wait with -ENODEV.
+ */
+static int nf_ioc_round_wait(struct nfabric_dev *nf, void __user *arg)
+{
+	struct nfabric_ioc_round r;
+	unsigned long deadline;
+	u32 seq;
+	int rc;
+
+	scoped_guard(mutex, &nf->lock) {
+		if (!nf->regs)
+			return -ENODEV;
+		rc = nf_round_args(nf, NFABRIC_IOC_ROUND_WAIT, arg, &r);
+		if (!rc)
+			rc = nf_round_enabled(nf, r.index);
+		if (rc)
+			return rc;
+	}
+	seq = r.seq;
+	deadline = jiffies + msecs_to_jiffies(r.timeout_ms);
+	for (;;) {
+		scoped_guard(mutex, &nf->lock) {
+			if (!nf->regs)
+				return -ENODEV;
+			nf_round_read(nf, &r);
+		}
+		if (r.seq != seq) {
+			rc = -ESTALE;
+			break;
+		}
+		if (r.all_done) {
+			rc = 0;
+			break;
+		}
+		if (time_after_eq(jiffies, deadline)) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		if (signal_pending(current))
+			return -EINTR;
+		msleep_interruptible(1);
+	}
+	if (copy_to_user(arg, &r, sizeof(r)))
+		return -EFAULT;
+	return rc;
+}
+
 static long nfabric_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
 	struct nfabric_file *nff = filp->private_data;
 	struct nfabric_dev *nf = nff->nf;
 	void __user *uarg = (void __user *)arg;
+
+	/* The one call that sleeps: it takes the lock itself. */
+	if (cmd == NFABRIC_IOC_ROUND_WAIT)
+		return nf_ioc_round_wait(nf, uarg);
 
 	guard(mutex)(&nf->lock);
 	if (!nf->regs)
@@ -407,6 +558,10 @@ static long nfabric_ioctl(struct file *filp, unsigned int cmd, unsigned long arg
 		return nf_ioc_stats(nf, uarg);
 	case NFABRIC_IOC_TIMING:
 		return nf_ioc_timing(nf, uarg);
+	case NFABRIC_IOC_ROUND_GET:
+		return nf_ioc_round_get(nf, uarg);
+	case NFABRIC_IOC_ROUND_COMPLETE:
+		return nf_ioc_round_complete(nf, uarg);
 	default:
 		return -ENOTTY;
 	}

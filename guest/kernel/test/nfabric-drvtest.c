@@ -8,9 +8,12 @@
  *   window     WIN_SET / WIN_GET / WIN_DISABLE / WIN_CLEAR, with traffic
  *              through the dax mapping (needs the region)
  *   stats      NFABRIC_IOC_STATS and NFABRIC_IOC_TIMING, sysfs statistics
+ *   round      ROUND_GET / ROUND_COMPLETE / ROUND_WAIT (one head), their
+ *              bad arguments, a wait woken by a completion and by a signal
  *   badarg     every bad argument of every ioctl, and mmap's
  *   concurrent several openers and concurrent ioctls on one window
- *   unbind     unbind cxl_pci while a file is open and mapped, then rebind
+ *   unbind     unbind cxl_pci while a file is open and mapped and a round
+ *              wait sleeps, then rebind
  *   reload     rmmod refused while open; rmmod, insmod
  *   dmesg      no warning, error or oops logged since the start
  *
@@ -417,6 +420,178 @@ static void t_stats(int fd, const char *name)
     nfabric_close(&m);
 }
 
+static struct nfabric_ioc_round rnd(unsigned idx, uint32_t seq, uint32_t timeout_ms)
+{
+    struct nfabric_ioc_round r;
+
+    memset(&r, 0, sizeof(r));
+    r.size = sizeof(r);
+    r.index = idx;
+    r.seq = seq;
+    r.timeout_ms = timeout_ms;
+    return r;
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+}
+
+/* A child that waits for round seq of window idx; returns its pid. */
+static pid_t round_waiter(int fd, unsigned idx, uint32_t seq, uint32_t timeout_ms, int wpipe)
+{
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        struct nfabric_ioc_round r = rnd(idx, seq, timeout_ms);
+        struct sigaction sa;
+        int rc;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_usr1;   /* no SA_RESTART: the wait sees the signal */
+        sigaction(SIGUSR1, &sa, NULL);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+        if (write(wpipe, &rc, sizeof(rc)) != sizeof(rc)) {
+            _exit(1);
+        }
+        _exit(0);
+    }
+    return pid;
+}
+
+/* The waiter's ioctl result (its -errno). */
+static int waiter_result(pid_t pid, int rpipe)
+{
+    int rc = 1;
+
+    if (read(rpipe, &rc, sizeof(rc)) != sizeof(rc)) {
+        rc = 1;
+    }
+    waitpid(pid, NULL, 0);
+    return rc;
+}
+
+static void t_round(int fd)
+{
+    struct nfabric_ioc_window w = win(9, NFABRIC_PATH_GBINARY, 20ull << 20, 4096, 24ull << 20, 8, 0, 0);
+    struct nfabric_ioc_window_cmd c = wcmd(9);
+    struct nfabric_ioc_round r;
+    uint32_t seq;
+    int rc, p[2];
+    pid_t pid;
+
+    disable_all(fd, info.num_windows);
+    if ((info.version & 0xffff) < 1) {
+        r = rnd(9, 0, 0);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+        check(rc == -EOPNOTSUPP, "ROUND_GET on layout %u.%u: %s (want EOPNOTSUPP)",
+              info.version >> 16, info.version & 0xffff, strerror(-rc));
+        return;
+    }
+    r = rnd(9, 0, 0);
+    rc = xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+    check(rc == -ENOENT, "ROUND_GET on a disabled window: %s (want ENOENT)", strerror(-rc));
+    rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+    r = rnd(9, 0, 0);
+    rc |= xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+    seq = r.seq;
+    check(rc == 0 && r.heads_expected == 1 && r.heads_done == 0 && !r.all_done && r.done == 0,
+          "ROUND_GET window 9: round %u, %u of %u heads done, all_done %u",
+          r.seq, r.heads_done, r.heads_expected, r.all_done);
+    r = rnd(9, seq, 30);
+    rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+    check(rc == -ETIMEDOUT && r.heads_done == 0, "ROUND_WAIT 30 ms before the completion: %s "
+          "(want ETIMEDOUT), %u heads done", strerror(-rc), r.heads_done);
+    r = rnd(9, seq + 1, 0);
+    rc = xioctl(fd, NFABRIC_IOC_ROUND_COMPLETE, &r);
+    check(rc == -ESTALE && r.seq == seq, "ROUND_COMPLETE of round %u (the window is at %u): %s "
+          "(want ESTALE)", seq + 1, seq, strerror(-rc));
+    if (pipe(p)) {
+        check(false, "pipe: %s", strerror(errno));
+        return;
+    }
+    pid = round_waiter(fd, 9, seq, 10000, p[1]);
+    usleep(200000);
+    r = rnd(9, seq, 0);
+    rc = xioctl(fd, NFABRIC_IOC_ROUND_COMPLETE, &r);
+    check(rc == 0 && r.all_done && r.done == 1 && r.heads_done == 1,
+          "ROUND_COMPLETE round %u: %s, done mask 0x%x, all_done %u", seq,
+          rc ? strerror(-rc) : "0", r.done, r.all_done);
+    rc = waiter_result(pid, p[0]);
+    check(rc == 0, "a ROUND_WAIT sleeping in another process returns on the completion: %s",
+          rc ? strerror(-rc) : "0");
+    r = rnd(9, seq, 1000);
+    rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+    check(rc == 0 && r.all_done, "ROUND_WAIT on a completed round returns at once: %s",
+          rc ? strerror(-rc) : "0");
+    rc = xioctl(fd, NFABRIC_IOC_WIN_CLEAR, &c);
+    r = rnd(9, 0, 0);
+    rc |= xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+    check(rc == 0 && r.seq == seq + 1 && r.done == 0 && !r.all_done,
+          "WIN_CLEAR starts round %u (was %u), nothing done", r.seq, seq);
+    r = rnd(9, seq, 1000);
+    rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+    check(rc == -ESTALE && r.seq == seq + 1, "ROUND_WAIT for the old round: %s (want ESTALE), "
+          "window at round %u", strerror(-rc), r.seq);
+    pid = round_waiter(fd, 9, seq + 1, 10000, p[1]);
+    usleep(200000);
+    kill(pid, SIGUSR1);
+    rc = waiter_result(pid, p[0]);
+    check(rc == -EINTR, "a signal ends a ROUND_WAIT: %s (want EINTR)", strerror(-rc));
+    close(p[0]);
+    close(p[1]);
+
+    /* Bad arguments. */
+    {
+        static const char *const nm[] = { "ROUND_GET", "ROUND_COMPLETE", "ROUND_WAIT" };
+        static const unsigned long cmds[] = { NFABRIC_IOC_ROUND_GET, NFABRIC_IOC_ROUND_COMPLETE,
+                                              NFABRIC_IOC_ROUND_WAIT };
+
+        for (int k = 0; k < 3; k++) {
+            uint32_t s0 = k ? seq + 1 : 0;
+
+            r = rnd(16, s0, 0);
+            rc = xioctl(fd, cmds[k], &r);
+            check(rc == -EINVAL, "%s index 16: %s (want EINVAL)", nm[k], strerror(-rc));
+            r = rnd(9, s0, 0);
+            r.size = 8;
+            rc = xioctl(fd, cmds[k], &r);
+            check(rc == -EINVAL, "%s wrong size: %s (want EINVAL)", nm[k], strerror(-rc));
+            r = rnd(9, s0, 0);
+            r.flags = 1;
+            rc = xioctl(fd, cmds[k], &r);
+            check(rc == -EINVAL, "%s flags: %s (want EINVAL)", nm[k], strerror(-rc));
+            r = rnd(9, s0, 0);
+            r.reserved[0] = 1;
+            rc = xioctl(fd, cmds[k], &r);
+            check(rc == -EINVAL, "%s reserved: %s (want EINVAL)", nm[k], strerror(-rc));
+            r = rnd(9, s0, 0);
+            r.all_done = 1;
+            rc = xioctl(fd, cmds[k], &r);
+            check(rc == -EINVAL, "%s output field set: %s (want EINVAL)", nm[k], strerror(-rc));
+        }
+        r = rnd(9, 5, 0);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+        check(rc == -EINVAL, "ROUND_GET with seq set: %s (want EINVAL)", strerror(-rc));
+        r = rnd(9, seq + 1, 10);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_COMPLETE, &r);
+        check(rc == -EINVAL, "ROUND_COMPLETE with a timeout: %s (want EINVAL)", strerror(-rc));
+        r = rnd(9, seq + 1, NFABRIC_ROUND_MAX_TIMEOUT_MS + 1);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+        check(rc == -EINVAL, "ROUND_WAIT timeout %u ms: %s (want EINVAL)",
+              NFABRIC_ROUND_MAX_TIMEOUT_MS + 1, strerror(-rc));
+        c = wcmd(9);
+        xioctl(fd, NFABRIC_IOC_WIN_DISABLE, &c);
+        r = rnd(9, seq + 1, 0);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_COMPLETE, &r);
+        check(rc == -ENOENT, "ROUND_COMPLETE on a disabled window: %s (want ENOENT)",
+              strerror(-rc));
+        r = rnd(9, seq + 1, 100);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+        check(rc == -ENOENT, "ROUND_WAIT on a disabled window: %s (want ENOENT)", strerror(-rc));
+    }
+}
+
 struct bad {
     const char *what;
     int want;
@@ -571,8 +746,8 @@ static void t_badarg(int fd)
     check(rc == -EINVAL, "TIMING reserved: %s (want EINVAL)", strerror(-rc));
 
     /* Unknown commands. */
-    rc = xioctl(fd, _IOWR(NFABRIC_IOC_MAGIC, 0x07, struct nfabric_ioc_info), &in);
-    check(rc == -ENOTTY, "unknown command nr 7: %s (want ENOTTY)", strerror(-rc));
+    rc = xioctl(fd, _IOWR(NFABRIC_IOC_MAGIC, 0x0a, struct nfabric_ioc_info), &in);
+    check(rc == -ENOTTY, "unknown command nr 10: %s (want ENOTTY)", strerror(-rc));
     rc = xioctl(fd, _IOWR(NFABRIC_IOC_MAGIC, 0x00, uint64_t), &in);
     check(rc == -ENOTTY, "INFO with a wrong size in the command: %s (want ENOTTY)",
           strerror(-rc));
@@ -703,17 +878,33 @@ static void t_unbind(const char *name0)
     char name[32], path[256];
     struct nfabric_ioc_info in;
     volatile uint32_t *r;
-    int fd = open_dev(name0), fd2, rc, status = 0;
-    pid_t pid;
+    int fd = open_dev(name0), fd2, rc, status = 0, wp[2];
+    pid_t pid, waiter = -1;
 
     if (!check(fd >= 0, "open %s: %s", name0, fd < 0 ? strerror(errno) : "ok")) {
         return;
     }
     r = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     check(r != MAP_FAILED && r[0] == NFABRIC_MAGIC, "register page mapped before unbind");
+    if ((info.version & 0xffff) >= 1 && pipe(wp) == 0) {
+        struct nfabric_ioc_window w = win(2, NFABRIC_PATH_FP32, 0, 4096, 0, 0, 0, 0);
+        struct nfabric_ioc_round q = rnd(2, 0, 0);
+
+        xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+        xioctl(fd, NFABRIC_IOC_ROUND_GET, &q);
+        waiter = round_waiter(fd, 2, q.seq, 20000, wp[1]);
+        usleep(200000);
+    }
     rc = write_sysfs("/sys/bus/pci/drivers/cxl_pci/unbind", info.pci_dev);
     check(rc == 0, "unbind %s from cxl_pci with %s open and mapped: %s", info.pci_dev, name0,
           rc ? strerror(errno) : "done");
+    if (waiter > 0) {
+        rc = waiter_result(waiter, wp[0]);
+        check(rc == -ENODEV, "a ROUND_WAIT sleeping at the unbind returns %s (want ENODEV)",
+              strerror(-rc));
+        close(wp[0]);
+        close(wp[1]);
+    }
     snprintf(path, sizeof(path), CLASS_DIR "/%s", name0);
     check(access(path, F_OK) != 0, "%s is gone", path);
     memset(&in, 0, sizeof(in));
@@ -861,7 +1052,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             only = argv[++i];
         } else {
-            fprintf(stderr, "usage: nfabric-drvtest [--only info,window,stats,badarg,"
+            fprintf(stderr, "usage: nfabric-drvtest [--only info,window,stats,round,badarg,"
                     "concurrent,unbind,reload,dmesg]\n");
             return 2;
         }
@@ -882,6 +1073,9 @@ int main(int argc, char **argv)
     }
     if (want("stats")) {
         t_stats(fd, name);
+    }
+    if (want("round")) {
+        t_round(fd);
     }
     if (want("badarg")) {
         t_badarg(fd);

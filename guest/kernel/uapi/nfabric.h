@@ -9,7 +9,8 @@
  * size, flag, index, path, width, tie rule, threshold or alignment; ERANGE
  * for a range outside the device memory; EBUSY for a window that is
  * enabled or a range that overlaps an enabled window; ENODEV once the
- * device is gone (unbound); ENOTTY for an unknown command.  docs/driver.md
+ * device is gone (unbound); ENOTTY for an unknown command; the round
+ * calls have their own (below).  docs/driver.md
  * describes each call.
  *
  * mmap() of offset 0, one page, maps the register block itself (needs
@@ -120,6 +121,31 @@ struct nfabric_ioc_timing {
 	__u64 reserved[2];
 };
 
+/*
+ * NFABRIC_IOC_ROUND_GET (in: index), NFABRIC_IOC_ROUND_COMPLETE (in: index,
+ * seq: this head's contribution to round seq is complete) and
+ * NFABRIC_IOC_ROUND_WAIT (in: index, seq, timeout_ms: sleep until every
+ * head completed round seq).  Register layout 1.1 and later
+ * (EOPNOTSUPP before); the window must be enabled (ENOENT).  ESTALE: the
+ * window is no longer at round seq; ETIMEDOUT, EINTR: the wait ended
+ * first.  The outputs are filled in on success, ESTALE and ETIMEDOUT.
+ */
+#define NFABRIC_ROUND_MAX_TIMEOUT_MS	60000
+struct nfabric_ioc_round {
+	__u32 size;
+	__u32 flags;		/* must be 0 */
+	__u32 index;
+	__u32 seq;		/* COMPLETE, WAIT: the round; GET: 0 in, out */
+	__u32 timeout_ms;	/* WAIT: 0 .. NFABRIC_ROUND_MAX_TIMEOUT_MS; else 0 */
+	/* Output (must be 0 on input). */
+	__u32 status;		/* ROUND_STATUS register */
+	__u32 done;		/* ROUND_DONE: bit h, head h completed */
+	__u32 heads_done;
+	__u32 heads_expected;
+	__u32 all_done;		/* 1 when every expected head completed */
+	__u64 reserved[2];
+};
+
 #define NFABRIC_IOC_INFO	_IOWR(NFABRIC_IOC_MAGIC, 0x00, struct nfabric_ioc_info)
 #define NFABRIC_IOC_WIN_SET	_IOWR(NFABRIC_IOC_MAGIC, 0x01, struct nfabric_ioc_window)
 #define NFABRIC_IOC_WIN_GET	_IOWR(NFABRIC_IOC_MAGIC, 0x02, struct nfabric_ioc_window)
@@ -127,5 +153,8 @@ struct nfabric_ioc_timing {
 #define NFABRIC_IOC_WIN_CLEAR	_IOW(NFABRIC_IOC_MAGIC, 0x04, struct nfabric_ioc_window_cmd)
 #define NFABRIC_IOC_STATS	_IOWR(NFABRIC_IOC_MAGIC, 0x05, struct nfabric_ioc_stats)
 #define NFABRIC_IOC_TIMING	_IOWR(NFABRIC_IOC_MAGIC, 0x06, struct nfabric_ioc_timing)
+#define NFABRIC_IOC_ROUND_GET	_IOWR(NFABRIC_IOC_MAGIC, 0x07, struct nfabric_ioc_round)
+#define NFABRIC_IOC_ROUND_COMPLETE _IOWR(NFABRIC_IOC_MAGIC, 0x08, struct nfabric_ioc_round)
+#define NFABRIC_IOC_ROUND_WAIT	_IOWR(NFABRIC_IOC_MAGIC, 0x09, struct nfabric_ioc_round)
 
 #endif /* _UAPI_NFABRIC_H */
