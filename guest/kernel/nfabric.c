@@ -65,7 +65,7 @@ struct nfabric_dev {
 	struct pci_dev *pdev;
 	struct device *memdev;
 	struct list_head node;
-	struct mutex lock;
+	struct mutex lock;		/* see @lock above */
 	void __iomem *regs;
 	phys_addr_t regs_phys;
 	struct list_head files;
@@ -732,35 +732,40 @@ static ssize_t nf_reg_show(struct device *dev, struct device_attribute *attr, ch
 		(void *)(((_size) << 16) | (_off))			\
 	}
 
-#define NF_STATS_ATTRS(_p, _pn)						\
-	static NF_REG_ATTR(_pn##_reads, 8,				\
-		NFABRIC_REG_STATS_PATH(_p, NFABRIC_STATS_READS));	\
-	static NF_REG_ATTR(_pn##_writes, 8,				\
-		NFABRIC_REG_STATS_PATH(_p, NFABRIC_STATS_WRITES));	\
-	static NF_REG_ATTR(_pn##_read_bytes, 8,				\
-		NFABRIC_REG_STATS_PATH(_p, NFABRIC_STATS_READ_BYTES));	\
-	static NF_REG_ATTR(_pn##_write_bytes, 8,			\
-		NFABRIC_REG_STATS_PATH(_p, NFABRIC_STATS_WRITE_BYTES))
+/* Statistics register F of path P. */
+#define NF_STAT(P, F)	NFABRIC_REG_STATS_PATH(NFABRIC_PATH_##P, NFABRIC_STATS_##F)
 
-NF_STATS_ATTRS(NFABRIC_PATH_FP32, fp32);
-NF_STATS_ATTRS(NFABRIC_PATH_GBINARY, gbinary);
-NF_STATS_ATTRS(NFABRIC_PATH_GTERNARY, gternary);
+static NF_REG_ATTR(fp32_reads, 8, NF_STAT(FP32, READS));
+static NF_REG_ATTR(fp32_writes, 8, NF_STAT(FP32, WRITES));
+static NF_REG_ATTR(fp32_read_bytes, 8, NF_STAT(FP32, READ_BYTES));
+static NF_REG_ATTR(fp32_write_bytes, 8, NF_STAT(FP32, WRITE_BYTES));
+static NF_REG_ATTR(gbinary_reads, 8, NF_STAT(GBINARY, READS));
+static NF_REG_ATTR(gbinary_writes, 8, NF_STAT(GBINARY, WRITES));
+static NF_REG_ATTR(gbinary_read_bytes, 8, NF_STAT(GBINARY, READ_BYTES));
+static NF_REG_ATTR(gbinary_write_bytes, 8, NF_STAT(GBINARY, WRITE_BYTES));
+static NF_REG_ATTR(gternary_reads, 8, NF_STAT(GTERNARY, READS));
+static NF_REG_ATTR(gternary_writes, 8, NF_STAT(GTERNARY, WRITES));
+static NF_REG_ATTR(gternary_read_bytes, 8, NF_STAT(GTERNARY, READ_BYTES));
+static NF_REG_ATTR(gternary_write_bytes, 8, NF_STAT(GTERNARY, WRITE_BYTES));
 static NF_REG_ATTR(enabled_mask, 4, NFABRIC_REG_ENABLED_MASK);
 static NF_REG_ATTR(error_count, 4, NFABRIC_REG_ERROR_COUNT);
 static NF_REG_ATTR(last_error, 4, NFABRIC_REG_LAST_ERROR);
 static NF_REG_ATTR(exposed_ppm, 4, NFABRIC_REG_T_EXPOSED_PPM);
 static NF_REG_ATTR(total_ps, 8, NFABRIC_REG_T_TOTAL_PS);
 
-#define NF_STATS_PTRS(_pn)					\
-	&dev_attr_##_pn##_reads.attr.attr,			\
-	&dev_attr_##_pn##_writes.attr.attr,			\
-	&dev_attr_##_pn##_read_bytes.attr.attr,			\
-	&dev_attr_##_pn##_write_bytes.attr.attr
-
 static struct attribute *nfabric_stats_attrs[] = {
-	NF_STATS_PTRS(fp32),
-	NF_STATS_PTRS(gbinary),
-	NF_STATS_PTRS(gternary),
+	&dev_attr_fp32_reads.attr.attr,
+	&dev_attr_fp32_writes.attr.attr,
+	&dev_attr_fp32_read_bytes.attr.attr,
+	&dev_attr_fp32_write_bytes.attr.attr,
+	&dev_attr_gbinary_reads.attr.attr,
+	&dev_attr_gbinary_writes.attr.attr,
+	&dev_attr_gbinary_read_bytes.attr.attr,
+	&dev_attr_gbinary_write_bytes.attr.attr,
+	&dev_attr_gternary_reads.attr.attr,
+	&dev_attr_gternary_writes.attr.attr,
+	&dev_attr_gternary_read_bytes.attr.attr,
+	&dev_attr_gternary_write_bytes.attr.attr,
 	&dev_attr_enabled_mask.attr.attr,
 	&dev_attr_error_count.attr.attr,
 	&dev_attr_last_error.attr.attr,
