@@ -18,7 +18,7 @@ nf_driver_headers() {
         rm -rf "$NF_GUEST/headers"
         mkdir -p "$hroot"
         for p in "linux-headers-$kver" "linux-headers-$base-common" "linux-kbuild-$base"; do
-            deb=$(nf_image_fetch "$p/bookworm-backports")
+            deb=$(nf_image_fetch "$p/bookworm-backports") || exit 1
             dpkg-deb -x "$deb" "$hroot" || nf_die "driver: dpkg-deb -x $deb failed"
         done
         sed -i "s|^include /usr/src/|include $hroot/usr/src/|" "$kdir/Makefile"
@@ -34,7 +34,7 @@ nf_driver_headers() {
 # build writes next to its sources); prints the path of the stripped .ko.
 nf_driver_build() {
     local kver=$1 kdir out=$NF_GUEST/kmod t0 f stale=0
-    kdir=$(nf_driver_headers "$kver")
+    kdir=$(nf_driver_headers "$kver") || exit 1
     if [ -f "$out/nfabric.ko" ] && [ "$(cat "$out/kernel-version" 2>/dev/null)" = "$kver" ]; then
         for f in "$NF_ROOT"/guest/kernel/{Kbuild,Makefile,*.c} \
                  "$NF_ROOT"/guest/kernel/{uapi,compat}/*.h \

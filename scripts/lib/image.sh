@@ -178,11 +178,11 @@ nf_image_main() {
 
     # ---- the driver, against this kernel's headers -------------------------
     local kmod
-    kmod=$(nf_driver_build "$kver")
+    kmod=$(nf_driver_build "$kver") || exit 1
 
     # ---- ndctl 81 (cxl, daxctl) ---------------------------------------------
     local ndctl_stage
-    ndctl_stage=$(nf_ndctl_build)
+    ndctl_stage=$(nf_ndctl_build) || exit 1
 
     # ---- guest programs ---------------------------------------------------
     nf_host_build

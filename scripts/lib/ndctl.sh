@@ -21,9 +21,8 @@ nf_ndctl_source() {
     tar=$(ls "$dir"/ndctl_${NF_NDCTL_VERSION}*.orig.tar.* 2>/dev/null | sort -V | tail -1)
     if [ -z "$tar" ]; then
         nf_log "fetching ndctl source (trixie)"
-        (cd "$dir" && apt-get source --tar-only -qq "ndctl/trixie" 2>&1 |
-            grep -v '^W: Download is performed unsandboxed' >&2) ||
-            nf_die "ndctl: apt-get source --tar-only ndctl/trixie failed"
+        (cd "$dir" && apt-get source --tar-only -q "ndctl/trixie") > "$dir/ndctl-fetch.log" 2>&1 ||
+            { cat "$dir/ndctl-fetch.log" >&2; nf_die "ndctl: apt-get source --tar-only ndctl/trixie failed"; }
         tar=$(ls "$dir"/ndctl_${NF_NDCTL_VERSION}*.orig.tar.* 2>/dev/null | sort -V | tail -1)
         [ -n "$tar" ] || nf_die "ndctl: trixie no longer has ndctl $NF_NDCTL_VERSION ($(ls "$dir"/ndctl_* 2>/dev/null | tr '\n' ' '))"
     fi
@@ -42,7 +41,8 @@ nf_ndctl_source() {
 nf_ndctl_build() {
     local src stage=$NF_GUEST/ndctl/stage bdir=$NF_GUEST/ndctl/build t0
     nf_need $NF_PKGS_BUILD $NF_PKGS_NDCTL
-    src=$(nf_ndctl_source)
+    # A failure in $(...) must stop here too (no errexit in subshells).
+    src=$(nf_ndctl_source) || exit 1
     if [ -f "$stage/.done" ] && [ "$stage/.done" -nt "$src/.unpacked" ]; then
         echo "$stage"
         return 0
@@ -50,6 +50,7 @@ nf_ndctl_build() {
     t0=$EPOCHREALTIME
     nf_log "building ndctl $NF_NDCTL_VERSION (log: $NF_GUEST/ndctl/build.log)"
     rm -rf "$bdir" "$stage"
+    mkdir -p "$NF_GUEST/ndctl"
     {
         meson setup "$bdir" "$src" --prefix=/usr --sysconfdir=/etc \
             --libdir=lib/x86_64-linux-gnu -Drootlibdir=/usr/lib/x86_64-linux-gnu \
