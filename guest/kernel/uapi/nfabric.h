@@ -22,7 +22,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define NFABRIC_IOC_MAGIC	0xCF
+#define NFABRIC_IOC_MAGIC	0xC7	/* not in ioctl-number.rst (0xC0, 0xCA are) */
 
 #define NFABRIC_DRV_NUM_PATHS	3
 
