@@ -89,7 +89,7 @@ nf_driver_access_check() {
 }
 
 # ---- driver: nfabric.ko, and the guest checks through it (one boot) -------
-nf_register_suite 32 driver "nfabric.ko: guest checks through it, every ioctl and bad argument, concurrent openers, unbind while open, reload"
+nf_register_suite 32 driver "nfabric.ko: guest checks through it, every ioctl and bad argument, concurrent openers, unbind while open, reload, rounds on 2 hosts"
 nf_suite_driver() {
     local log=$NF_BUILD/test-logs/driver-console.log rc=0 cmd
     mkdir -p "$(dirname "$log")"
@@ -102,6 +102,18 @@ nfabric-drvtest; c=$?
     nf_guest_run "$log" "$cmd" || rc=$?
     grep -E '^(ok|not ok|#|1\.\.|summary:)' "$log" || true
     nf_driver_ready_checks "$log" nfabric0
+    # Rounds across two heads of one shared device (scripts/nfabric cluster).
+    local dir=$NF_BUILD/test-logs/driver-cluster r crc=0
+    nf_cluster_main --hosts 2 --dir "$dir" --timeout 300 \
+        --run "nfabric-drvtest --only multihost" > "$dir.log" 2>&1 || crc=$?
+    for r in 0 1; do
+        grep -E '^(ok|not ok)' "$dir/host$r.log" 2>/dev/null ||
+            echo "not ok - cluster host $r printed no check (see $dir/host$r.log)"
+    done
+    if [ "$crc" -ne 0 ]; then
+        echo "not ok - scripts/nfabric cluster --hosts 2 failed (status $crc, see $dir.log)"
+        rc=1
+    fi
     return $rc
 }
 

@@ -16,6 +16,9 @@
  *              wait sleeps, then rebind
  *   reload     rmmod refused while open; rmmod, insmod
  *   dmesg      no warning, error or oops logged since the start
+ *   multihost  (only when named; under `scripts/nfabric cluster`, which sets
+ *              NFABRIC_RANK and NFABRIC_HOSTS) every host completes one
+ *              round of a shared window and waits for the others
  *
  * usage: nfabric-drvtest [--only GROUP,...]
  */
@@ -67,7 +70,7 @@ static bool want(const char *group)
     size_t n = strlen(group);
 
     if (!only) {
-        return true;
+        return strcmp(group, "multihost") != 0;
     }
     for (p = only; (p = strstr(p, group)); p += n) {
         if ((p == only || p[-1] == ',') && (p[n] == ',' || !p[n])) {
@@ -1043,6 +1046,58 @@ static void t_dmesg(void)
     free(buf);
 }
 
+/*
+ * Rounds across heads: rank 0 enables window 11 on the shared device; every
+ * rank waits for it, completes the round and waits for all heads with
+ * ROUND_WAIT, which must return once the slowest host completed.
+ */
+static void t_multihost(int fd)
+{
+    const char *rs = getenv("NFABRIC_RANK"), *hs = getenv("NFABRIC_HOSTS");
+    unsigned rank = rs ? (unsigned)atoi(rs) : 0, hosts = hs ? (unsigned)atoi(hs) : 0;
+    struct nfabric_ioc_window w = win(11, NFABRIC_PATH_GBINARY, 30ull << 20, 4096,
+                                      31ull << 20, 8, 0, 0);
+    struct nfabric_ioc_round r;
+    int rc = -ENOENT;
+
+    if (!check(rs && hosts >= 2 && rank < hosts, "NFABRIC_RANK %s of NFABRIC_HOSTS %s",
+               rs ? rs : "(unset)", hs ? hs : "(unset)")) {
+        return;
+    }
+    if (rank == 0) {
+        rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+        check(rc == 0, "[rank 0] WIN_SET window 11 on the shared device: %s",
+              rc ? strerror(-rc) : "0");
+    }
+    for (int i = 0; i < 300; i++) {
+        r = rnd(11, 0, 0);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+        if (rc != -ENOENT) {
+            break;
+        }
+        usleep(100000);
+    }
+    check(rc == 0 && r.heads_expected == hosts, "[rank %u] ROUND_GET window 11: %s, round %u, "
+          "%u heads expected", rank, rc ? strerror(-rc) : "0", r.seq, r.heads_expected);
+    /* The last rank completes late, so that the others really wait. */
+    if (rank == hosts - 1) {
+        usleep(500000);
+    }
+    {
+        uint32_t seq = r.seq;
+
+        r = rnd(11, seq, 0);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_COMPLETE, &r);
+        check(rc == 0 && (r.done & (1u << rank)), "[rank %u] ROUND_COMPLETE round %u: %s, "
+              "done 0x%x", rank, seq, rc ? strerror(-rc) : "0", r.done);
+        r = rnd(11, seq, 30000);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+        check(rc == 0 && r.all_done && r.heads_done == hosts && r.done == (1u << hosts) - 1,
+              "[rank %u] ROUND_WAIT round %u: %s, %u of %u heads done (0x%x)", rank, seq,
+              rc ? strerror(-rc) : "0", r.heads_done, r.heads_expected, r.done);
+    }
+}
+
 int main(int argc, char **argv)
 {
     char name[32];
@@ -1053,7 +1108,7 @@ int main(int argc, char **argv)
             only = argv[++i];
         } else {
             fprintf(stderr, "usage: nfabric-drvtest [--only info,window,stats,round,badarg,"
-                    "concurrent,unbind,reload,dmesg]\n");
+                    "concurrent,unbind,reload,dmesg,multihost]\n");
             return 2;
         }
     }
@@ -1079,6 +1134,9 @@ int main(int argc, char **argv)
     }
     if (want("badarg")) {
         t_badarg(fd);
+    }
+    if (want("multihost")) {
+        t_multihost(fd);
     }
     close(fd);
     if (want("concurrent")) {
