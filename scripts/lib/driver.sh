@@ -78,6 +78,10 @@ nf_driver_ready_checks() {
     *) echo "not ok - the region was not created by cxl create-region: ${ready:-no READY line}" ;;
     esac
     case "$ready" in
+    NFABRIC-READY*" bind=daxctl "*) echo "ok - daxctl bound the dax device to device_dax" ;;
+    *) echo "not ok - daxctl did not bind the dax device: ${ready:-no READY line}" ;;
+    esac
+    case "$ready" in
     *" driver=$want") echo "ok - READY line reports driver=$want" ;;
     *) echo "not ok - READY line does not report driver=$want: ${ready:-no READY line}" ;;
     esac
