@@ -943,6 +943,14 @@ static void nfabric_detach(struct nfabric_dev *nf, const char *why)
 	put_device(&nf->dev);
 }
 
+static void nfabric_attach_logged(struct pci_dev *pdev)
+{
+	int rc = nfabric_attach(pdev);
+
+	if (rc)
+		pci_err(pdev, "nfabric: not attached (%pe)\n", ERR_PTR(rc));
+}
+
 static bool nf_is_ours(struct pci_dev *pdev)
 {
 	return pdev->vendor == NFABRIC_PCI_VENDOR_ID &&
@@ -964,7 +972,7 @@ static int nfabric_pci_notify(struct notifier_block *nb, unsigned long action, v
 	switch (action) {
 	case BUS_NOTIFY_BOUND_DRIVER:
 		if (nf_host_bound(pdev))
-			nfabric_attach(pdev);
+			nfabric_attach_logged(pdev);
 		break;
 	case BUS_NOTIFY_UNBIND_DRIVER:
 	case BUS_NOTIFY_DEL_DEVICE: {
@@ -1001,7 +1009,7 @@ static int __init nfabric_init(void)
 	while ((pdev = pci_get_device(NFABRIC_PCI_VENDOR_ID, NFABRIC_PCI_DEVICE_ID, pdev))) {
 		device_lock(&pdev->dev);
 		if (nf_host_bound(pdev))
-			nfabric_attach(pdev);
+			nfabric_attach_logged(pdev);
 		else
 			pci_info(pdev, "nfabric: not bound to %s, not attached\n",
 				 NFABRIC_HOST_DRIVER);
