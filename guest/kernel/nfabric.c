@@ -465,8 +465,11 @@ static int nf_ioc_round_complete(struct nfabric_dev *nf, void __user *arg)
 		before = nf_rd32(nf, NFABRIC_REG_ERROR_COUNT);
 		nf_wr32(nf, NFABRIC_REG_ROUND(r.index, NFABRIC_ROUND_COMPLETE), seq);
 		if (nf_rd32(nf, NFABRIC_REG_ERROR_COUNT) != before) {
-			/* Another head may have started the next round. */
-			err = nf_rd32(nf, NFABRIC_REG_WIN(r.index, NFABRIC_WIN_ERROR));
+			/*
+			 * Another head may have started the next round.  Round
+			 * errors go to this head's LAST_ERROR only.
+			 */
+			err = nf_rd32(nf, NFABRIC_REG_LAST_ERROR);
 			if (err != NFABRIC_ERR_ROUND) {
 				dev_err_ratelimited(&nf->dev, "window %u: round complete refused with error %u\n",
 						    r.index, err);
