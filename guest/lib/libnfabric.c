@@ -4,6 +4,7 @@
  * See libnfabric.h and docs/guest.md.
  */
 #include "libnfabric.h"
+#include "nfabric_drv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -408,7 +409,15 @@ static int map_regs(nfabric_dev *d)
     struct stat st;
     void *p;
     uint32_t magic;
+    /* Through the driver when it is attached (nfabric_drv.c). */
+    int rc = nfabric_drv_map(d, path, sizeof(path));
 
+    if (rc <= 0) {
+        if (rc < 0) {
+            return rc;
+        }
+        goto mapped;
+    }
     snprintf(path, sizeof(path), PCI_DEVICES "/%s/resource0", d->pci_name);
     d->bar_fd = open(path, O_RDWR | O_SYNC);
     if (d->bar_fd < 0) {
@@ -426,6 +435,7 @@ static int map_regs(nfabric_dev *d)
     d->bar = p;
     d->bar_size = (size_t)st.st_size;
     d->regs = (volatile uint8_t *)p + NFABRIC_REGS_OFFSET;
+mapped:
     magic = nfabric_rd32(d, NFABRIC_REG_MAGIC);
     if (magic != NFABRIC_MAGIC) {
         return fail(d, NFLIB_EMAGIC, "%s+0x%x reads 0x%08x, expected 0x%08x",

@@ -116,6 +116,7 @@ static int cmd_info(void)
         return 1;
     }
     printf("pci: %s\n", d.pci_name);
+    printf("registers: %s\n", d.access);
     printf("version: %u.%u\n", d.version >> 16, d.version & 0xffff);
     printf("caps: 0x%08x (windows %u, paths", d.caps, nfabric_num_windows(&d));
     for (unsigned p = 0; p < 8; p++) {

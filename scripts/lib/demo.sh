@@ -46,6 +46,27 @@ The console log is build/guest/demo.log.
 USAGE
 }
 
+# nf_demo_cxl_list LOG: the memdevs and regions of the guest's `cxl list`.
+nf_demo_cxl_list() {
+    local json
+    json=$(sed -n 's/^cxl-list: //p' "$1" | head -1)
+    echo "CXL topology (cxl list -M -R in the guest):"
+    printf '%s' "$json" | python3 -c '
+import json, sys
+try:
+    data = json.load(sys.stdin)
+except ValueError:
+    print("  (no cxl list output)")
+    sys.exit(0)
+for part in data if isinstance(data, list) else [data]:
+    for m in part.get("memdevs", []):
+        print("  memdev %s: ram %d MiB, host %s" % (m.get("memdev"), m.get("ram_size", 0) >> 20, m.get("host")))
+    for r in part.get("regions", []):
+        print("  region %s: %s, %d MiB at 0x%x, %d-way, %s" % (r.get("region"), r.get("type"),
+              r.get("size", 0) >> 20, r.get("resource", 0), r.get("interleave_ways", 0), r.get("decode_state")))
+'
+}
+
 nf_demo_main() {
     local device=cxl-neuron-fabric
     while [ $# -gt 0 ]; do
@@ -62,9 +83,11 @@ nf_demo_main() {
     nf_setup_main --quiet
     mkdir -p "$NF_BUILD/guest"
     echo "NEURON-Fabric demo: booting a guest with $device (console: $log)"
-    nf_guest_run "$log" "nfabric-test --only fp32,gbinary,gternary,mixed" --device "$device" || rc=$?
+    # `cxl list` (ndctl 81) on one line, for the summary below.
+    nf_guest_run "$log" "echo \"cxl-list: \$(cxl list -M -R | tr -d ' \\n')\"; nfabric-test --only fp32,gbinary,gternary,mixed" --device "$device" || rc=$?
     echo
     grep -E '^NFABRIC-(READY|NOT-READY)' "$log" | sed 's/^/  guest: /' || true
+    nf_demo_cxl_list "$log"
     if grep -q '^summary: ' "$log"; then
         echo "Results:"
         grep '^summary: ' "$log" | sed 's/^summary: /  /'

@@ -3,8 +3,12 @@
 #
 #   build/guest/vmlinuz             bookworm-backports linux-image-6.12.*-amd64
 #   build/guest/initramfs.cpio.gz   busybox-static, the CXL/dax modules,
-#                                   ndctl's cxl + daxctl with their libraries,
-#                                   the guest programs, guest/init/init
+#                                   nfabric.ko (guest/kernel/, built against
+#                                   the kernel's Debian headers: driver.sh),
+#                                   ndctl 81's cxl + daxctl with their
+#                                   libraries (built from trixie's source:
+#                                   ndctl.sh), the guest programs,
+#                                   guest/init/init
 #
 # Downloads go to $NF_CACHE/debs; the kernel package is unpacked once per
 # version under build/guest/kernel/.  The initramfs is rewritten only when
@@ -21,15 +25,16 @@ NF_GUEST_MODULES="cxl_acpi cxl_pci cxl_mem cxl_port dax device_dax dax_cxl"
 NF_GUEST_MODULES_EXTRA="kmem"
 # Guest programs copied from the host build.
 # Static guest programs, relative to build/host/guest/; each goes to /usr/bin.
-NF_GUEST_PROGRAMS="nfabricctl nfabric-test nfabric-bench nfabric-multihost train/static/nfabric-train"
+NF_GUEST_PROGRAMS="nfabricctl nfabric-test nfabric-bench nfabric-multihost nfabric-drvtest train/static/nfabric-train"
 
 nf_image_usage() {
     cat <<'USAGE'
 usage: scripts/nfabric image [--force]
 
 Builds build/guest/vmlinuz and build/guest/initramfs.cpio.gz from Debian
-packages (kernel from bookworm-backports, busybox-static, ndctl, daxctl) and
-the guest programs (build/host/guest/).  Repeatable: only what changed is
+packages (kernel and its headers from bookworm-backports, busybox-static,
+ndctl 81 built from trixie's source), the driver nfabric.ko (guest/kernel/)
+and the guest programs (build/host/guest/).  Repeatable: only what changed is
 rebuilt.  --force unpacks the kernel again and rewrites the initramfs.
 USAGE
 }
@@ -157,7 +162,7 @@ nf_image_main() {
     done
     nf_require_root
     local t0=$EPOCHREALTIME
-    nf_need $NF_PKGS_IMAGE ndctl daxctl
+    nf_need $NF_PKGS_IMAGE
     nf_apt_sources
 
     # ---- kernel -----------------------------------------------------------
@@ -184,6 +189,14 @@ nf_image_main() {
     cmp -s "$NF_GUEST/kernel-version.new" "$NF_GUEST/kernel-version" ||
         mv "$NF_GUEST/kernel-version.new" "$NF_GUEST/kernel-version"
     rm -f "$NF_GUEST/kernel-version.new"
+
+    # ---- the driver, against this kernel's headers -------------------------
+    local kmod
+    kmod=$(nf_driver_build "$kver") || exit 1
+
+    # ---- ndctl 81 (cxl, daxctl) ---------------------------------------------
+    local ndctl_stage
+    ndctl_stage=$(nf_ndctl_build) || exit 1
 
     # ---- guest programs ---------------------------------------------------
     nf_host_build
@@ -224,11 +237,10 @@ nf_image_main() {
         echo "loaded: $NF_GUEST_MODULES; extra: $NF_GUEST_MODULES_EXTRA" > "$parts/modules-$kver.done"
     fi
     # ndctl: cxl and daxctl with the libraries ldd lists and the loader.
-    if [ ! -f "$parts/ndctl.done" ] || [ /usr/bin/cxl -nt "$parts/ndctl.done" ] ||
-       [ /usr/bin/daxctl -nt "$parts/ndctl.done" ]; then
+    if [ ! -f "$parts/ndctl.done" ] || [ "$ndctl_stage/.done" -nt "$parts/ndctl.done" ]; then
         rm -rf "$parts/ndctl"
         mkdir -p "$parts/ndctl"
-        nf_image_copy_elf "$parts/ndctl" /usr/bin/cxl /usr/bin/daxctl
+        nf_ndctl_install "$ndctl_stage" "$parts/ndctl"
         touch "$parts/ndctl.done"
     fi
     rm -rf "$root"
@@ -238,6 +250,9 @@ nf_image_main() {
         cp "$NF_HOST_BUILD/guest/$p" "$root/usr/bin/${p##*/}"
     done
     install -m 755 "$NF_ROOT/guest/init/init" "$root/init"
+    # The driver: /init loads it after the CXL modules (nfabric.driver=0: not).
+    mkdir -p "$root/lib/modules/$kver/extra"
+    cp "$kmod" "$root/lib/modules/$kver/extra/nfabric.ko"
     echo "$kver" > "$root/etc/nfabric/kernel-version"
 
     # ---- initramfs: rewritten only when its content changed ---------------

@@ -1,0 +1,1157 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nfabric-drvtest: checks of the driver nfabric.ko from guest user space,
+ * TAP output ("ok N - ..." / "not ok N - ...").  The `driver` suite
+ * (scripts/lib/driver.sh) runs it; docs/driver.md lists the groups:
+ *
+ *   info       NFABRIC_IOC_INFO against sysfs and the registers
+ *   window     WIN_SET / WIN_GET / WIN_DISABLE / WIN_CLEAR, with traffic
+ *              through the dax mapping (needs the region)
+ *   stats      NFABRIC_IOC_STATS and NFABRIC_IOC_TIMING, sysfs statistics
+ *   round      ROUND_GET / ROUND_COMPLETE / ROUND_WAIT (one head), their
+ *              bad arguments, a wait woken by a completion and by a signal
+ *   badarg     every bad argument of every ioctl, and mmap's
+ *   concurrent several openers and concurrent ioctls on one window
+ *   unbind     unbind cxl_pci while a file is open and mapped and a round
+ *              wait sleeps, then rebind
+ *   reload     rmmod refused while open; rmmod, insmod
+ *   dmesg      no warning, error or oops logged since the start
+ *   multihost  (only when named; under `scripts/nfabric cluster`, which sets
+ *              NFABRIC_RANK and NFABRIC_HOSTS) every host completes one
+ *              round of a shared window and waits for the others
+ *
+ * usage: nfabric-drvtest [--only GROUP,...]
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/klog.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "libnfabric.h"
+#include "nfabric.h"
+
+#define CLASS_DIR "/sys/class/nfabric"
+#define MARKER "nfabric-drvtest: start"
+
+static unsigned tap_n, tap_fail;
+static const char *only;
+
+static bool check(bool cond, const char *fmt, ...)
+{
+    va_list ap;
+
+    printf("%s %u - ", cond ? "ok" : "not ok", ++tap_n);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+    if (!cond) {
+        tap_fail++;
+    }
+    return cond;
+}
+
+static bool want(const char *group)
+{
+    const char *p;
+    size_t n = strlen(group);
+
+    if (!only) {
+        return strcmp(group, "multihost") != 0;
+    }
+    for (p = only; (p = strstr(p, group)); p += n) {
+        if ((p == only || p[-1] == ',') && (p[n] == ',' || !p[n])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static int read_sysfs(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    buf[0] = 0;
+    if (!f) {
+        return -1;
+    }
+    n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    while (n && buf[n - 1] == '\n') {
+        buf[--n] = 0;
+    }
+    return 0;
+}
+
+static uint64_t sysfs_u64(const char *dev, const char *attr)
+{
+    char path[256], buf[64];
+
+    snprintf(path, sizeof(path), CLASS_DIR "/%s/%s", dev, attr);
+    if (read_sysfs(path, buf, sizeof(buf))) {
+        return UINT64_MAX;
+    }
+    return strtoull(buf, NULL, 0);
+}
+
+static int write_sysfs(const char *path, const char *val)
+{
+    int fd = open(path, O_WRONLY);
+    ssize_t n;
+
+    if (fd < 0) {
+        return -1;
+    }
+    n = write(fd, val, strlen(val));
+    close(fd);
+    return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+/* The first nfabricN in /sys/class/nfabric; 0 or -1. */
+static int find_dev(char *name, size_t len)
+{
+    DIR *d = opendir(CLASS_DIR);
+    struct dirent *e;
+    int rc = -1;
+
+    if (!d) {
+        return -1;
+    }
+    while ((e = readdir(d))) {
+        if (!strncmp(e->d_name, "nfabric", 7) && strlen(e->d_name) < len) {
+            snprintf(name, len, "%s", e->d_name);
+            rc = 0;
+            break;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+static int wait_dev(char *name, size_t len, bool present)
+{
+    for (int i = 0; i < 100; i++) {
+        if ((find_dev(name, len) == 0) == present) {
+            return 0;
+        }
+        usleep(100000);
+    }
+    return -1;
+}
+
+static int open_dev(const char *name)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), "/dev/%s", name);
+    return open(path, O_RDWR | O_CLOEXEC);
+}
+
+/* ioctl returning -errno (0 on success). */
+static int xioctl(int fd, unsigned long cmd, void *arg)
+{
+    return ioctl(fd, cmd, arg) ? -errno : 0;
+}
+
+static struct nfabric_ioc_window win(unsigned idx, unsigned path, uint64_t base,
+                                 uint64_t len, uint64_t counters, unsigned width,
+                                 unsigned tie, unsigned threshold)
+{
+    struct nfabric_ioc_window w;
+
+    memset(&w, 0, sizeof(w));
+    w.size = sizeof(w);
+    w.index = idx;
+    w.path = path;
+    w.base = base;
+    w.length = len;
+    w.counters = counters;
+    w.width = width;
+    w.tie = tie;
+    w.threshold = threshold;
+    return w;
+}
+
+static struct nfabric_ioc_window_cmd wcmd(unsigned idx)
+{
+    struct nfabric_ioc_window_cmd c = { .size = sizeof(c), .index = idx };
+
+    return c;
+}
+
+static int win_get(int fd, unsigned idx, struct nfabric_ioc_window *w)
+{
+    memset(w, 0, sizeof(*w));
+    w->size = sizeof(*w);
+    w->index = idx;
+    return xioctl(fd, NFABRIC_IOC_WIN_GET, w);
+}
+
+static int stats(int fd, unsigned flags, struct nfabric_ioc_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->size = sizeof(*st);
+    st->flags = flags;
+    return xioctl(fd, NFABRIC_IOC_STATS, st);
+}
+
+static void disable_all(int fd, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        struct nfabric_ioc_window_cmd c = wcmd(i);
+
+        xioctl(fd, NFABRIC_IOC_WIN_DISABLE, &c);
+    }
+}
+
+/* ---- groups ----------------------------------------------------------- */
+
+static struct nfabric_ioc_info info;
+
+static void t_info(int fd, const char *name)
+{
+    char path[256], buf[64], link[256];
+    ssize_t n;
+    int rc;
+
+    memset(&info, 0, sizeof(info));
+    info.size = sizeof(info);
+    rc = xioctl(fd, NFABRIC_IOC_INFO, &info);
+    check(rc == 0, "INFO: %s (version 0x%08x, caps 0x%08x, %u windows, %u paths, "
+          "%" PRIu64 " bytes, memdev %s, pci %s)", rc ? strerror(-rc) : "accepted",
+          info.version, info.caps, info.num_windows, info.num_paths, info.mem_size,
+          info.memdev, info.pci_dev);
+    check(info.version >> 16 == NFABRIC_VERSION_MAJOR && info.num_windows == NFABRIC_NUM_WINDOWS &&
+          info.num_paths == NFABRIC_NUM_PATHS && info.mem_size >= (64u << 20),
+          "INFO: version major %u, %u windows, %u paths, memory %" PRIu64 " MiB",
+          info.version >> 16, info.num_windows, info.num_paths, info.mem_size >> 20);
+    check(sysfs_u64(name, "num_windows") == info.num_windows &&
+          sysfs_u64(name, "mem_size") == info.mem_size &&
+          sysfs_u64(name, "caps") == info.caps,
+          "sysfs num_windows, mem_size, caps equal INFO");
+    snprintf(path, sizeof(path), CLASS_DIR "/%s/version", name);
+    read_sysfs(path, buf, sizeof(buf));
+    {
+        char v[32];
+
+        snprintf(v, sizeof(v), "%u.%u", info.version >> 16, info.version & 0xffff);
+        check(!strcmp(buf, v), "sysfs version \"%s\" (INFO %s)", buf, v);
+    }
+    snprintf(path, sizeof(path), CLASS_DIR "/%s/memdev", name);
+    read_sysfs(path, buf, sizeof(buf));
+    check(!strncmp(buf, "mem", 3) && !strcmp(buf, info.memdev),
+          "sysfs memdev \"%s\", INFO memdev \"%s\"", buf, info.memdev);
+    snprintf(path, sizeof(path), CLASS_DIR "/%s/cxl_memdev", name);
+    n = readlink(path, link, sizeof(link) - 1);
+    link[n > 0 ? n : 0] = 0;
+    check(n > 0 && strstr(link, info.memdev), "cxl_memdev link -> %s", link);
+    snprintf(path, sizeof(path), CLASS_DIR "/%s/device", name);
+    n = readlink(path, link, sizeof(link) - 1);
+    link[n > 0 ? n : 0] = 0;
+    check(n > 0 && strstr(link, info.pci_dev), "device link -> %s (INFO pci %s)", link,
+          info.pci_dev);
+    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vendor", info.pci_dev);
+    read_sysfs(path, buf, sizeof(buf));
+    check(strtoul(buf, NULL, 0) == NFABRIC_PCI_VENDOR_ID, "PCI vendor %s", buf);
+}
+
+/* The windows: each ioctl's effect, with traffic through the dax mapping. */
+static void t_window(int fd, const char *name)
+{
+    nfabric_dev m;
+    struct nfabric_ioc_window w, g;
+    struct nfabric_ioc_window_cmd c;
+    const uint64_t base = 40ull << 20, cnt = 44ull << 20;
+    volatile uint8_t *p;
+    int rc;
+
+    disable_all(fd, info.num_windows);
+    rc = nfabric_open(&m, NFABRIC_OPEN_NO_REGS);
+    if (!check(rc == 0, "device memory mapped (%s)", rc ? nfabric_errmsg(&m) : m.dax_name)) {
+        return;
+    }
+    w = win(3, NFABRIC_PATH_GBINARY, base, 4096, cnt, 8, NFABRIC_TIE_POSITIVE, 0);
+    rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+    check(rc == 0, "WIN_SET window 3 G-Binary 4 KiB at 40 MiB: %s", rc ? strerror(-rc) : "0");
+    rc = win_get(fd, 3, &g);
+    check(rc == 0 && g.enabled && g.path == NFABRIC_PATH_GBINARY && g.width == 8 &&
+          g.tie == NFABRIC_TIE_POSITIVE && g.base == base && g.length == 4096 &&
+          g.counters == cnt && g.error == 0 && g.contrib_writes == 0,
+          "WIN_GET window 3: enabled %u path %u width %u tie %u base 0x%" PRIx64
+          " length %" PRIu64 " counters 0x%" PRIx64 " error %u", g.enabled, g.path,
+          g.width, g.tie, g.base, g.length, g.counters, g.error);
+    check(sysfs_u64(name, "stats/enabled_mask") == (1u << 3), "sysfs stats/enabled_mask 0x%" PRIx64,
+          sysfs_u64(name, "stats/enabled_mask"));
+    p = nfabric_dpa_ptr(&m, base, 4096);
+    if (p) {
+        p[0] = 0xff;
+        p[1] = 0x00;
+        p[64] = 0x0f;
+    }
+    rc = win_get(fd, 3, &g);
+    check(p && rc == 0 && g.contrib_writes == 3 && g.contrib_bytes == 3,
+          "3 byte stores through the dax mapping: contrib_writes %" PRIu64 " bytes %" PRIu64,
+          g.contrib_writes, g.contrib_bytes);
+    check(p && nfabric_counter(&m, cnt, 8, 0) == 1 && nfabric_counter(&m, cnt, 8, 8) == -1,
+          "counters: element 0 %d, element 8 %d", p ? nfabric_counter(&m, cnt, 8, 0) : 0,
+          p ? nfabric_counter(&m, cnt, 8, 8) : 0);
+    c = wcmd(3);
+    rc = xioctl(fd, NFABRIC_IOC_WIN_CLEAR, &c);
+    win_get(fd, 3, &g);
+    check(rc == 0 && g.enabled && g.contrib_writes == 0 && g.contrib_bytes == 0 &&
+          nfabric_counter(&m, cnt, 8, 0) == 0,
+          "WIN_CLEAR: %s, contrib_writes %" PRIu64 ", counter 0 %d, still enabled",
+          rc ? strerror(-rc) : "0", g.contrib_writes, nfabric_counter(&m, cnt, 8, 0));
+    w = win(3, NFABRIC_PATH_FP32, 0, 4096, 0, 0, 0, 0);
+    rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+    check(rc == -EBUSY, "WIN_SET on the enabled window 3: %s (want EBUSY)", strerror(-rc));
+    w = win(4, NFABRIC_PATH_FP32, base + 1024, 4096, 0, 0, 0, 0);
+    rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+    check(rc == -EBUSY && w.error == NFABRIC_ERR_OVERLAP,
+          "WIN_SET window 4 over window 3's data: %s, device error %u (want EBUSY, %u)",
+          strerror(-rc), w.error, NFABRIC_ERR_OVERLAP);
+    w = win(5, NFABRIC_PATH_GTERNARY, 41ull << 20, 4096, 46ull << 20, 16, 0, 300);
+    rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+    win_get(fd, 5, &g);
+    check(rc == 0 && g.enabled && g.path == NFABRIC_PATH_GTERNARY && g.width == 16 &&
+          g.threshold == 300, "WIN_SET window 5 G-Ternary width 16 threshold 300: %s",
+          rc ? strerror(-rc) : "0");
+    c = wcmd(3);
+    rc = xioctl(fd, NFABRIC_IOC_WIN_DISABLE, &c);
+    win_get(fd, 3, &g);
+    check(rc == 0 && !g.enabled, "WIN_DISABLE window 3: %s, enabled %u",
+          rc ? strerror(-rc) : "0", g.enabled);
+    w = win(4, NFABRIC_PATH_FP32, base, 4096, 0, 0, 0, 0);
+    rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+    check(rc == 0, "WIN_SET window 4 FP32 over the freed range: %s", rc ? strerror(-rc) : "0");
+    if (p) {
+        p[100] = 0x5a;
+    }
+    check(p && p[100] == 0x5a, "FP32 window reads back a store");
+    disable_all(fd, info.num_windows);
+    check(sysfs_u64(name, "stats/enabled_mask") == 0, "all windows disabled");
+    nfabric_close(&m);
+}
+
+static void t_stats(int fd, const char *name)
+{
+    struct nfabric_ioc_stats st;
+    struct nfabric_ioc_timing t;
+    nfabric_dev m;
+    volatile uint64_t *p;
+    uint64_t sum = 0;
+    int rc;
+
+    disable_all(fd, info.num_windows);
+    rc = nfabric_open(&m, NFABRIC_OPEN_NO_REGS);
+    if (!check(rc == 0, "device memory mapped (%s)", rc ? nfabric_errmsg(&m) : m.dax_name)) {
+        return;
+    }
+    p = nfabric_dpa_ptr(&m, 48ull << 20, 4096);
+    rc = stats(fd, NFABRIC_STATS_F_CLEAR, &st);
+    check(rc == 0, "STATS with F_CLEAR: %s", rc ? strerror(-rc) : "0");
+    memset(&t, 0, sizeof(t));
+    t.size = sizeof(t);
+    t.flags = NFABRIC_TIMING_F_CLEAR;
+    rc = xioctl(fd, NFABRIC_IOC_TIMING, &t);
+    check(rc == 0 && t.clock_mhz && t.service_ns, "TIMING with F_CLEAR: %s (clock %u MHz, "
+          "depth %u, service %u ns, link %u MB/s)", rc ? strerror(-rc) : "0",
+          t.clock_mhz, t.depth, t.service_ns, t.link_mbps);
+    for (unsigned i = 0; i < 8; i++) {
+        sum += p[i];
+    }
+    for (unsigned i = 0; i < 4; i++) {
+        p[i] = sum + i;
+    }
+    rc = stats(fd, 0, &st);
+    check(rc == 0 && st.path[0].reads == 8 && st.path[0].writes == 4 &&
+          st.path[0].read_bytes == 64 && st.path[0].write_bytes == 32 &&
+          st.path[1].reads == 0 && st.path[2].writes == 0,
+          "STATS after 8 loads and 4 stores of 8 bytes: FP32 reads %" PRIu64 " writes %" PRIu64
+          " read bytes %" PRIu64 " write bytes %" PRIu64, st.path[0].reads, st.path[0].writes,
+          st.path[0].read_bytes, st.path[0].write_bytes);
+    check(sysfs_u64(name, "stats/fp32_reads") == 8 && sysfs_u64(name, "stats/fp32_writes") == 4 &&
+          sysfs_u64(name, "stats/fp32_write_bytes") == 32 &&
+          sysfs_u64(name, "stats/gbinary_reads") == 0,
+          "sysfs stats/fp32_reads %" PRIu64 ", fp32_writes %" PRIu64,
+          sysfs_u64(name, "stats/fp32_reads"), sysfs_u64(name, "stats/fp32_writes"));
+    memset(&t, 0, sizeof(t));
+    t.size = sizeof(t);
+    rc = xioctl(fd, NFABRIC_IOC_TIMING, &t);
+    check(rc == 0 && t.path_accesses[0] == 12 && t.total_ps == t.path_time_ps[0] &&
+          t.total_ps >= 12ull * t.service_ns * 1000 && sysfs_u64(name, "stats/total_ps") == t.total_ps,
+          "TIMING: 12 FP32 accesses accounted (%" PRIu64 "), total %" PRIu64 " ps (sysfs %" PRIu64 ")",
+          t.path_accesses[0], t.total_ps, sysfs_u64(name, "stats/total_ps"));
+    rc = stats(fd, NFABRIC_STATS_F_CLEAR, &st);
+    rc |= stats(fd, 0, &st);
+    check(rc == 0 && st.path[0].reads == 0 && st.path[0].writes == 0,
+          "STATS F_CLEAR returned the figures, then zeroed them (reads %" PRIu64 ")",
+          st.path[0].reads);
+    /* A refused register write (read-only MAGIC) through the mapping. */
+    {
+        volatile uint32_t *r = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+        if (r != MAP_FAILED) {
+            r[0] = 1;
+            munmap((void *)r, 4096);
+        }
+    }
+    rc = stats(fd, NFABRIC_STATS_F_CLEAR_ERRORS, &st);
+    check(rc == 0 && st.error_count >= 1 && st.last_error == NFABRIC_ERR_READONLY,
+          "STATS: error_count %u, last_error %u after a write to MAGIC", st.error_count,
+          st.last_error);
+    rc = stats(fd, 0, &st);
+    check(rc == 0 && st.error_count == 0 && sysfs_u64(name, "stats/error_count") == 0,
+          "STATS F_CLEAR_ERRORS zeroed error_count (%u)", st.error_count);
+    nfabric_close(&m);
+}
+
+static struct nfabric_ioc_round rnd(unsigned idx, uint32_t seq, uint32_t timeout_ms)
+{
+    struct nfabric_ioc_round r;
+
+    memset(&r, 0, sizeof(r));
+    r.size = sizeof(r);
+    r.index = idx;
+    r.seq = seq;
+    r.timeout_ms = timeout_ms;
+    return r;
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+}
+
+/* A child that waits for round seq of window idx; returns its pid. */
+static pid_t round_waiter(int fd, unsigned idx, uint32_t seq, uint32_t timeout_ms, int wpipe)
+{
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        struct nfabric_ioc_round r = rnd(idx, seq, timeout_ms);
+        struct sigaction sa;
+        int rc;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_usr1;   /* no SA_RESTART: the wait sees the signal */
+        sigaction(SIGUSR1, &sa, NULL);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+        if (write(wpipe, &rc, sizeof(rc)) != sizeof(rc)) {
+            _exit(1);
+        }
+        _exit(0);
+    }
+    return pid;
+}
+
+/* The waiter's ioctl result (its -errno). */
+static int waiter_result(pid_t pid, int rpipe)
+{
+    int rc = 1;
+
+    if (read(rpipe, &rc, sizeof(rc)) != sizeof(rc)) {
+        rc = 1;
+    }
+    waitpid(pid, NULL, 0);
+    return rc;
+}
+
+static void t_round(int fd)
+{
+    struct nfabric_ioc_window w = win(9, NFABRIC_PATH_GBINARY, 20ull << 20, 4096, 24ull << 20, 8, 0, 0);
+    struct nfabric_ioc_window_cmd c = wcmd(9);
+    struct nfabric_ioc_round r;
+    uint32_t seq;
+    int rc, p[2];
+    pid_t pid;
+
+    disable_all(fd, info.num_windows);
+    if ((info.version & 0xffff) < 1) {
+        r = rnd(9, 0, 0);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+        check(rc == -EOPNOTSUPP, "ROUND_GET on layout %u.%u: %s (want EOPNOTSUPP)",
+              info.version >> 16, info.version & 0xffff, strerror(-rc));
+        return;
+    }
+    r = rnd(9, 0, 0);
+    rc = xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+    check(rc == -ENOENT, "ROUND_GET on a disabled window: %s (want ENOENT)", strerror(-rc));
+    rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+    r = rnd(9, 0, 0);
+    rc |= xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+    seq = r.seq;
+    check(rc == 0 && r.heads_expected == 1 && r.heads_done == 0 && !r.all_done && r.done == 0,
+          "ROUND_GET window 9: round %u, %u of %u heads done, all_done %u",
+          r.seq, r.heads_done, r.heads_expected, r.all_done);
+    r = rnd(9, seq, 30);
+    rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+    check(rc == -ETIMEDOUT && r.heads_done == 0, "ROUND_WAIT 30 ms before the completion: %s "
+          "(want ETIMEDOUT), %u heads done", strerror(-rc), r.heads_done);
+    r = rnd(9, seq + 1, 0);
+    rc = xioctl(fd, NFABRIC_IOC_ROUND_COMPLETE, &r);
+    check(rc == -ESTALE && r.seq == seq, "ROUND_COMPLETE of round %u (the window is at %u): %s "
+          "(want ESTALE)", seq + 1, seq, strerror(-rc));
+    if (pipe(p)) {
+        check(false, "pipe: %s", strerror(errno));
+        return;
+    }
+    pid = round_waiter(fd, 9, seq, 10000, p[1]);
+    usleep(200000);
+    r = rnd(9, seq, 0);
+    rc = xioctl(fd, NFABRIC_IOC_ROUND_COMPLETE, &r);
+    check(rc == 0 && r.all_done && r.done == 1 && r.heads_done == 1,
+          "ROUND_COMPLETE round %u: %s, done mask 0x%x, all_done %u", seq,
+          rc ? strerror(-rc) : "0", r.done, r.all_done);
+    rc = waiter_result(pid, p[0]);
+    check(rc == 0, "a ROUND_WAIT sleeping in another process returns on the completion: %s",
+          rc ? strerror(-rc) : "0");
+    r = rnd(9, seq, 1000);
+    rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+    check(rc == 0 && r.all_done, "ROUND_WAIT on a completed round returns at once: %s",
+          rc ? strerror(-rc) : "0");
+    rc = xioctl(fd, NFABRIC_IOC_WIN_CLEAR, &c);
+    r = rnd(9, 0, 0);
+    rc |= xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+    check(rc == 0 && r.seq == seq + 1 && r.done == 0 && !r.all_done,
+          "WIN_CLEAR starts round %u (was %u), nothing done", r.seq, seq);
+    r = rnd(9, seq, 1000);
+    rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+    check(rc == -ESTALE && r.seq == seq + 1, "ROUND_WAIT for the old round: %s (want ESTALE), "
+          "window at round %u", strerror(-rc), r.seq);
+    pid = round_waiter(fd, 9, seq + 1, 10000, p[1]);
+    usleep(200000);
+    kill(pid, SIGUSR1);
+    rc = waiter_result(pid, p[0]);
+    check(rc == -EINTR, "a signal ends a ROUND_WAIT: %s (want EINTR)", strerror(-rc));
+    close(p[0]);
+    close(p[1]);
+
+    /* Bad arguments. */
+    {
+        static const char *const nm[] = { "ROUND_GET", "ROUND_COMPLETE", "ROUND_WAIT" };
+        static const unsigned long cmds[] = { NFABRIC_IOC_ROUND_GET, NFABRIC_IOC_ROUND_COMPLETE,
+                                              NFABRIC_IOC_ROUND_WAIT };
+
+        for (int k = 0; k < 3; k++) {
+            uint32_t s0 = k ? seq + 1 : 0;
+
+            r = rnd(16, s0, 0);
+            rc = xioctl(fd, cmds[k], &r);
+            check(rc == -EINVAL, "%s index 16: %s (want EINVAL)", nm[k], strerror(-rc));
+            r = rnd(9, s0, 0);
+            r.size = 8;
+            rc = xioctl(fd, cmds[k], &r);
+            check(rc == -EINVAL, "%s wrong size: %s (want EINVAL)", nm[k], strerror(-rc));
+            r = rnd(9, s0, 0);
+            r.flags = 1;
+            rc = xioctl(fd, cmds[k], &r);
+            check(rc == -EINVAL, "%s flags: %s (want EINVAL)", nm[k], strerror(-rc));
+            r = rnd(9, s0, 0);
+            r.reserved[0] = 1;
+            rc = xioctl(fd, cmds[k], &r);
+            check(rc == -EINVAL, "%s reserved: %s (want EINVAL)", nm[k], strerror(-rc));
+            r = rnd(9, s0, 0);
+            r.all_done = 1;
+            rc = xioctl(fd, cmds[k], &r);
+            check(rc == -EINVAL, "%s output field set: %s (want EINVAL)", nm[k], strerror(-rc));
+        }
+        r = rnd(9, 5, 0);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+        check(rc == -EINVAL, "ROUND_GET with seq set: %s (want EINVAL)", strerror(-rc));
+        r = rnd(9, seq + 1, 10);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_COMPLETE, &r);
+        check(rc == -EINVAL, "ROUND_COMPLETE with a timeout: %s (want EINVAL)", strerror(-rc));
+        r = rnd(9, seq + 1, NFABRIC_ROUND_MAX_TIMEOUT_MS + 1);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+        check(rc == -EINVAL, "ROUND_WAIT timeout %u ms: %s (want EINVAL)",
+              NFABRIC_ROUND_MAX_TIMEOUT_MS + 1, strerror(-rc));
+        c = wcmd(9);
+        xioctl(fd, NFABRIC_IOC_WIN_DISABLE, &c);
+        r = rnd(9, seq + 1, 0);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_COMPLETE, &r);
+        check(rc == -ENOENT, "ROUND_COMPLETE on a disabled window: %s (want ENOENT)",
+              strerror(-rc));
+        r = rnd(9, seq + 1, 100);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+        check(rc == -ENOENT, "ROUND_WAIT on a disabled window: %s (want ENOENT)", strerror(-rc));
+    }
+}
+
+struct bad {
+    const char *what;
+    int want;
+    struct nfabric_ioc_window w;
+};
+
+static void t_badarg(int fd)
+{
+    struct nfabric_ioc_info in;
+    struct nfabric_ioc_window w, g;
+    struct nfabric_ioc_window_cmd c;
+    struct nfabric_ioc_stats st, st0;
+    struct nfabric_ioc_timing t;
+    const uint64_t M = 1ull << 20, end = info.mem_size;
+    const unsigned GB = NFABRIC_PATH_GBINARY, GT = NFABRIC_PATH_GTERNARY, F = NFABRIC_PATH_FP32;
+    struct bad bad[] = {
+        { "wrong size", -EINVAL, win(0, F, 0, 4096, 0, 0, 0, 0) },
+        { "flags 1", -EINVAL, win(0, F, 0, 4096, 0, 0, 0, 0) },
+        { "reserved0", -EINVAL, win(0, F, 0, 4096, 0, 0, 0, 0) },
+        { "reserved1", -EINVAL, win(0, F, 0, 4096, 0, 0, 0, 0) },
+        { "reserved[1]", -EINVAL, win(0, F, 0, 4096, 0, 0, 0, 0) },
+        { "output field enabled set", -EINVAL, win(0, F, 0, 4096, 0, 0, 0, 0) },
+        { "output field contrib_writes set", -EINVAL, win(0, F, 0, 4096, 0, 0, 0, 0) },
+        { "index 16", -EINVAL, win(16, F, 0, 4096, 0, 0, 0, 0) },
+        { "index 0xffffffff", -EINVAL, win(0xffffffffu, F, 0, 4096, 0, 0, 0, 0) },
+        { "path 3", -EINVAL, win(0, 3, 0, 4096, 0, 0, 0, 0) },
+        { "path 0xffffffff", -EINVAL, win(0, 0xffffffffu, 0, 4096, 0, 0, 0, 0) },
+        { "FP32 with width 8", -EINVAL, win(0, F, 0, 4096, 0, 8, 0, 0) },
+        { "FP32 with tie 1", -EINVAL, win(0, F, 0, 4096, 0, 0, 1, 0) },
+        { "FP32 with threshold 1", -EINVAL, win(0, F, 0, 4096, 0, 0, 0, 1) },
+        { "FP32 with counters", -EINVAL, win(0, F, 0, 4096, M, 0, 0, 0) },
+        { "G-Binary width 0", -EINVAL, win(0, GB, 0, 4096, M, 0, 0, 0) },
+        { "G-Binary width 12", -EINVAL, win(0, GB, 0, 4096, M, 12, 0, 0) },
+        { "G-Binary width 32", -EINVAL, win(0, GB, 0, 4096, M, 32, 0, 0) },
+        { "G-Binary tie 2", -EINVAL, win(0, GB, 0, 4096, M, 8, 2, 0) },
+        { "G-Binary threshold 1", -EINVAL, win(0, GB, 0, 4096, M, 8, 0, 1) },
+        { "G-Ternary threshold 0", -EINVAL, win(0, GT, 0, 4096, M, 8, 0, 0) },
+        { "G-Ternary threshold 128 at width 8", -EINVAL, win(0, GT, 0, 4096, M, 8, 0, 128) },
+        { "G-Ternary threshold 32768 at width 16", -EINVAL, win(0, GT, 0, 4096, M, 16, 0, 32768) },
+        { "G-Ternary tie 1", -EINVAL, win(0, GT, 0, 4096, M, 8, 1, 1) },
+        { "base not 64-byte aligned", -EINVAL, win(0, F, 32, 4096, 0, 0, 0, 0) },
+        { "length not a multiple of 64", -EINVAL, win(0, F, 0, 100, 0, 0, 0, 0) },
+        { "length 0", -EINVAL, win(0, F, 0, 0, 0, 0, 0, 0) },
+        { "counters not aligned", -EINVAL, win(0, GB, 0, 4096, M + 8, 8, 0, 0) },
+        { "base at the end of memory", -ERANGE, win(0, F, end, 4096, 0, 0, 0, 0) },
+        { "data past the end", -ERANGE, win(0, F, end - 4096, 8192, 0, 0, 0, 0) },
+        { "range that wraps", -ERANGE, win(0, F, UINT64_MAX - 63, 128, 0, 0, 0, 0) },
+        { "counters past the end", -ERANGE, win(0, GB, 0, 4096, end - 4096, 8, 0, 0) },
+        { "counters wrap", -ERANGE, win(0, GB, 0, 4096, UINT64_MAX - 4095, 8, 0, 0) },
+        { "data overlaps its own counters", -EINVAL, win(0, GB, 0, 4096, 2048, 8, 0, 0) },
+    };
+    int rc;
+
+    disable_all(fd, info.num_windows);
+    stats(fd, NFABRIC_STATS_F_CLEAR_ERRORS, &st0);
+    bad[0].w.size = sizeof(w) - 8;
+    bad[1].w.flags = 1;
+    bad[2].w.reserved0 = 1;
+    bad[3].w.reserved1 = 1;
+    bad[4].w.reserved[1] = 1;
+    bad[5].w.enabled = 1;
+    bad[6].w.contrib_writes = 1;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &bad[i].w);
+        check(rc == bad[i].want, "WIN_SET %s: %s (want %s)", bad[i].what,
+              rc ? strerror(-rc) : "accepted", strerror(-bad[i].want));
+    }
+    rc = stats(fd, 0, &st);
+    check(rc == 0 && st.error_count == 0 && st.enabled_mask == 0,
+          "the driver refused all of them before the device saw them: error_count %u, "
+          "enabled_mask 0x%x", st.error_count, st.enabled_mask);
+    rc = xioctl(fd, NFABRIC_IOC_WIN_SET, NULL);
+    check(rc == -EFAULT, "WIN_SET with a NULL argument: %s (want EFAULT)", strerror(-rc));
+    rc = xioctl(fd, NFABRIC_IOC_WIN_SET, (void *)8);
+    check(rc == -EFAULT, "WIN_SET with a bad pointer: %s (want EFAULT)", strerror(-rc));
+
+    /* WIN_GET */
+    rc = win_get(fd, 16, &g);
+    check(rc == -EINVAL, "WIN_GET index 16: %s (want EINVAL)", strerror(-rc));
+    memset(&g, 0, sizeof(g));
+    g.size = sizeof(g) + 1;
+    rc = xioctl(fd, NFABRIC_IOC_WIN_GET, &g);
+    check(rc == -EINVAL, "WIN_GET wrong size: %s (want EINVAL)", strerror(-rc));
+    memset(&g, 0, sizeof(g));
+    g.size = sizeof(g);
+    g.flags = 0x80000000u;
+    rc = xioctl(fd, NFABRIC_IOC_WIN_GET, &g);
+    check(rc == -EINVAL, "WIN_GET flags: %s (want EINVAL)", strerror(-rc));
+    memset(&g, 0, sizeof(g));
+    g.size = sizeof(g);
+    g.reserved[0] = 1;
+    rc = xioctl(fd, NFABRIC_IOC_WIN_GET, &g);
+    check(rc == -EINVAL, "WIN_GET reserved: %s (want EINVAL)", strerror(-rc));
+
+    /* WIN_DISABLE, WIN_CLEAR */
+    for (int k = 0; k < 2; k++) {
+        unsigned long cmd = k ? NFABRIC_IOC_WIN_CLEAR : NFABRIC_IOC_WIN_DISABLE;
+        const char *nm = k ? "WIN_CLEAR" : "WIN_DISABLE";
+
+        c = wcmd(16);
+        rc = xioctl(fd, cmd, &c);
+        check(rc == -EINVAL, "%s index 16: %s (want EINVAL)", nm, strerror(-rc));
+        c = wcmd(0);
+        c.size = 8;
+        rc = xioctl(fd, cmd, &c);
+        check(rc == -EINVAL, "%s wrong size: %s (want EINVAL)", nm, strerror(-rc));
+        c = wcmd(0);
+        c.flags = 2;
+        rc = xioctl(fd, cmd, &c);
+        check(rc == -EINVAL, "%s flags: %s (want EINVAL)", nm, strerror(-rc));
+        c = wcmd(0);
+        c.reserved = 1;
+        rc = xioctl(fd, cmd, &c);
+        check(rc == -EINVAL, "%s reserved: %s (want EINVAL)", nm, strerror(-rc));
+    }
+
+    /* INFO */
+    memset(&in, 0, sizeof(in));
+    in.size = 4;
+    rc = xioctl(fd, NFABRIC_IOC_INFO, &in);
+    check(rc == -EINVAL, "INFO wrong size: %s (want EINVAL)", strerror(-rc));
+    memset(&in, 0, sizeof(in));
+    in.size = sizeof(in);
+    in.flags = 1;
+    rc = xioctl(fd, NFABRIC_IOC_INFO, &in);
+    check(rc == -EINVAL, "INFO flags: %s (want EINVAL)", strerror(-rc));
+
+    /* STATS, TIMING */
+    memset(&st, 0, sizeof(st));
+    st.size = sizeof(st);
+    st.flags = 4;
+    rc = xioctl(fd, NFABRIC_IOC_STATS, &st);
+    check(rc == -EINVAL, "STATS unknown flag 4: %s (want EINVAL)", strerror(-rc));
+    memset(&st, 0, sizeof(st));
+    st.size = sizeof(st);
+    st.reserved[1] = 7;
+    rc = xioctl(fd, NFABRIC_IOC_STATS, &st);
+    check(rc == -EINVAL, "STATS reserved: %s (want EINVAL)", strerror(-rc));
+    memset(&st, 0, sizeof(st));
+    st.size = 0;
+    rc = xioctl(fd, NFABRIC_IOC_STATS, &st);
+    check(rc == -EINVAL, "STATS size 0: %s (want EINVAL)", strerror(-rc));
+    memset(&t, 0, sizeof(t));
+    t.size = sizeof(t);
+    t.flags = 2;
+    rc = xioctl(fd, NFABRIC_IOC_TIMING, &t);
+    check(rc == -EINVAL, "TIMING unknown flag 2: %s (want EINVAL)", strerror(-rc));
+    memset(&t, 0, sizeof(t));
+    t.size = sizeof(t);
+    t.reserved0 = 1;
+    rc = xioctl(fd, NFABRIC_IOC_TIMING, &t);
+    check(rc == -EINVAL, "TIMING reserved: %s (want EINVAL)", strerror(-rc));
+
+    /* Unknown commands. */
+    rc = xioctl(fd, _IOWR(NFABRIC_IOC_MAGIC, 0x0a, struct nfabric_ioc_info), &in);
+    check(rc == -ENOTTY, "unknown command nr 10: %s (want ENOTTY)", strerror(-rc));
+    rc = xioctl(fd, _IOWR(NFABRIC_IOC_MAGIC, 0x00, uint64_t), &in);
+    check(rc == -ENOTTY, "INFO with a wrong size in the command: %s (want ENOTTY)",
+          strerror(-rc));
+    rc = xioctl(fd, _IOR('T', 0x13, int), &rc);
+    check(rc == -ENOTTY, "a tty ioctl: %s (want ENOTTY)", strerror(-rc));
+
+    /* mmap */
+    {
+        void *p = mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 0);
+
+        check(p == MAP_FAILED && errno == EINVAL, "mmap of 2 pages: %s (want EINVAL)",
+              p == MAP_FAILED ? strerror(errno) : "mapped");
+        if (p != MAP_FAILED) {
+            munmap(p, 8192);
+        }
+        p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 4096);
+        check(p == MAP_FAILED && errno == EINVAL, "mmap at offset 4096: %s (want EINVAL)",
+              p == MAP_FAILED ? strerror(errno) : "mapped");
+        if (p != MAP_FAILED) {
+            munmap(p, 4096);
+        }
+        p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+        check(p != MAP_FAILED && *(volatile uint32_t *)p == NFABRIC_MAGIC,
+              "mmap of the register page reads MAGIC 0x%08x",
+              p != MAP_FAILED ? *(volatile uint32_t *)p : 0);
+        if (p != MAP_FAILED) {
+            munmap(p, 4096);
+        }
+    }
+    rc = (int)read(fd, &in, 4);
+    check(rc < 0 && errno == EINVAL, "read() on the device: %s (want EINVAL)",
+          rc < 0 ? strerror(errno) : "succeeded");
+}
+
+/*
+ * K processes, each with its own open file (and two of them sharing one
+ * file across fork), hammer the same window with SET/GET/DISABLE and STATS.
+ * With the driver's mutex no configuration write can land while another
+ * opener enabled the window, so the device never refuses one.
+ */
+static void t_concurrent(const char *name)
+{
+    enum { K = 4, ITER = 300 };
+    int pipes[K][2], shared = open_dev(name), fd;
+    struct nfabric_ioc_stats st;
+    unsigned total_ok = 0, total_busy = 0, total_bad = 0;
+
+    if (!check(shared >= 0, "open %s: %s", name, shared < 0 ? strerror(errno) : "ok")) {
+        return;
+    }
+    disable_all(shared, info.num_windows);
+    stats(shared, NFABRIC_STATS_F_CLEAR_ERRORS, &st);
+    for (int k = 0; k < K; k++) {
+        if (pipe(pipes[k])) {
+            check(false, "pipe: %s", strerror(errno));
+            return;
+        }
+        if (fork() == 0) {
+            unsigned r[3] = { 0, 0, 0 };
+
+            fd = k == K - 1 ? shared : open_dev(name);
+            for (int i = 0; fd >= 0 && i < ITER; i++) {
+                struct nfabric_ioc_window w = win(7, NFABRIC_PATH_GBINARY, 8ull << 20,
+                                              64u << (k % 3), 12ull << 20, 8, 0, 0);
+                struct nfabric_ioc_window g;
+                struct nfabric_ioc_window_cmd c = wcmd(7);
+                struct nfabric_ioc_stats s;
+                int rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+
+                r[rc == 0 ? 0 : rc == -EBUSY ? 1 : 2]++;
+                if (win_get(fd, 7, &g) || (g.enabled && g.error)) {
+                    r[2]++;
+                }
+                if (rc == 0 && xioctl(fd, NFABRIC_IOC_WIN_DISABLE, &c)) {
+                    r[2]++;
+                }
+                if (stats(fd, 0, &s)) {
+                    r[2]++;
+                }
+            }
+            if (fd < 0) {
+                r[2] = 1;
+            }
+            if (write(pipes[k][1], r, sizeof(r)) != sizeof(r)) {
+                _exit(1);
+            }
+            _exit(0);
+        }
+        close(pipes[k][1]);
+    }
+    for (int k = 0; k < K; k++) {
+        unsigned r[3] = { 0, 0, 1 };
+
+        if (read(pipes[k][0], r, sizeof(r)) != sizeof(r)) {
+            r[2] = 1;
+        }
+        close(pipes[k][0]);
+        total_ok += r[0];
+        total_busy += r[1];
+        total_bad += r[2];
+    }
+    while (wait(NULL) > 0) {
+    }
+    stats(shared, 0, &st);
+    check(total_bad == 0 && total_ok > 0 && total_ok + total_busy == K * ITER,
+          "%d openers x %d SET/GET/DISABLE/STATS on one window: %u enabled, %u EBUSY, "
+          "%u unexpected", K, ITER, total_ok, total_busy, total_bad);
+    check(st.error_count == 0 && st.enabled_mask == 0,
+          "the device refused no register write (error_count %u), no window left enabled "
+          "(0x%x)", st.error_count, st.enabled_mask);
+    close(shared);
+}
+
+static int kmsg_marker(void)
+{
+    int fd = open("/dev/kmsg", O_WRONLY);
+    int rc = -1;
+
+    if (fd >= 0) {
+        rc = write(fd, MARKER "\n", strlen(MARKER) + 1) > 0 ? 0 : -1;
+        close(fd);
+    }
+    return rc;
+}
+
+static void t_unbind(const char *name0)
+{
+    char name[32], path[256];
+    struct nfabric_ioc_info in;
+    volatile uint32_t *r;
+    int fd = open_dev(name0), fd2, rc, status = 0, wp[2];
+    pid_t pid, waiter = -1;
+
+    if (!check(fd >= 0, "open %s: %s", name0, fd < 0 ? strerror(errno) : "ok")) {
+        return;
+    }
+    r = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    check(r != MAP_FAILED && r[0] == NFABRIC_MAGIC, "register page mapped before unbind");
+    if ((info.version & 0xffff) >= 1 && pipe(wp) == 0) {
+        struct nfabric_ioc_window w = win(2, NFABRIC_PATH_FP32, 0, 4096, 0, 0, 0, 0);
+        struct nfabric_ioc_round q = rnd(2, 0, 0);
+
+        xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+        xioctl(fd, NFABRIC_IOC_ROUND_GET, &q);
+        waiter = round_waiter(fd, 2, q.seq, 20000, wp[1]);
+        usleep(200000);
+    }
+    rc = write_sysfs("/sys/bus/pci/drivers/cxl_pci/unbind", info.pci_dev);
+    check(rc == 0, "unbind %s from cxl_pci with %s open and mapped: %s", info.pci_dev, name0,
+          rc ? strerror(errno) : "done");
+    if (waiter > 0) {
+        rc = waiter_result(waiter, wp[0]);
+        check(rc == -ENODEV, "a ROUND_WAIT sleeping at the unbind returns %s (want ENODEV)",
+              strerror(-rc));
+        close(wp[0]);
+        close(wp[1]);
+    }
+    snprintf(path, sizeof(path), CLASS_DIR "/%s", name0);
+    check(access(path, F_OK) != 0, "%s is gone", path);
+    memset(&in, 0, sizeof(in));
+    in.size = sizeof(in);
+    rc = xioctl(fd, NFABRIC_IOC_INFO, &in);
+    check(rc == -ENODEV, "INFO on the open file: %s (want ENODEV)", strerror(-rc));
+    {
+        struct nfabric_ioc_window w = win(0, NFABRIC_PATH_FP32, 0, 4096, 0, 0, 0, 0);
+
+        rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+        check(rc == -ENODEV, "WIN_SET on the open file: %s (want ENODEV)", strerror(-rc));
+    }
+    pid = fork();
+    if (pid == 0) {
+        volatile uint32_t v = r != MAP_FAILED ? r[0] : 0;
+
+        (void)v;
+        _exit(0);
+    }
+    waitpid(pid, &status, 0);
+    check(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS,
+          "the old register mapping is revoked: a read gets %s",
+          WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "no signal");
+    {
+        void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+
+        check(p == MAP_FAILED && errno == ENODEV, "a new mmap: %s (want ENODEV)",
+              p == MAP_FAILED ? strerror(errno) : "mapped");
+    }
+    fd2 = open_dev(name0);
+    check(fd2 < 0, "open /dev/%s again: %s", name0, fd2 < 0 ? strerror(errno) : "opened");
+    if (fd2 >= 0) {
+        close(fd2);
+    }
+    if (r != MAP_FAILED) {
+        munmap((void *)r, 4096);
+    }
+    check(close(fd) == 0, "close the revoked file");
+    rc = write_sysfs("/sys/bus/pci/drivers/cxl_pci/bind", info.pci_dev);
+    check(rc == 0, "bind %s to cxl_pci again: %s", info.pci_dev, rc ? strerror(errno) : "done");
+    rc = wait_dev(name, sizeof(name), true);
+    fd = rc ? -1 : open_dev(name);
+    memset(&in, 0, sizeof(in));
+    in.size = sizeof(in);
+    rc = fd >= 0 ? xioctl(fd, NFABRIC_IOC_INFO, &in) : -ENODEV;
+    check(rc == 0 && in.version == info.version && !strcmp(in.pci_dev, info.pci_dev),
+          "the driver attached again as %s: INFO %s", fd >= 0 ? name : "(none)",
+          rc ? strerror(-rc) : "ok");
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+static int run(const char *cmd)
+{
+    int rc = system(cmd);
+
+    return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+static void t_reload(void)
+{
+    char name[32], cmd[256], ko[200];
+    struct utsname u;
+    struct nfabric_ioc_info in;
+    int fd, rc;
+
+    uname(&u);
+    snprintf(ko, sizeof(ko), "/lib/modules/%s/extra/nfabric.ko", u.release);
+    if (!check(find_dev(name, sizeof(name)) == 0, "a device before reload: %s", name)) {
+        return;
+    }
+    fd = open_dev(name);
+    rc = run("rmmod nfabric 2>/dev/null");
+    check(fd >= 0 && rc != 0 && access("/sys/module/nfabric", F_OK) == 0,
+          "rmmod while %s is open is refused (status %d)", name, rc);
+    if (fd >= 0) {
+        close(fd);
+    }
+    rc = run("rmmod nfabric");
+    check(rc == 0 && access("/sys/module/nfabric", F_OK) != 0 && access(CLASS_DIR, F_OK) != 0,
+          "rmmod once closed: status %d, module and class gone", rc);
+    snprintf(cmd, sizeof(cmd), "insmod %s", ko);
+    rc = run(cmd);
+    check(rc == 0, "insmod %s: status %d", ko, rc);
+    rc = wait_dev(name, sizeof(name), true);
+    fd = rc ? -1 : open_dev(name);
+    memset(&in, 0, sizeof(in));
+    in.size = sizeof(in);
+    rc = fd >= 0 ? xioctl(fd, NFABRIC_IOC_INFO, &in) : -ENODEV;
+    check(rc == 0 && in.version == info.version, "reloaded: %s answers INFO (%s)",
+          fd >= 0 ? name : "(none)", rc ? strerror(-rc) : "ok");
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+/*
+ * Nothing at warning level or worse in the kernel log since the marker,
+ * but the two expected lines of loading an unsigned out-of-tree module.
+ */
+static void t_dmesg(void)
+{
+    int len = klogctl(10, NULL, 0);   /* SYSLOG_ACTION_SIZE_BUFFER */
+    char *buf, *line, *save, *start;
+    unsigned bad = 0, seen = 0;
+
+    if (len <= 0 || !(buf = calloc(1, (size_t)len + 1))) {
+        check(false, "kernel log: %s", strerror(errno));
+        return;
+    }
+    len = klogctl(3, buf, len);       /* SYSLOG_ACTION_READ_ALL */
+    if (len < 0) {
+        check(false, "kernel log: %s", strerror(errno));
+        free(buf);
+        return;
+    }
+    buf[len] = 0;
+    start = strstr(buf, MARKER);
+    if (!check(start != NULL, "kernel log has the start marker")) {
+        free(buf);
+        return;
+    }
+    for (line = strtok_r(start, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        int lvl = line[0] == '<' ? line[1] - '0' : 6;
+
+        seen++;
+        if ((lvl <= 4 && !strstr(line, "taints kernel") && !strstr(line, "module verification failed")) ||
+            strstr(line, "WARNING") || strstr(line, "BUG:") || strstr(line, "Oops") ||
+            strstr(line, "Call Trace") || strstr(line, "corruption")) {
+            printf("# %s\n", line);
+            bad++;
+        }
+    }
+    check(bad == 0, "kernel log since the start: %u lines, %u warnings or worse", seen, bad);
+    free(buf);
+}
+
+/*
+ * Rounds across heads: rank 0 enables window 11 on the shared device; every
+ * rank waits for it, completes the round and waits for all heads with
+ * ROUND_WAIT, which must return once the slowest host completed.
+ */
+static void t_multihost(int fd)
+{
+    const char *rs = getenv("NFABRIC_RANK"), *hs = getenv("NFABRIC_HOSTS");
+    unsigned rank = rs ? (unsigned)atoi(rs) : 0, hosts = hs ? (unsigned)atoi(hs) : 0;
+    struct nfabric_ioc_window w = win(11, NFABRIC_PATH_GBINARY, 30ull << 20, 4096,
+                                      31ull << 20, 8, 0, 0);
+    struct nfabric_ioc_round r;
+    int rc = -ENOENT;
+
+    if (!check(rs && hosts >= 2 && rank < hosts, "NFABRIC_RANK %s of NFABRIC_HOSTS %s",
+               rs ? rs : "(unset)", hs ? hs : "(unset)")) {
+        return;
+    }
+    if (rank == 0) {
+        rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+        check(rc == 0, "[rank 0] WIN_SET window 11 on the shared device: %s",
+              rc ? strerror(-rc) : "0");
+    }
+    for (int i = 0; i < 300; i++) {
+        r = rnd(11, 0, 0);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+        if (rc != -ENOENT) {
+            break;
+        }
+        usleep(100000);
+    }
+    check(rc == 0 && r.heads_expected == hosts, "[rank %u] ROUND_GET window 11: %s, round %u, "
+          "%u heads expected", rank, rc ? strerror(-rc) : "0", r.seq, r.heads_expected);
+    /* The last rank completes late, so that the others really wait. */
+    if (rank == hosts - 1) {
+        usleep(500000);
+    }
+    {
+        uint32_t seq = r.seq;
+
+        r = rnd(11, seq, 0);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_COMPLETE, &r);
+        check(rc == 0 && (r.done & (1u << rank)), "[rank %u] ROUND_COMPLETE round %u: %s, "
+              "done 0x%x", rank, seq, rc ? strerror(-rc) : "0", r.done);
+        r = rnd(11, seq, 30000);
+        rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
+        check(rc == 0 && r.all_done && r.heads_done == hosts && r.done == (1u << hosts) - 1,
+              "[rank %u] ROUND_WAIT round %u: %s, %u of %u heads done (0x%x)", rank, seq,
+              rc ? strerror(-rc) : "0", r.heads_done, r.heads_expected, r.done);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    char name[32];
+    int fd;
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            only = argv[++i];
+        } else {
+            fprintf(stderr, "usage: nfabric-drvtest [--only info,window,stats,round,badarg,"
+                    "concurrent,unbind,reload,dmesg,multihost]\n");
+            return 2;
+        }
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    check(kmsg_marker() == 0, "start marker written to /dev/kmsg");
+    if (!check(find_dev(name, sizeof(name)) == 0, "the driver is attached: %s", name)) {
+        printf("summary: driver 0 passed, %u failed\n", tap_fail);
+        return 1;
+    }
+    fd = open_dev(name);
+    if (!check(fd >= 0, "open /dev/%s: %s", name, fd < 0 ? strerror(errno) : "ok")) {
+        return 1;
+    }
+    t_info(fd, name);
+    if (want("window")) {
+        t_window(fd, name);
+    }
+    if (want("stats")) {
+        t_stats(fd, name);
+    }
+    if (want("round")) {
+        t_round(fd);
+    }
+    if (want("badarg")) {
+        t_badarg(fd);
+    }
+    if (want("multihost")) {
+        t_multihost(fd);
+    }
+    close(fd);
+    if (want("concurrent")) {
+        t_concurrent(name);
+    }
+    if (want("unbind")) {
+        t_unbind(name);
+    }
+    if (want("reload")) {
+        t_reload();
+    }
+    if (want("dmesg")) {
+        t_dmesg();
+    }
+    printf("1..%u\n", tap_n);
+    printf("summary: driver %u passed, %u failed\n", tap_n - tap_fail, tap_fail);
+    return tap_fail ? 1 : 0;
+}

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libnfabric: the register block through the driver (nfabric_drv.h,
+ * docs/driver.md).
+ */
+#include "nfabric_drv.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+static int drv_fail(nfabric_dev *d, int err, const char *fmt, ...)
+{
+    va_list ap;
+    int n = snprintf(d->errmsg, sizeof(d->errmsg), "%s: ", nfabric_strerror(err));
+
+    if (n > 0 && (size_t)n < sizeof(d->errmsg)) {
+        va_start(ap, fmt);
+        vsnprintf(d->errmsg + n, sizeof(d->errmsg) - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return err;
+}
+
+/* The nfabricN class device under the PCI device; 0 or -1. */
+static int drv_name(const char *pci_name, char *name, size_t len)
+{
+    char dir[256];
+    DIR *dp;
+    struct dirent *e;
+    int rc = -1;
+
+    snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s/nfabric", pci_name);
+    dp = opendir(dir);
+    if (!dp) {
+        return -1;
+    }
+    while ((e = readdir(dp))) {
+        if (!strncmp(e->d_name, "nfabric", 7) && strlen(e->d_name) < len) {
+            strcpy(name, e->d_name);
+            rc = 0;
+            break;
+        }
+    }
+    closedir(dp);
+    return rc;
+}
+
+int nfabric_drv_map(nfabric_dev *d, char *path, size_t len)
+{
+    const char *mode = getenv("NFABRIC_ACCESS");
+    char name[32], sys[128], devno[32];
+    unsigned maj, min;
+    struct stat st;
+    FILE *f;
+    void *p;
+
+    if (mode && *mode && strcmp(mode, "auto") && strcmp(mode, "driver") &&
+        strcmp(mode, "resource0")) {
+        return drv_fail(d, NFLIB_EINVAL, "NFABRIC_ACCESS=%s (want driver, "
+                        "resource0 or auto)", mode);
+    }
+    if (mode && !strcmp(mode, "resource0")) {
+        snprintf(d->access, sizeof(d->access), "resource0 (NFABRIC_ACCESS)");
+        return 1;
+    }
+    if (drv_name(d->pci_name, name, sizeof(name))) {
+        if (mode && !strcmp(mode, "driver")) {
+            return drv_fail(d, NFLIB_EOPEN, "NFABRIC_ACCESS=driver but nfabric.ko "
+                            "is not attached to %s (is it loaded?)", d->pci_name);
+        }
+        snprintf(d->access, sizeof(d->access), "resource0 (no driver)");
+        return 1;
+    }
+    /* The node must be the class device's, whatever /dev holds. */
+    snprintf(sys, sizeof(sys), "/sys/class/nfabric/%s/dev", name);
+    f = fopen(sys, "r");
+    if (!f || !fgets(devno, sizeof(devno), f) || sscanf(devno, "%u:%u", &maj, &min) != 2) {
+        if (f) {
+            fclose(f);
+        }
+        return drv_fail(d, NFLIB_ESYSFS, "cannot read %s", sys);
+    }
+    fclose(f);
+    snprintf(path, len, "/dev/%s", name);
+    d->bar_fd = open(path, O_RDWR | O_CLOEXEC);
+    if (d->bar_fd < 0) {
+        return drv_fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
+    }
+    if (fstat(d->bar_fd, &st) || !S_ISCHR(st.st_mode) ||
+        major(st.st_rdev) != maj || minor(st.st_rdev) != min) {
+        return drv_fail(d, NFLIB_ESYSFS, "%s is not device %u:%u of %s", path,
+                        maj, min, sys);
+    }
+    p = mmap(NULL, NFABRIC_REGS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+             d->bar_fd, 0);
+    if (p == MAP_FAILED) {
+        return drv_fail(d, NFLIB_EMMAP, "%s: %s", path, strerror(errno));
+    }
+    d->bar = p;
+    d->bar_size = NFABRIC_REGS_SIZE;
+    d->regs = p;
+    snprintf(d->access, sizeof(d->access), "driver %s", path);
+    return 0;
+}

@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The guest driver nfabric.ko (guest/kernel/, docs/driver.md): its build
+# against the guest kernel's Debian headers (used by scripts/lib/image.sh)
+# and the `driver` test suite.
+
+NF_PKGS_KMOD="make gcc-12 libelf1"
+
+# nf_driver_headers KVER : unpack linux-headers-KVER (with its -common part
+# and linux-kbuild) from bookworm-backports into build/guest/headers/KVER,
+# once per version; prints the kernel build directory.  Nothing is
+# installed into the host: the packages are fetched with apt-get download
+# and unpacked with dpkg-deb -x, and the absolute /usr/src path of the
+# headers' Makefile is pointed at the unpacked tree.
+nf_driver_headers() {
+    local kver=$1 base=${1%-amd64} hroot=$NF_GUEST/headers/$1 p deb
+    local kdir=$hroot/usr/src/linux-headers-$kver
+    if [ ! -f "$hroot/.unpacked" ]; then
+        rm -rf "$NF_GUEST/headers"
+        mkdir -p "$hroot"
+        for p in "linux-headers-$kver" "linux-headers-$base-common" "linux-kbuild-$base"; do
+            deb=$(nf_image_fetch "$p/bookworm-backports") || exit 1
+            dpkg-deb -x "$deb" "$hroot" || nf_die "driver: dpkg-deb -x $deb failed"
+        done
+        sed -i "s|^include /usr/src/|include $hroot/usr/src/|" "$kdir/Makefile"
+        grep -q "^include $hroot/" "$kdir/Makefile" ||
+            nf_die "driver: unexpected $kdir/Makefile (no 'include /usr/src/...')"
+        touch "$hroot/.unpacked"
+    fi
+    echo "$kdir"
+}
+
+# nf_driver_build KVER : build nfabric.ko for KVER into build/guest/kmod/
+# (the sources and nfabric_regs.h are copied there: a 6.12 out-of-tree
+# build writes next to its sources); prints the path of the stripped .ko.
+nf_driver_build() {
+    local kver=$1 kdir out=$NF_GUEST/kmod t0 f stale=0
+    kdir=$(nf_driver_headers "$kver") || exit 1
+    if [ -f "$out/nfabric.ko" ] && [ "$(cat "$out/kernel-version" 2>/dev/null)" = "$kver" ]; then
+        for f in "$NF_ROOT"/guest/kernel/{Kbuild,Makefile,*.c} \
+                 "$NF_ROOT"/guest/kernel/{uapi,compat}/*.h \
+                 "$NF_ROOT/include/hw/mem/nfabric_regs.h"; do
+            [ "$f" -nt "$out/nfabric.ko" ] && stale=1
+        done
+        if [ "$stale" = 0 ]; then
+            echo "$out/nfabric.ko"
+            return 0
+        fi
+    fi
+    nf_need $NF_PKGS_KMOD
+    t0=$EPOCHREALTIME
+    rm -rf "$out"
+    mkdir -p "$out/src/include/hw/mem"
+    cp -r "$NF_ROOT"/guest/kernel/{Kbuild,Makefile,*.c,uapi,compat} "$out/src/"
+    cp "$NF_ROOT/include/hw/mem/nfabric_regs.h" "$out/src/include/hw/mem/"
+    # No BTF for the module (it needs pahole; only BPF tools use it).
+    make -C "$kdir" M="$out/src" NFABRIC_INCLUDE="$out/src/include" \
+        CONFIG_DEBUG_INFO_BTF_MODULES= W=1 modules > "$out/build.log" 2>&1 ||
+        { cat "$out/build.log" >&2; nf_die "driver: module build failed (log: $out/build.log)"; }
+    if grep -q 'warning:' "$out/build.log"; then
+        grep 'warning:' "$out/build.log" >&2
+        nf_die "driver: the module builds with warnings (log: $out/build.log)"
+    fi
+    strip --strip-debug -o "$out/nfabric.ko" "$out/src/nfabric.ko"
+    echo "$kver" > "$out/kernel-version"
+    printf 'nfabric.ko built in %.1f s\n' \
+        "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{print b-a}')" >> "$out/build.log"
+    nf_log "$(tail -1 "$out/build.log") (log: $out/build.log)"
+    echo "$out/nfabric.ko"
+}
+
+# nf_driver_ready_checks LOG WANT_DRIVER : TAP lines about the READY line.
+nf_driver_ready_checks() {
+    local log=$1 want=$2 ready
+    ready=$(grep -m1 -E '^NFABRIC-(READY|NOT-READY)' "$log" || true)
+    echo "# $ready"
+    case "$ready" in
+    NFABRIC-READY*"via=cxl create-region"*) echo "ok - the region was created by cxl create-region (ndctl 81)" ;;
+    *) echo "not ok - the region was not created by cxl create-region: ${ready:-no READY line}" ;;
+    esac
+    case "$ready" in
+    NFABRIC-READY*" bind=daxctl "*) echo "ok - daxctl bound the dax device to device_dax" ;;
+    *) echo "not ok - daxctl did not bind the dax device: ${ready:-no READY line}" ;;
+    esac
+    case "$ready" in
+    *" driver=$want") echo "ok - READY line reports driver=$want" ;;
+    *) echo "not ok - READY line does not report driver=$want: ${ready:-no READY line}" ;;
+    esac
+}
+
+# A guest shell snippet: a TAP line on what libnfabric used for the registers.
+nf_driver_access_check() {
+    printf '%s' "r=\$(nfabricctl info 2>&1 | sed -n 's/^registers: //p'); case \"\$r\" in \"$1\"*) echo \"ok - libnfabric reaches the registers through: \$r\";; *) echo \"not ok - libnfabric should use $1, uses: \${r:-nothing (nfabricctl info failed)}\"; false;; esac"
+}
+
+# ---- driver: nfabric.ko, and the guest checks through it (one boot) -------
+nf_register_suite 32 driver "nfabric.ko: guest checks through it, every ioctl and bad argument, concurrent openers, unbind while open, reload, rounds on 2 hosts"
+nf_suite_driver() {
+    local log=$NF_BUILD/test-logs/driver-console.log rc=0 cmd
+    mkdir -p "$(dirname "$log")"
+    # The guest checks first: the driver checks unbind the device at the end
+    # (which removes the region).
+    cmd="$(nf_driver_access_check "driver /dev/nfabric")"'; a=$?
+NFABRIC_ACCESS=driver nfabric-test; b=$?
+nfabric-drvtest; c=$?
+[ $a = 0 ] && [ $b = 0 ] && [ $c = 0 ]'
+    nf_guest_run "$log" "$cmd" || rc=$?
+    grep -E '^(ok|not ok|#|1\.\.|summary:)' "$log" || true
+    nf_driver_ready_checks "$log" nfabric0
+    # Rounds across two heads of one shared device (scripts/nfabric cluster).
+    local dir=$NF_BUILD/test-logs/driver-cluster r crc=0
+    nf_cluster_main --hosts 2 --dir "$dir" --timeout 300 \
+        --run "nfabric-drvtest --only multihost" > "$dir.log" 2>&1 || crc=$?
+    for r in 0 1; do
+        grep -E '^(ok|not ok)' "$dir/host$r.log" 2>/dev/null ||
+            echo "not ok - cluster host $r printed no check (see $dir/host$r.log)"
+    done
+    if [ "$crc" -ne 0 ]; then
+        echo "not ok - scripts/nfabric cluster --hosts 2 failed (status $crc, see $dir.log)"
+        rc=1
+    fi
+    return $rc
+}
+
+# ---- fallback: the guest checks without the driver (sysfs resource0) ------
+nf_register_suite 33 fallback "guest checks without nfabric.ko: libnfabric maps sysfs resource0"
+nf_suite_fallback() {
+    local log=$NF_BUILD/test-logs/fallback-console.log rc=0 cmd
+    mkdir -p "$(dirname "$log")"
+    cmd="$(nf_driver_access_check "resource0 (no driver)")"'; a=$?
+NFABRIC_ACCESS=resource0 nfabric-test; b=$?
+[ $a = 0 ] && [ $b = 0 ]'
+    nf_guest_run "$log" "$cmd" --append nfabric.driver=0 || rc=$?
+    grep -E '^(ok|not ok|#|1\.\.|summary:)' "$log" || true
+    nf_driver_ready_checks "$log" none
+    return $rc
+}
