@@ -25,6 +25,12 @@
 #define DAX_DEVICES "/sys/bus/dax/devices"
 #define CXL_MEM_CLASS 0x050210u
 
+/* Registers are reachable: mapped, or through a transport. */
+static inline bool nf_has_regs(const nfabric_dev *d)
+{
+    return d->regs != NULL || d->xport != NULL;
+}
+
 static int fail(nfabric_dev *d, int err, const char *fmt, ...)
 {
     va_list ap;
@@ -481,6 +487,11 @@ int nfabric_open(nfabric_dev *d, unsigned flags)
 
 void nfabric_close(nfabric_dev *d)
 {
+    if (d->xport) {
+        d->xport->close(d->xport_priv);
+        d->xport = NULL;
+        d->xport_priv = NULL;
+    }
     if (d->mem) {
         munmap(d->mem, d->mem_size);
     }
@@ -504,11 +515,18 @@ void nfabric_close(nfabric_dev *d)
 
 uint32_t nfabric_rd32(const nfabric_dev *d, uint32_t off)
 {
+    if (d->xport) {
+        return d->xport->rd32(d->xport_priv, off);
+    }
     return *(volatile uint32_t *)(d->regs + off);
 }
 
 void nfabric_wr32(const nfabric_dev *d, uint32_t off, uint32_t v)
 {
+    if (d->xport) {
+        d->xport->wr32(d->xport_priv, off, v);
+        return;
+    }
     *(volatile uint32_t *)(d->regs + off) = v;
 }
 
@@ -535,7 +553,7 @@ unsigned nfabric_num_windows(const nfabric_dev *d)
 
 static int need_regs(nfabric_dev *d)
 {
-    if (!d->regs) {
+    if (!nf_has_regs(d)) {
         return fail(d, NFLIB_ENOREGS, "no register block mapped");
     }
     return 0;
@@ -759,8 +777,8 @@ int nfabric_window_get(const nfabric_dev *d, unsigned i, nfabric_win_state *s)
     uint32_t ctrl;
 
     memset(s, 0, sizeof(*s));
-    if (!d->regs || i >= nfabric_num_windows(d)) {
-        return !d->regs ? NFLIB_ENOREGS : NFLIB_EINVAL;
+    if (!nf_has_regs(d) || i >= nfabric_num_windows(d)) {
+        return !nf_has_regs(d) ? NFLIB_ENOREGS : NFLIB_EINVAL;
     }
     s->cfg.base = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE));
     s->cfg.size = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE));
@@ -854,7 +872,7 @@ int nfabric_ctrl(nfabric_dev *d, uint32_t cmd)
 
 int nfabric_stats(const nfabric_dev *d, nfabric_path_stats st[NFABRIC_NUM_PATHS])
 {
-    if (!d->regs) {
+    if (!nf_has_regs(d)) {
         return NFLIB_ENOREGS;
     }
     for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
@@ -868,7 +886,7 @@ int nfabric_stats(const nfabric_dev *d, nfabric_path_stats st[NFABRIC_NUM_PATHS]
 
 int nfabric_timing_read(const nfabric_dev *d, nfabric_timing *t)
 {
-    if (!d->regs) {
+    if (!nf_has_regs(d)) {
         return NFLIB_ENOREGS;
     }
     t->clock_mhz = nfabric_rd32(d, NFABRIC_REG_T_CLOCK_MHZ);
@@ -913,13 +931,13 @@ int32_t nfabric_counter(const nfabric_dev *d, uint64_t counters,
 
 static bool has_heads(const nfabric_dev *d)
 {
-    return d->regs && (d->version & 0xffff) >= 1;
+    return nf_has_regs(d) && (d->version & 0xffff) >= 1;
 }
 
 int nfabric_pool_stats(const nfabric_dev *d,
                        nfabric_path_stats st[NFABRIC_NUM_PATHS])
 {
-    if (!d->regs) {
+    if (!nf_has_regs(d)) {
         return NFLIB_ENOREGS;
     }
     if (!has_heads(d)) {
@@ -939,7 +957,7 @@ int nfabric_heads_read(const nfabric_dev *d, nfabric_heads *h)
     uint32_t info;
 
     memset(h, 0, sizeof(*h));
-    if (!d->regs) {
+    if (!nf_has_regs(d)) {
         return NFLIB_ENOREGS;
     }
     if (!has_heads(d)) {
@@ -984,8 +1002,8 @@ int nfabric_head_contrib(nfabric_dev *d, unsigned head, unsigned i,
 int nfabric_round_read(const nfabric_dev *d, unsigned i, nfabric_round *r)
 {
     memset(r, 0, sizeof(*r));
-    if (!d->regs || i >= NFABRIC_NUM_WINDOWS) {
-        return !d->regs ? NFLIB_ENOREGS : NFLIB_EINVAL;
+    if (!nf_has_regs(d) || i >= NFABRIC_NUM_WINDOWS) {
+        return !nf_has_regs(d) ? NFLIB_ENOREGS : NFLIB_EINVAL;
     }
     if (!has_heads(d)) {
         return NFLIB_EVERSION;
@@ -1081,4 +1099,105 @@ int nfabric_round_wait_next(nfabric_dev *d, unsigned i, uint32_t seq,
         }
         pause_us(n < 100 ? 50 : 1000);
     }
+}
+
+/* ---- device memory as accesses (any transport) ---------------------------- */
+
+int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
+                      uint64_t len)
+{
+    volatile uint8_t *p;
+    const uint8_t *b = buf;
+
+    if (d->xport) {
+        return d->xport->mem(d->xport_priv, dpa, (void *)buf, len, true) ?
+               fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
+                    "device memory", dpa, len) : 0;
+    }
+    p = nfabric_dpa_ptr(d, dpa, len);
+    if (!p) {
+        return fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
+                    "mapped", dpa, len);
+    }
+    /* Naturally aligned stores of up to 8 bytes, as a CPU's copy does. */
+    while (len) {
+        unsigned n = 8 - (unsigned)(dpa & 7);
+        uint64_t v = 0;
+
+        n = n > len ? (unsigned)len : n;
+        memcpy(&v, b, n);
+        if (n == 8) {
+            *(volatile uint64_t *)p = v;
+        } else if (n == 4 && !(dpa & 3)) {
+            *(volatile uint32_t *)p = (uint32_t)v;
+        } else {
+            for (unsigned k = 0; k < n; k++) {
+                p[k] = b[k];
+            }
+        }
+        p += n;
+        b += n;
+        dpa += n;
+        len -= n;
+    }
+    return 0;
+}
+
+int nfabric_mem_read(nfabric_dev *d, uint64_t dpa, void *buf, uint64_t len)
+{
+    const volatile uint8_t *p;
+    uint8_t *b = buf;
+
+    if (d->xport) {
+        return d->xport->mem(d->xport_priv, dpa, buf, len, false) ?
+               fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
+                    "device memory", dpa, len) : 0;
+    }
+    p = nfabric_dpa_ptr(d, dpa, len);
+    if (!p) {
+        return fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
+                    "mapped", dpa, len);
+    }
+    while (len) {
+        unsigned n = 8 - (unsigned)(dpa & 7);
+
+        n = n > len ? (unsigned)len : n;
+        if (n == 8) {
+            uint64_t v = *(const volatile uint64_t *)p;
+
+            memcpy(b, &v, 8);
+        } else {
+            for (unsigned k = 0; k < n; k++) {
+                b[k] = p[k];
+            }
+        }
+        p += n;
+        b += n;
+        dpa += n;
+        len -= n;
+    }
+    return 0;
+}
+
+nfabric_dev *nfabric_new(void)
+{
+    nfabric_dev *d = calloc(1, sizeof(*d));
+
+    if (d) {
+        d->bar_fd = d->dax_fd = -1;
+    }
+    return d;
+}
+
+void nfabric_free(nfabric_dev *d)
+{
+    if (d) {
+        nfabric_close(d);
+        free(d);
+    }
+}
+
+uint64_t nfabric_counter_size(unsigned path, unsigned width, uint64_t size)
+{
+    return nfabric_counter_bytes(path, width, size);
 }

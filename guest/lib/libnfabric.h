@@ -41,8 +41,23 @@
 #define NFABRIC_OPEN_NO_REGS  (1u << 0) /* memory only (e.g. stock cxl-type3) */
 #define NFABRIC_OPEN_NO_MEM   (1u << 1) /* registers only */
 
+/*
+ * How a device is reached when it is not mapped: registers and memory
+ * accesses through functions (nfabric_host.c: the controller model on the
+ * host, a head of a shared device, no VM).
+ */
+typedef struct nfabric_transport {
+    uint32_t (*rd32)(void *priv, uint32_t off);
+    void (*wr32)(void *priv, uint32_t off, uint32_t v);
+    /* len bytes at dpa as accesses of at most 8 bytes; 0 or -1 (range) */
+    int (*mem)(void *priv, uint64_t dpa, void *buf, uint64_t len, bool write);
+    void (*close)(void *priv);
+} nfabric_transport;
+
 typedef struct nfabric_dev {
     unsigned flags;
+    const nfabric_transport *xport;     /* NULL: mapped (guest) */
+    void *xport_priv;
     char pci_name[64];          /* e.g. "0000:0d:00.0" (empty: none) */
     char memdev[32];            /* e.g. "mem0" */
     char region[32];            /* e.g. "region0" */
@@ -199,6 +214,22 @@ int nfabric_round_wait(nfabric_dev *d, unsigned i, uint32_t seq,
 /* Wait until window i's round number is no longer seq (a clear). */
 int nfabric_round_wait_next(nfabric_dev *d, unsigned i, uint32_t seq,
                             unsigned timeout_ms);
+
+/*
+ * Device memory as accesses, through the mapping or the transport: len
+ * bytes at DPA dpa, in naturally aligned accesses of at most 8 bytes (each
+ * one a CXL.mem access the device aggregates on low-bit windows).
+ */
+int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
+                      uint64_t len);
+int nfabric_mem_read(nfabric_dev *d, uint64_t dpa, void *buf, uint64_t len);
+
+/* Bytes of counter area a window needs (nfabric_counter_bytes, exported). */
+uint64_t nfabric_counter_size(unsigned path, unsigned width, uint64_t size);
+
+/* An nfabric_dev on the heap (for bindings: no struct layout needed). */
+nfabric_dev *nfabric_new(void);
+void nfabric_free(nfabric_dev *d);       /* closes it too */
 
 /* Device memory: pointer to DPA dpa (NULL if outside the mapping). */
 void *nfabric_dpa_ptr(const nfabric_dev *d, uint64_t dpa, uint64_t len);
