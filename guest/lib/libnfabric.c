@@ -1201,3 +1201,13 @@ uint64_t nfabric_counter_size(unsigned path, unsigned width, uint64_t size)
 {
     return nfabric_counter_bytes(path, width, size);
 }
+
+uint64_t nfabric_mem_size(const nfabric_dev *d)
+{
+    return nf_has_regs(d) ? nfabric_rd64(d, NFABRIC_REG_MEM_SIZE) : 0;
+}
+
+uint32_t nfabric_enabled_mask(const nfabric_dev *d)
+{
+    return nf_has_regs(d) ? nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK) : 0;
+}

@@ -224,6 +224,10 @@ int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
                       uint64_t len);
 int nfabric_mem_read(nfabric_dev *d, uint64_t dpa, void *buf, uint64_t len);
 
+/* Device memory bytes (MEM_SIZE) and ENABLED_MASK, for bindings. */
+uint64_t nfabric_mem_size(const nfabric_dev *d);
+uint32_t nfabric_enabled_mask(const nfabric_dev *d);
+
 /* Bytes of counter area a window needs (nfabric_counter_bytes, exported). */
 uint64_t nfabric_counter_size(unsigned path, unsigned width, uint64_t size);
 

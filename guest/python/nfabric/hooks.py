@@ -1,0 +1,314 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""PyTorch DistributedDataParallel communication hooks that aggregate every
+gradient bucket in a NEURON-Fabric device shared by all ranks.
+
+    job = FabricJob(dev, model, rank, world, mode="gbinary")
+    ddp.register_comm_hook(job, fabric_hook)
+
+Modes (docs/pytorch.md):
+
+* ``fp32``: each rank writes its gradients (float32) into its own slot of an
+  FP32 window; every rank reads all slots and averages them.
+* ``gbinary``: each rank writes packed signs into a G-Binary window (the
+  device counts them per element) and its per-tensor scale (mean |g|) into
+  an FP32 slot; every rank reads the majority signs, times the mean scale.
+* ``gternary``: stochastic ternarisation (TernGrad): scale s = max |g| per
+  tensor, element i is sign(g_i) with probability |g_i| / s, else 0; codes
+  into a G-Ternary window, s into an FP32 slot; every rank reads the gated
+  sum (+1, 0, -1 where |sum| >= threshold) times the mean scale.
+* ``layer_aware``: the chosen parameters (by default the classifier head,
+  the last nn.Linear) on FP32, the rest low-bit (``low``: gbinary or
+  gternary).
+
+Options as PowerSGD's: ``warmup`` steps of full precision first
+(``start_powerSGD_iter``), ``error_feedback`` (the compression error of a
+tensor is added to its next gradient).
+
+Layout: every parameter has fixed element ranges in the job's windows
+(padded to 512 elements), so buckets map to window ranges once, whatever
+DDP's bucketing.  Exchanges alternate between two sets of windows; each
+exchange is one round of the set's FP32 window (every rank completes it and
+waits for all); rank 0 clears a set before its next use, which every rank
+waits for.
+"""
+import math
+
+import numpy as np
+import torch
+
+from .device import NFabricError, counter_bytes
+
+__all__ = ["FabricJob", "fabric_hook", "MODES"]
+
+MODES = ("fp32", "gbinary", "gternary", "layer_aware")
+_PAD = 512                      # elements: 64 bytes of signs, 128 of codes
+_WAIT_MS = 600000
+
+
+def _align(x, a=64):
+    return (x + a - 1) // a * a
+
+
+def ternarize(g, rng):
+    """TernGrad: scale = max |g|; element i is sign(g_i) with probability
+    |g_i| / scale, else 0.  Returns (scale, int8 values)."""
+    n = g.size
+    scale = np.float32(np.abs(g).max()) if n else np.float32(0)
+    prob = np.abs(g) / scale if scale > 0 else np.zeros_like(g)
+    t = np.where(rng.random(n) < prob, np.sign(g), 0).astype(np.int8)
+    return scale, t
+
+
+def default_fp32_params(model):
+    """The classifier head: the parameters of the last nn.Linear."""
+    last = None
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear):
+            last = m
+    return list(last.parameters()) if last is not None else []
+
+
+class FabricJob:
+    """One DDP job on the device: its windows, layout, rounds and state."""
+
+    def __init__(self, dev, model, rank, world, mode="gbinary", low="gbinary",
+                 fp32_params=None, warmup=0, error_feedback=False,
+                 base=0x1000000, first_window=8, threshold=None, seed=0,
+                 timeout_ms=_WAIT_MS):
+        if mode not in MODES:
+            raise ValueError("mode %r: one of %s" % (mode, ", ".join(MODES)))
+        if low not in ("gbinary", "gternary"):
+            raise ValueError("low %r: gbinary or gternary" % (low,))
+        if not 1 <= world <= 16 or not 0 <= rank < world:
+            raise ValueError("rank %d of %d: 1..16 ranks" % (rank, world))
+        self.dev, self.rank, self.world = dev, rank, world
+        heads = dev.heads()
+        if heads.count != world or heads.index != rank:
+            raise NFabricError(-7, "rank %d of %d, but this is head %d of a "
+                               "%d-head device: one head per rank" %
+                               (rank, world, heads.index, heads.count))
+        self.mode, self.low, self.warmup = mode, low, warmup
+        self.error_feedback = error_feedback
+        self.timeout_ms = timeout_ms
+        self.threshold = threshold or max(1, (world + 1) // 2)
+        self.width = 8 if world <= 127 else 16
+        self.step = 0
+        self.exchanges = 0
+        self.timeout_ms = timeout_ms
+        self.residual = {}
+        self.rng = np.random.default_rng(seed * 1000003 + rank)
+        params = [p for p in model.parameters() if p.requires_grad]
+        fp32_ids = {p.data_ptr() for p in (default_fp32_params(model)
+                                           if fp32_params is None else fp32_params)}
+        # Fixed ranges: element offset and index of every parameter.
+        self.layout = {}
+        off = 0
+        for idx, p in enumerate(params):
+            self.layout[p.data_ptr()] = (off, p.numel(), idx,
+                                         p.data_ptr() in fp32_ids)
+            off += _align(p.numel(), _PAD)
+        self.elems = off
+        self.ntensors = len(params)
+        self._plan_windows(base, first_window)
+        self._setup()
+
+    # ---- windows ---------------------------------------------------------
+    def _plan_windows(self, base, w0):
+        e, world = self.elems, self.world
+        self.slot_bytes = e * 4                         # one rank's gradients
+        self.scale_bytes = _align(self.ntensors * 4)    # one rank's scales
+        fp_size = world * (self.slot_bytes + self.scale_bytes)
+        gb_size, gt_size = e // 8, e // 4
+        plan, dpa = [], base
+        for s in range(2):
+            for kind, size in (("fp32", fp_size), ("gbinary", gb_size),
+                               ("gternary", gt_size)):
+                ctr = counter_bytes(kind, self.width, size)
+                plan.append((kind, dpa, size, dpa + size if ctr else 0))
+                dpa = _align(dpa + size + ctr, 4096)
+        plan.append(("fp32", dpa, 64, 0))              # the barrier
+        dpa += 4096
+        self.windows = {}
+        for i, (kind, b, size, ctr) in enumerate(plan):
+            self.windows[i] = (w0 + i, kind, b, size, ctr)
+        total = dpa - base
+        have = self.dev.mem_size()
+        if dpa > have:
+            raise NFabricError(-7, "the job needs %d bytes of device memory from "
+                               "DPA 0x%x (%d elements x %d ranks), the device has "
+                               "%d (0x%x bytes left)" % (total, base, e, world,
+                                                          have, max(0, have - base)))
+        if w0 + len(plan) > self.dev.num_windows():
+            raise NFabricError(-7, "the job needs windows %d..%d, the device has "
+                               "%d" % (w0, w0 + len(plan) - 1,
+                                       self.dev.num_windows()))
+
+    def _win(self, s, kind):
+        k = {"fp32": 0, "gbinary": 1, "gternary": 2}[kind]
+        return self.windows[s * 3 + k]
+
+    def _setup(self):
+        bar = self.windows[6]
+        self.bar = bar[0]
+        if self.rank == 0:
+            for idx, kind, b, size, ctr in self.windows.values():
+                mask = self.dev.enabled_mask()
+                if mask & (1 << idx):
+                    self.dev.disable(idx)
+                self.dev.set_window(idx, b, size, kind, counters=ctr,
+                                    width=self.width, tie=1,
+                                    threshold=self.threshold)
+        else:
+            self._wait_for_barrier_window(bar)
+        self.barrier()
+        self.expected = [self.dev.round(self._win(s, "fp32")[0]).seq + 1
+                         for s in range(2)]
+        self.barrier()          # nobody clears before everyone read them
+
+    def _wait_for_barrier_window(self, bar):
+        import time
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < self.timeout_ms / 1000:
+            if self.dev.enabled_mask() & (1 << bar[0]):
+                return
+            time.sleep(0.002)
+        raise NFabricError(-11, "rank 0 never set up the job's windows")
+
+    def barrier(self):
+        """Every rank: complete the barrier window's round; rank 0 clears it."""
+        seq = self.dev.round(self.bar).seq
+        self.dev.complete(self.bar, seq)
+        if self.rank == 0:
+            self.dev.wait(self.bar, seq, self.timeout_ms)
+            self.dev.clear(self.bar)
+        else:
+            self.dev.wait_next(self.bar, seq, self.timeout_ms)
+
+    # ---- one exchange of one bucket --------------------------------------
+    def _begin(self):
+        s = self.exchanges % 2
+        self.exchanges += 1
+        fpw = self._win(s, "fp32")[0]
+        if self.rank == 0:
+            # The FP32 window last: its new round lets the others write.
+            for kind in ("gbinary", "gternary", "fp32"):
+                self.dev.clear(self._win(s, kind)[0])
+        seq = self.expected[s]
+        if self.rank != 0:
+            r = self.dev.round(fpw)
+            if r.seq != seq:
+                self.dev.wait_next(fpw, seq - 1, self.timeout_ms)
+        r = self.dev.round(fpw)
+        if r.seq != seq:
+            raise NFabricError(-12, "exchange %d: window %d is at round %d, "
+                               "expected %d" % (self.exchanges, fpw, r.seq, seq))
+        self.expected[s] = seq + 1
+        return s, fpw, seq
+
+    def _path_of(self, fp32_param):
+        if self.step < self.warmup or self.mode == "fp32":
+            return "fp32"
+        if self.mode == "layer_aware":
+            return "fp32" if fp32_param else self.low
+        return self.mode
+
+    def exchange(self, tensors):
+        """Aggregate [(param_key, grad ndarray float32)]: one round; returns
+        the aggregated arrays in the same order."""
+        s, fpw, seq = self._begin()
+        _, _, fp_base, _, _ = self._win(s, "fp32")
+        plan = []
+        for key, g in tensors:
+            off, n, idx, fp32p = self.layout[key]
+            path = self._path_of(fp32p)
+            g = g.astype(np.float32, copy=False)
+            if path != "fp32" and self.error_feedback:
+                g = g + self.residual.get(key, 0)
+            plan.append((key, g, off, n, idx, path))
+            self._write(s, g, off, n, idx, path, key)
+        self.dev.complete(fpw, seq)
+        r = self.dev.wait(fpw, seq, self.timeout_ms)
+        if r.incomplete:
+            raise NFabricError(-12, "exchange %d: a rank died mid-round "
+                               "(INCOMPLETE)" % self.exchanges)
+        out = []
+        for key, g, off, n, idx, path in plan:
+            out.append(self._read(s, off, n, idx, path))
+        return out
+
+    def _slot(self, s, r):
+        return self._win(s, "fp32")[2] + r * self.slot_bytes
+
+    def _scale_dpa(self, s, r, idx):
+        return (self._win(s, "fp32")[2] + self.world * self.slot_bytes +
+                r * self.scale_bytes + idx * 4)
+
+    def _write(self, s, g, off, n, idx, path, key):
+        dev = self.dev
+        if path == "fp32":
+            dev.write(self._slot(s, self.rank) + off * 4, g)
+            return
+        if path == "gbinary":
+            scale = np.float32(np.abs(g).mean()) if n else np.float32(0)
+            bits = np.zeros(_align(n, 8), dtype=np.uint8)
+            bits[:n] = g >= 0
+            packed = np.packbits(bits, bitorder="little")
+            local = np.where(g >= 0, scale, -scale).astype(np.float32)
+            dev.write(self._win(s, "gbinary")[2] + off // 8, packed)
+        else:
+            scale, t = ternarize(g, self.rng)
+            codes = np.zeros(_align(n, 4), dtype=np.uint8)
+            codes[:n] = np.where(t > 0, 1, np.where(t < 0, 3, 0))
+            c4 = codes.reshape(-1, 4)
+            packed = (c4[:, 0] | c4[:, 1] << 2 | c4[:, 2] << 4 |
+                      c4[:, 3] << 6).astype(np.uint8)
+            local = (t.astype(np.float32) * scale).astype(np.float32)
+            dev.write(self._win(s, "gternary")[2] + off // 4, packed)
+        dev.write(self._scale_dpa(s, self.rank, idx),
+                  np.array([scale], dtype=np.float32))
+        if self.error_feedback:
+            self.residual[key] = (g - local).astype(np.float32)
+
+    def _mean_scale(self, s, idx):
+        scales = [self.dev.read(self._scale_dpa(s, r, idx), 4).view(np.float32)[0]
+                  for r in range(self.world)]
+        return np.float32(np.mean(np.array(scales, dtype=np.float32)))
+
+    def _read(self, s, off, n, idx, path):
+        dev = self.dev
+        if path == "fp32":
+            acc = np.zeros(n, dtype=np.float32)
+            for r in range(self.world):
+                acc += dev.read(self._slot(s, r) + off * 4, n * 4).view(np.float32)
+            return acc / np.float32(self.world)
+        scale = self._mean_scale(s, idx)
+        if path == "gbinary":
+            packed = dev.read(self._win(s, "gbinary")[2] + off // 8,
+                              _align(n, 8) // 8)
+            bits = np.unpackbits(packed, bitorder="little")[:n]
+            return np.where(bits == 1, scale, -scale).astype(np.float32)
+        packed = dev.read(self._win(s, "gternary")[2] + off // 4, _align(n, 4) // 4)
+        codes = np.stack([(packed >> (2 * k)) & 3 for k in range(4)], axis=1).reshape(-1)[:n]
+        vals = np.where(codes == 1, 1.0, np.where(codes == 3, -1.0, 0.0))
+        return (vals * scale).astype(np.float32)
+
+    def traffic_bytes(self):
+        """Bytes the job's ranks wrote to the device, per path (pool)."""
+        st = self.dev.stats(pool=True)
+        return {k: v["write_bytes"] for k, v in st.items()}
+
+
+def fabric_hook(job, bucket):
+    """DDP communication hook: the bucket's gradients aggregated in the device."""
+    grads = bucket.gradients()
+    params = bucket.parameters()
+    tensors = [(p.data_ptr(), g.detach().cpu().numpy().ravel())
+               for p, g in zip(params, grads)]
+    out = job.exchange(tensors)
+    flat = torch.from_numpy(np.concatenate(out) if out else np.zeros(0, np.float32))
+    result = flat.to(bucket.buffer().dtype).reshape(bucket.buffer().shape)
+    if bucket.is_last():
+        job.step += 1
+    fut = torch.futures.Future()
+    fut.set_result(result)
+    return fut
