@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Train a small CNN on Fashion-MNIST with PyTorch DistributedDataParallel,
+every gradient bucket aggregated in a NEURON-Fabric device.
+
+Every rank runs this script (rank and world from --rank/--world, RANK and
+WORLD_SIZE, or NFABRIC_RANK and NFABRIC_HOSTS as scripts/nfabric cluster
+sets them):
+
+    python3 -m nfabric.examples.train --mode gbinary
+
+On a host without VMs, --spawn N starts N ranks here, each a head of one
+shared device served by the device's controller (--state/--mem files):
+
+    python3 -m nfabric.examples.train --spawn 4 --mode layer_aware
+
+Modes: allreduce (gloo's allreduce, no device: the baseline), fp32,
+gbinary, gternary, layer_aware.  Prints one JSON line per rank; rank 0's
+has the accuracy and the gradient traffic from the device's statistics.
+"""
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+from nfabric.device import Device
+from nfabric.hooks import FabricJob, fabric_hook
+
+DATA = "/usr/share/datasets/fashion-mnist"      # Debian: dataset-fashion-mnist
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 8, 5)
+        self.conv2 = nn.Conv2d(8, 16, 5)
+        self.fc1 = nn.Linear(16 * 4 * 4, 64)
+        self.head = nn.Linear(64, 10)           # the classifier head
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = F.relu(self.fc1(x.flatten(1)))
+        return self.head(x)
+
+
+def load_idx(name):
+    with gzip.open(os.path.join(DATA, name), "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def shard(labels, rank, world, kind, n, seed):
+    """Indices of rank's shard of the first n samples: iid (random) or
+    non-iid (sorted by label: each rank sees a few classes mostly)."""
+    rng = np.random.default_rng(seed)
+    idx = rng.permutation(n)
+    if kind == "noniid":
+        idx = idx[np.argsort(labels[idx], kind="stable")]
+    return idx[rank::world] if kind == "iid" else np.array_split(idx, world)[rank]
+
+
+def params_digest(model):
+    h = hashlib.sha256()
+    for p in model.parameters():
+        h.update(p.detach().cpu().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def run_rank(args, rank, world):
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="tcp://%s:%d" % (args.master_addr,
+                            args.master_port), rank=rank, world_size=world)
+    model = SmallCNN()
+    ddp = nn.parallel.DistributedDataParallel(model)
+    job = dev = None
+    if args.mode != "allreduce":
+        if args.state:
+            dev = Device.host(args.state, args.mem, args.mem_size << 20, rank, world)
+        else:
+            dev = Device.open()
+        job = FabricJob(dev, model, rank, world,
+                        mode=args.mode, low=args.low, warmup=args.warmup,
+                        error_feedback=args.error_feedback, seed=args.seed)
+        ddp.register_comm_hook(job, fabric_hook)
+        base = job.traffic_bytes()
+    images = load_idx("train-images-idx3-ubyte.gz")
+    labels = load_idx("train-labels-idx1-ubyte.gz")
+    mine = shard(labels, rank, world, args.shards, args.train_samples, args.seed)
+    x = torch.from_numpy(images[mine].astype(np.float32) / 255.0).unsqueeze(1)
+    y = torch.from_numpy(labels[mine].astype(np.int64))
+    opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
+    rng = np.random.default_rng(args.seed + rank)
+    t_exchange = 0.0
+    t0 = time.monotonic()
+    losses = []
+    for step in range(args.steps):
+        b = torch.from_numpy(rng.integers(0, len(y), args.batch))
+        opt.zero_grad()
+        loss = F.cross_entropy(ddp(x[b]), y[b])
+        te = time.monotonic()
+        loss.backward()                 # the hook runs inside backward
+        t_exchange += time.monotonic() - te
+        opt.step()
+        losses.append(float(loss))
+    elapsed = time.monotonic() - t0
+    out = {"rank": rank, "world": world, "mode": args.mode, "shards": args.shards,
+           "warmup": args.warmup, "error_feedback": args.error_feedback,
+           "steps": args.steps, "seconds": round(elapsed, 3),
+           "backward_seconds": round(t_exchange, 3),
+           "loss_last": round(float(np.mean(losses[-20:])), 4),
+           "params": params_digest(model)}
+    digests = [None] * world
+    dist.all_gather_object(digests, out["params"])
+    out["params_identical"] = len(set(digests)) == 1
+    if rank == 0:
+        ti = load_idx("t10k-images-idx3-ubyte.gz")[:args.test_samples]
+        tl = load_idx("t10k-labels-idx1-ubyte.gz")[:args.test_samples]
+        with torch.no_grad():
+            pred = model(torch.from_numpy(ti.astype(np.float32) / 255.0).unsqueeze(1))
+        out["acc"] = round(float((pred.argmax(1).numpy() == tl).mean()), 4)
+        n = sum(p.numel() for p in model.parameters())
+        out["fp32_bytes"] = args.steps * world * n * 4
+        if job is not None:
+            now = job.traffic_bytes()
+            sent = {k: now[k] - base[k] for k in now}
+            out["device_write_bytes"] = sent
+            out["traffic_pct"] = round(100.0 * sum(sent.values()) / out["fp32_bytes"], 3)
+        else:
+            out["traffic_pct"] = 100.0
+    print(json.dumps(out), flush=True)
+    dist.barrier()
+    if dev is not None:
+        dev.close()
+    dist.destroy_process_group()
+    return 0 if out["params_identical"] else 1
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m nfabric.examples.train")
+    ap.add_argument("--mode", default="gbinary",
+                    choices=["allreduce", "fp32", "gbinary", "gternary", "layer_aware"])
+    ap.add_argument("--low", default="gbinary", choices=["gbinary", "gternary"])
+    ap.add_argument("--warmup", type=int, default=0, help="full-precision steps first")
+    ap.add_argument("--error-feedback", action="store_true")
+    ap.add_argument("--shards", default="iid", choices=["iid", "noniid"])
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=0.02)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--train-samples", type=int, default=20000)
+    ap.add_argument("--test-samples", type=int, default=2000)
+    ap.add_argument("--rank", type=int, default=None)
+    ap.add_argument("--world", type=int, default=None)
+    ap.add_argument("--spawn", type=int, default=0,
+                    help="start this many ranks here (host, no VM)")
+    ap.add_argument("--state", default=None,
+                    help="host: the shared device's state file (default with "
+                    "--spawn: /dev/shm/nfabric-ddp.state)")
+    ap.add_argument("--mem", default=None, help="host: the device memory file")
+    ap.add_argument("--mem-size", type=int, default=256, help="host: MiB")
+    ap.add_argument("--master-addr", default=os.environ.get("MASTER_ADDR", "127.0.0.1"))
+    ap.add_argument("--master-port", type=int,
+                    default=int(os.environ.get("MASTER_PORT", "29517")))
+    args = ap.parse_args(argv)
+    if args.spawn:
+        state = args.state or "/dev/shm/nfabric-ddp.state"
+        mem = args.mem or "/dev/shm/nfabric-ddp.mem"
+        for f in (state, mem):
+            if os.path.exists(f):
+                os.unlink(f)
+        procs = []
+        for r in range(args.spawn):
+            cmd = [sys.executable, "-m", "nfabric.examples.train"] + \
+                  [a for a in (argv if argv is not None else sys.argv[1:])] + \
+                  ["--rank", str(r), "--world", str(args.spawn),
+                   "--state", state, "--mem", mem]
+            cmd = [c for i, c in enumerate(cmd)]
+            # --spawn must not propagate.
+            k = cmd.index("--spawn")
+            del cmd[k:k + 2]
+            procs.append(subprocess.Popen(cmd))
+        rcs = [p.wait() for p in procs]
+        return max(rcs)
+    rank = args.rank if args.rank is not None else int(
+        os.environ.get("RANK", os.environ.get("NFABRIC_RANK", "0")))
+    world = args.world if args.world is not None else int(
+        os.environ.get("WORLD_SIZE", os.environ.get("NFABRIC_HOSTS", "1")))
+    if args.state and not args.mem:
+        ap.error("--state needs --mem")
+    return run_rank(args, rank, world)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

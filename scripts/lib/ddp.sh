@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# PyTorch: the `ddp` suite and `bench ddp` (docs/pytorch.md).  Debian's
+# python3-torch (1.13.1, gloo) and python3-numpy run the hooks of
+# guest/python/nfabric; on the host each DDP rank is a head of one shared
+# device served by the device's controller (libnfabric.so, no VM).
+
+NF_PY=/usr/bin/python3      # Debian's: a python3 earlier on PATH cannot see its torch
+NF_PKGS_DDP="python3-torch python3-numpy dataset-fashion-mnist"
+
+# nf_ddp_py ARGS...: python3 with the project's package on the path.
+nf_ddp_py() {
+    PYTHONPATH=$NF_ROOT/guest/python NFABRIC_LIB=$NF_HOST_BUILD/guest/libnfabric.so \
+        "$NF_PY" "$@"
+}
+
+nf_ddp_prepare() {
+    nf_need $NF_PKGS_DDP
+    nf_host_build
+}
+
+nf_register_suite 48 ddp "PyTorch DDP hooks: aggregated buckets vs a reference, DDP runs through the device (host heads)"
+nf_suite_ddp() {
+    local d=$NF_BUILD/test-logs/ddp rc=0 out
+    nf_ddp_prepare
+    mkdir -p "$d"
+    echo "# the hooks' aggregation against a reference of all ranks' gradients"
+    nf_ddp_py -m nfabric.selftest --ranks 3 --dir /dev/shm/nfabric-selftest || rc=1
+    echo "# DDP (gloo on loopback for the process group) through the device"
+    local mode flags name port=29600
+    for mode in "gbinary" "gternary --error-feedback" "layer_aware --warmup 3 --error-feedback" "fp32"; do
+        name=${mode// /_}
+        port=$((port + 1))
+        (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 2 --mode $mode \
+             --steps 12 --train-samples 4000 --test-samples 500 --master-port "$port" \
+             --state "/dev/shm/nfabric-ddp-test.state" --mem "/dev/shm/nfabric-ddp-test.mem" \
+             > "$d/$name.json" 2> "$d/$name.err") || true
+        out=$(grep '"rank": 0' "$d/$name.json" || true)
+        if [ "$(grep -c '"params_identical": true' "$d/$name.json")" = 2 ] &&
+           grep -q '"loss_last": [0-9]' <<<"$out"; then
+            echo "ok - DDP $mode, 2 ranks, 12 steps: every rank ends with the same parameters ($(grep -o '"traffic_pct": [0-9.]*' <<<"$out"), $(grep -o '"acc": [0-9.]*' <<<"$out"))"
+        else
+            echo "not ok - DDP $mode, 2 ranks: $(tail -3 "$d/$name.err" | tr '\n' ' ') $(cat "$d/$name.json" | tr '\n' ' ')"
+            rc=1
+        fi
+    done
+    rm -f /dev/shm/nfabric-ddp-test.state /dev/shm/nfabric-ddp-test.mem
+    rm -rf /dev/shm/nfabric-selftest
+    return $rc
+}
+
+NF_BENCH_DESC[ddp]="PyTorch DDP on Fashion-MNIST, 4 ranks on the host: accuracy and gradient traffic of every mode; --steps N"
+
+nf_bench_ddp() {
+    local steps=400 d=$NF_BUILD/bench-ddp port=29700 mode shards key json
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --steps) steps=${2:?}; shift ;;
+        -h|--help) echo "usage: scripts/nfabric bench ddp [--steps N]"
+                   echo "4 DDP ranks on the host, each a head of one shared device (no VM):"
+                   echo "allreduce (gloo, the baseline), fp32, gbinary, gternary, layer_aware,"
+                   echo "the low-bit ones with and without error feedback, IID and non-IID shards."
+                   return 0 ;;
+        *) echo "bench ddp: unknown option \"$1\"" >&2; return 2 ;;
+        esac
+        shift
+    done
+    [[ "$steps" =~ ^[1-9][0-9]*$ ]] || { echo "bench ddp: bad --steps" >&2; return 2; }
+    nf_ddp_prepare
+    mkdir -p "$d"
+    : > "$d/results.tsv"
+    echo "steps=$steps"
+    echo "ranks=4"
+    for shards in iid noniid; do
+        for mode in allreduce fp32 gbinary "gbinary --error-feedback" gternary \
+                    "gternary --error-feedback" layer_aware "layer_aware --error-feedback"; do
+            key=${mode/ --error-feedback/_ef}
+            port=$((port + 1))
+            json=$d/$key-$shards.json
+            (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 4 --mode $mode \
+                 --shards "$shards" --steps "$steps" --master-port "$port" \
+                 --state /dev/shm/nfabric-bench-ddp.state --mem /dev/shm/nfabric-bench-ddp.mem \
+                 > "$json" 2> "$d/$key-$shards.err") ||
+                nf_die "bench ddp: $mode $shards failed ($d/$key-$shards.err)"
+            nf_ddp_py - "$json" "$key" "$shards" "$d/results.tsv" <<'PY'
+import json, sys
+path, key, shards, tsv = sys.argv[1:5]
+r0 = [json.loads(l) for l in open(path) if '"rank": 0' in l][0]
+print("acc_%s_%s=%.4f" % (key, shards, r0["acc"]))
+print("traffic_pct_%s_%s=%.3f" % (key, shards, r0["traffic_pct"]))
+print("backward_s_%s_%s=%.3f" % (key, shards, r0["backward_seconds"]))
+if shards == "iid":
+    print("traffic_pct_%s=%.3f" % (key, r0["traffic_pct"]))
+with open(tsv, "a") as f:
+    f.write("%s\t%s\t%.4f\t%.3f\n" % (key, shards, r0["acc"], r0["traffic_pct"]))
+PY
+        done
+    done
+    rm -f /dev/shm/nfabric-bench-ddp.state /dev/shm/nfabric-bench-ddp.mem
+    nf_ddp_py - "$d/results.tsv" <<'PY'
+import sys
+rows = [l.split("\t") for l in open(sys.argv[1])]
+t = {(k, s): float(b) for k, s, a, b in [(r[0], r[1], r[2], r[3]) for r in rows]}
+a = {(k, s): float(r[2]) for r in rows for k, s in [(r[0], r[1])]}
+for s in ("iid", "noniid"):
+    for k in ("gbinary", "gternary", "layer_aware"):
+        print("acc_%s_vs_allreduce_%s=%.3f" % (k, s, a[(k, s)] / a[("allreduce", s)]))
+PY
+    nf_need gnuplot-nox
+    gnuplot <<GP || nf_die "bench ddp: gnuplot failed"
+set terminal pngcairo noenhanced size 900,560 font ",11"
+set output '$d/ddp-acc-traffic.png'
+set title "DDP on Fashion-MNIST, 4 ranks, $steps steps: accuracy vs gradient traffic"
+set xlabel "gradient traffic, % of FP32 (log)"
+set ylabel "test accuracy"
+set logscale x
+set grid
+set key bottom right
+plot '< grep -P "\\tiid\\t" $d/results.tsv' using 4:3:1 with labels point pt 7 offset 0,1 title 'IID', \
+     '< grep -P "\\tnoniid\\t" $d/results.tsv' using 4:3:1 with labels point pt 5 offset 0,-1 title 'non-IID'
+GP
+    cp "$d/ddp-acc-traffic.png" "$NF_ROOT/docs/img/ddp-acc-traffic.png"
+    echo "plot=docs/img/ddp-acc-traffic.png"
+}
