@@ -178,6 +178,7 @@ static void nfabric_win_clear_locked(NFabricCtrl *s, unsigned i)
     for (unsigned h = 0; h < NFABRIC_MAX_HEADS; h++) {
         sh->head[h].contrib_writes[i] = 0;
         sh->head[h].contrib_bytes[i] = 0;
+        sh->head[h].reserved_codes[i] = 0;
     }
     sh->round[i].seq++;
     sh->round[i].done = 0;
@@ -427,7 +428,11 @@ static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
         int64_t rc = nfabric_agg_write(cfg, counters, off, buf, n);
 
         if (rc > 0) {
-            w->reserved_codes += (uint32_t)rc;
+            if (sh->pshared) {
+                sh->head[s->head].reserved_codes[i] += (uint32_t)rc;
+            } else {
+                w->reserved_codes += (uint32_t)rc;
+            }
         }
         nfabric_ctrl_dirty(s,
             w->counters + nfabric_counter_bytes(cfg->path, cfg->width, off),
@@ -732,6 +737,15 @@ static uint64_t nfabric_win_value(NFabricCtrl *s, const NFabricReg *r)
         return (r->base - NFABRIC_REG_WIN_BASE) % NFABRIC_WIN_STRIDE ==
                NFABRIC_WIN_CONTRIB_BYTES ? w->contrib_bytes : w->contrib_writes;
     case NFABRIC_WIN_RESERVED_CODES:
+        if (s->sh->pshared) {
+            uint32_t sum = 0;
+
+            for (unsigned h = 0; h < s->sh->heads && h < NFABRIC_MAX_HEADS; h++) {
+                sum += __atomic_load_n(&s->sh->head[h].reserved_codes[r->win],
+                                       __ATOMIC_RELAXED);
+            }
+            return sum;
+        }
         return w->reserved_codes;
     }
     abort();

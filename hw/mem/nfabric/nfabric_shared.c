@@ -450,10 +450,7 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
         }
     }
     memset(sh->head[a->head].stats, 0, sizeof(sh->head[a->head].stats));
-    memset(sh->head[a->head].contrib_writes, 0,
-           sizeof(sh->head[a->head].contrib_writes));
-    memset(sh->head[a->head].contrib_bytes, 0,
-           sizeof(sh->head[a->head].contrib_bytes));
+    /* Its contributions to the current rounds stay counted (a rejoin). */
     sh->head[a->head].pid = (uint32_t)getpid();
     sh->head[a->head].attaches++;
     sh->lost_mask &= ~(1u << a->head);

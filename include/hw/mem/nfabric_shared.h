@@ -36,7 +36,7 @@
 
 #define NFABRIC_SHARED_MAGIC    0x48534e46u     /* "NFSH" */
 /* Bump when NFabricShared changes: old state files are then refused. */
-#define NFABRIC_SHARED_LAYOUT   2
+#define NFABRIC_SHARED_LAYOUT   3
 
 /* Statistics kept per path (register order). */
 enum {
@@ -84,7 +84,8 @@ typedef struct NFabricSharedHead {
     uint64_t stats[NFABRIC_NUM_PATHS][NFABRIC_NUM_STATS];
     uint64_t contrib_writes[NFABRIC_NUM_WINDOWS];
     uint64_t contrib_bytes[NFABRIC_NUM_WINDOWS];
-} NFabricSharedHead;
+    uint32_t reserved_codes[NFABRIC_NUM_WINDOWS];
+} __attribute__((aligned(64))) NFabricSharedHead;
 
 typedef struct NFabricShared {
     /* Identity, written when the state is made. */
