@@ -113,6 +113,7 @@ set title "DDP on Fashion-MNIST, 4 ranks, $steps steps: accuracy vs gradient tra
 set xlabel "gradient traffic, % of FP32 (log)"
 set ylabel "test accuracy"
 set logscale x
+set xrange [1:300]
 set grid
 set key bottom right
 plot '< grep -P "\\tiid\\t" $d/results.tsv' using 4:3:1 with labels point pt 7 offset 0,1 title 'IID', \
