@@ -17,7 +17,7 @@ NF_GUEST_INITRD=$NF_GUEST/initramfs.cpio.gz
 NF_GUEST_MODULES="cxl_acpi cxl_pci cxl_mem cxl_port dax device_dax dax_cxl"
 # Guest programs copied from the host build.
 # Static guest programs, relative to build/host/guest/; each goes to /usr/bin.
-NF_GUEST_PROGRAMS="nfabricctl nfabric-test nfabric-bench train/static/nfabric-train"
+NF_GUEST_PROGRAMS="nfabricctl nfabric-test nfabric-bench nfabric-lifecycle-check train/static/nfabric-train"
 
 nf_image_usage() {
     cat <<'USAGE'
