@@ -188,8 +188,11 @@ nf_lc_cleanup() {
 nf_lc_migration() {
     local src dst s_mem d_mem status info rc st i
     local src_fig dst_fig src_pci dst_pci src_gbw guest_gbw
-    s_mem=/dev/shm/nfabric-lc-$$-src
-    d_mem=/dev/shm/nfabric-lc-$$-dst
+    # Device memory in files: tmpfs when there is one (fast to compare).
+    local shm=/dev/shm
+    [ -d "$shm" ] && [ -w "$shm" ] || shm=$NF_LC_DIR
+    s_mem=$shm/nfabric-lc-$$-src
+    d_mem=$shm/nfabric-lc-$$-dst
     NF_LC_SHM+=("$s_mem" "$d_mem")
     rm -f "$s_mem" "$d_mem"
     echo "# 1. live migration: guest RAM $NF_LC_MEM, device memory $NF_LC_CXL_MEM, G-Binary round + FP32 writer running"
