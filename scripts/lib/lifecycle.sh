@@ -24,7 +24,7 @@
 #
 # Reproduce one by hand with the commands in docs/reliability.md.
 
-nf_register_suite 45 lifecycle "live migration mid-round (1 GiB guest), two warm resets, stock cxl-type3 reset + migration"
+nf_register_suite 47 lifecycle "live migration mid-round (1 GiB guest), two warm resets, stock cxl-type3 reset + migration"
 
 NF_LC_DEVICE_ID=cxl-vmem0
 # Sizes of the migration test (1): guest RAM must exceed device memory to
