@@ -6,11 +6,14 @@
 #     device memory; NF_LIFECYCLE_MEM and NF_LIFECYCLE_CXL_MEM change them)
 #     keeps a G-Binary round and an FP32 writer running
 #     (nfabric-lifecycle-check migrate) while the host migrates it over a
-#     unix socket to a second QEMU started with -incoming and -S.  With both
-#     sides stopped the host compares every read-only figure of the device
-#     (qom-get stats-*, timing-*), `info pci` (root port bus numbers and
-#     windows, the device's BARs) and device memory (both sides use a
-#     memory-backend-file, compared with cmp); then the destination runs
+#     unix socket to a second QEMU started with -incoming and -S.  The host
+#     bridge has a second, empty root port, so that it is not in passthrough
+#     and CXL.mem goes through its HDM decoder.  With both sides stopped the
+#     host compares every read-only figure of the device (qom-get stats-*,
+#     timing-*), `info pci` (root port bus numbers and windows, the device's
+#     BARs), the host bridge's and root port's CXL.cache/mem registers and
+#     device memory (both sides use a memory-backend-file, compared with
+#     cmp); then the destination runs
 #     on, the host writes the stop word into its device memory, and the
 #     guest checks registers, counts, statistics, counters, read-back and
 #     every FP32 byte against what it did, and runs nfabricctl.
@@ -30,6 +33,11 @@ NF_LC_DEVICE_ID=cxl-vmem0
 # Sizes of the migration test (1): guest RAM must exceed device memory to
 # reach the bug of patch 0005; device memory a multiple of 256M.
 NF_LC_MEM=${NF_LIFECYCLE_MEM:-1G}
+# A second, empty root port on the host bridge: with two root ports the
+# bridge is no longer in passthrough, Linux programs its HDM decoder and
+# CXL.mem goes through it, so the migration also needs the bridge's
+# registers (patch 0008).
+NF_LC_RP1=(-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3)
 NF_LC_CXL_MEM=${NF_LIFECYCLE_CXL_MEM:-256M}
 # The device's read-only figures (hw/mem/nfabric/cxl_nfabric.c).
 NF_LC_FIGURES=(timing-total-ps timing-exposed-ppm timing-runtime-ps
@@ -76,6 +84,43 @@ nf_lc_qmp() {
 nf_lc_hmp() {
     nf_lc_qmp "$1" human-monitor-command "{\"command-line\": \"$2\"}" |
         python3 -c 'import json,sys; sys.stdout.write(json.load(sys.stdin))'
+}
+
+# nf_lc_cm_regs SOCKET REGION: the CXL.cache/mem registers (4 KiB at +0x1000
+# of the component register block) of the MemoryRegion named REGION in the
+# system address space, e.g. the host bridge's HDM decoders.  One 4-byte
+# `xp` per register over one QMP connection: QEMU's cache/mem registers
+# answer 0 to the 8-byte accesses a longer `xp` would make.
+NF_LC_CM_PY='
+import json, re, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(60)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+json.loads(f.readline())
+def call(cmd, args=None):
+    msg = {"execute": cmd}
+    if args is not None:
+        msg["arguments"] = args
+    f.write(json.dumps(msg) + "\n")
+    f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "event" not in r:
+            return r
+def hmp(line):
+    return call("human-monitor-command", {"command-line": line})["return"]
+call("qmp_capabilities")
+m = re.search(r"^\s*([0-9a-f]+)-[0-9a-f]+ \(prio -?\d+, i/o\): " + re.escape(sys.argv[2]) + r"\r?$",
+              hmp("info mtree"), re.M)
+if not m:
+    sys.exit("no region " + sys.argv[2])
+base = int(m.group(1), 16) + 0x1000
+for off in range(0, 0x1000, 4):
+    sys.stdout.write(hmp("xp /1wx 0x%x" % (base + off)))
+'
+nf_lc_cm_regs() {
+    python3 -c "$NF_LC_CM_PY" "$@"
 }
 
 # nf_lc_figures SOCKET: "name=value" for every read-only figure of the device.
@@ -187,7 +232,7 @@ nf_lc_cleanup() {
 # ---- 1. live migration mid-round ------------------------------------------
 nf_lc_migration() {
     local src dst s_mem d_mem status info rc st i
-    local src_fig dst_fig src_pci dst_pci src_gbw guest_gbw
+    local src_fig dst_fig src_pci dst_pci src_gbw guest_gbw src_regs dst_regs r
     # Device memory in files: tmpfs when there is one (fast to compare).
     local shm=/dev/shm
     [ -d "$shm" ] && [ -w "$shm" ] || shm=$NF_LC_DIR
@@ -199,7 +244,7 @@ nf_lc_migration() {
     nf_lc_start src mig-src cxl-neuron-fabric "$NF_LC_MEM" \
         "memory-backend-file,id=vmem0,share=on,mem-path=$s_mem,size=$NF_LC_CXL_MEM" \
         'nfabric-lifecycle-check migrate; rc=$?; nfabricctl info && nfabricctl windows || rc=1; exit $rc' \
-        -no-reboot || { nf_lc_ok 1 "source QEMU started"; return; }
+        -no-reboot "${NF_LC_RP1[@]}" || { nf_lc_ok 1 "source QEMU started"; return; }
     if ! nf_lc_wait_for "$NF_LC_DIR/mig-src.log" '^LC-MIGRATE-READY' 1 120 "$src"; then
         nf_lc_ok 1 "source guest runs the round (LC-MIGRATE-READY)"
         tail -20 "$NF_LC_DIR/mig-src.log" | sed 's/^/# /'
@@ -208,7 +253,7 @@ nf_lc_migration() {
     nf_lc_start dst mig-dst cxl-neuron-fabric "$NF_LC_MEM" \
         "memory-backend-file,id=vmem0,share=on,mem-path=$d_mem,size=$NF_LC_CXL_MEM" \
         'echo the destination never boots this' \
-        -no-reboot -S -incoming "unix:$NF_LC_DIR/mig.sock" ||
+        -no-reboot "${NF_LC_RP1[@]}" -S -incoming "unix:$NF_LC_DIR/mig.sock" ||
         { nf_lc_ok 1 "destination QEMU started"; return; }
     rc=0
     nf_lc_qmp "$NF_LC_DIR/mig-src.qmp" migrate "{\"uri\": \"unix:$NF_LC_DIR/mig.sock\"}" > /dev/null || rc=1
@@ -242,6 +287,13 @@ nf_lc_migration() {
     [ -n "$src_pci" ] && [ "$src_pci" = "$dst_pci" ] && grep -q 'secondary bus 13' <<<"$dst_pci"
     nf_lc_ok $? "PCI state equal on the destination: cxl-rp bus numbers and windows, device BARs (info pci)"
     [ "$src_pci" = "$dst_pci" ] || diff <(echo "$src_pci") <(echo "$dst_pci") | head -20 | sed 's/^/# /'
+    for r in pxb-cxl-host cxl-rp; do
+        src_regs=$(nf_lc_cm_regs "$NF_LC_DIR/mig-src.qmp" "$r") || src_regs=""
+        dst_regs=$(nf_lc_cm_regs "$NF_LC_DIR/mig-dst.qmp" "$r") || dst_regs=""
+        [ -n "$src_regs" ] && [ "$src_regs" = "$dst_regs" ]
+        nf_lc_ok $? "$r: CXL.cache/mem registers (HDM decoders) equal on the destination"
+        [ "$src_regs" = "$dst_regs" ] || diff <(echo "$src_regs") <(echo "$dst_regs") | head -10 | sed 's/^/# /'
+    done
     cmp -s "$s_mem" "$d_mem"
     nf_lc_ok $? "device memory byte-identical on source and destination ($NF_LC_CXL_MEM, cmp)"
 
