@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Fetch Debian's QEMU 10.0 source, link the project's device files into it
-# with small scripted edits to QEMU's own build files, and build
+# Fetch Debian's QEMU 10.0 source, link the project's device files into it,
+# apply the project's QEMU patch series (qemu-patches/) and build
 # qemu-system-x86_64 (x86_64 only).  Everything is reused when present.
 
 NF_QEMU_CONFIGURE_ARGS=(
@@ -26,49 +26,118 @@ NF_QEMU_LINKS=(
     tests/qtest/nfabric-migration-test.c
     tests/qtest/nfabric-fuzz-test.c
 )
-NF_MARK="NEURON-Fabric"
+# The project's changes to QEMU's own files, one patch per logical change,
+# applied in file-name order (docs/device.md lists them).
+NF_QEMU_PATCHES=$NF_ROOT/qemu-patches
+# Records, in the source tree, what it was made from and which patches are
+# applied (one "sha256  name" line each, in order).  A tree without it was
+# made by an older setup that edited files in place: it is made again.
+NF_QEMU_STAMP_NAME=.nfabric-patches
+NF_QEMU_TREE_FORMAT="nfabric-qemu-tree 2"
 
-# Unpack Debian's QEMU 10.0 source (trixie) into $NF_QEMU_SRC.
-nf_qemu_fetch() {
-    [ -x "$NF_QEMU_SRC/configure" ] && return 0
-    nf_need dpkg-dev
-    nf_apt_sources
-    mkdir -p "$NF_CACHE/qemu"
+# The unpacked Debian source in the cache (fetched if missing) into
+# NF_QEMU_CACHED.
+nf_qemu_cached_source() {
     local dir
-    dir=$(find "$NF_CACHE/qemu" -maxdepth 1 -type d -name 'qemu-10.0*' | sort -V | tail -n 1)
+    dir=$(find "$NF_CACHE/qemu" -maxdepth 1 -type d -name 'qemu-10.0*' 2>/dev/null | sort -V | tail -n 1)
     if [ -z "$dir" ]; then
+        nf_need dpkg-dev
+        nf_apt_sources
+        mkdir -p "$NF_CACHE/qemu"
         nf_log "fetching QEMU's source package (qemu/trixie, 10.0.x) into $NF_CACHE/qemu"
         (cd "$NF_CACHE/qemu" && apt-get source -qq qemu/trixie >"$NF_CACHE/qemu/fetch.log" 2>&1) ||
             nf_die "apt-get source qemu/trixie failed (log: $NF_CACHE/qemu/fetch.log)"
         dir=$(find "$NF_CACHE/qemu" -maxdepth 1 -type d -name 'qemu-10.0*' | sort -V | tail -n 1)
         [ -n "$dir" ] || nf_die "no qemu-10.0* directory after apt-get source"
     fi
-    nf_log "copying $(basename "$dir") to $NF_QEMU_SRC"
+    NF_QEMU_CACHED=$dir
+}
+
+# nf_qemu_series: the stamp lines the tree should have: the format, the
+# source it comes from, then "sha256  name" for every patch in order.
+nf_qemu_series() {   # SOURCE_NAME
+    local p
+    echo "$NF_QEMU_TREE_FORMAT"
+    echo "source $1"
+    for p in "$NF_QEMU_PATCHES"/*.patch; do
+        sha256sum "$p" | awk -v n="${p##*/}" '{ print $1 "  " n }'
+    done
+}
+
+# Copy the cached source to $NF_QEMU_SRC (replacing what is there).
+nf_qemu_extract() {   # CACHED_DIR
+    nf_log "copying $(basename "$1") to $NF_QEMU_SRC"
     mkdir -p "$NF_BUILD"
-    rm -rf "$NF_QEMU_SRC.tmp"
-    cp -a "$dir" "$NF_QEMU_SRC.tmp"
+    rm -rf "$NF_QEMU_SRC.tmp" "$NF_QEMU_SRC.old"
+    cp -a "$1" "$NF_QEMU_SRC.tmp"
+    printf '%s\n' "$NF_QEMU_TREE_FORMAT" "source $(basename "$1")" > "$NF_QEMU_SRC.tmp/$NF_QEMU_STAMP_NAME"
+    [ -e "$NF_QEMU_SRC" ] && mv "$NF_QEMU_SRC" "$NF_QEMU_SRC.old"
     mv "$NF_QEMU_SRC.tmp" "$NF_QEMU_SRC"
+    rm -rf "$NF_QEMU_SRC.old"
 }
 
-# nf_qemu_edit FILE OLD NEW: replace the text OLD by NEW once; nothing to do
-# if NEW is there already; fail loudly if neither is (QEMU's layout changed,
-# or an older version of this edit is in the tree: re-run after
-# `rm -rf build/qemu-src`).
-nf_qemu_edit() {
-    local file=$NF_QEMU_SRC/$1 old=$2 new=$3
-    python3 - "$file" "$old" "$new" <<'PY' || nf_die "could not edit $1 (QEMU's layout changed?)"
-import sys
-path, old, new = sys.argv[1:4]
-text = open(path).read()
-if new in text:
-    sys.exit(0)
-if old not in text:
-    sys.exit(1)
-open(path, "w").write(text.replace(old, new, 1))
-PY
+# nf_qemu_apply PATCH: apply one patch of the series, after a dry run; stop
+# with patch's own message if it does not apply.  Records it in the stamp.
+nf_qemu_apply() {
+    local p=$1 name=${1##*/} out
+    if ! out=$(patch -d "$NF_QEMU_SRC" -p1 --forward --batch --dry-run < "$p" 2>&1); then
+        printf '%s\n' "$out" >&2
+        nf_die "QEMU patch $name does not apply to $NF_QEMU_SRC (QEMU's source changed, or the patch is wrong); fix qemu-patches/$name"
+    fi
+    out=$(patch -d "$NF_QEMU_SRC" -p1 --forward --batch --no-backup-if-mismatch < "$p" 2>&1) || {
+        printf '%s\n' "$out" >&2
+        nf_die "applying QEMU patch $name failed after a clean dry run"
+    }
+    sha256sum "$p" | awk -v n="$name" '{ print $1 "  " n }' >> "$NF_QEMU_SRC/$NF_QEMU_STAMP_NAME"
+    nf_log "applied qemu-patches/$name"
 }
 
-# Link the project's files into QEMU's tree and hook them into its build.
+# Bring $NF_QEMU_SRC to "Debian's source + the series": nothing to do when
+# the stamp matches; apply only the new patches when the series grew; copy
+# the source again when the tree predates the series or a patch changed.
+nf_qemu_prepare() {
+    local cached want have stamp reason="" p i done_n
+    compgen -G "$NF_QEMU_PATCHES/*.patch" > /dev/null ||
+        nf_die "no QEMU patches in $NF_QEMU_PATCHES"
+    nf_qemu_cached_source
+    cached=$NF_QEMU_CACHED
+    want=$(nf_qemu_series "$(basename "$cached")")
+    stamp=$NF_QEMU_SRC/$NF_QEMU_STAMP_NAME
+    if [ ! -x "$NF_QEMU_SRC/configure" ]; then
+        reason="no source tree yet"
+    elif [ ! -f "$stamp" ]; then
+        reason="$NF_QEMU_SRC was made by an older setup (in-place edits, no patch stamp)"
+    else
+        have=$(cat "$stamp")
+        if [ "$have" = "$want" ]; then
+            return 0
+        fi
+        # A prefix of the wanted series (same format and source): only new
+        # patches to apply.
+        if [ "${want#"$have"$'\n'}" = "$want" ]; then
+            reason="the source or an applied patch changed"
+        fi
+    fi
+    if [ -n "$reason" ]; then
+        [ -x "$NF_QEMU_SRC/configure" ] && nf_log "re-extracting QEMU's source: $reason"
+        nf_qemu_extract "$cached"
+    fi
+    nf_need patch
+    # The stamp is a prefix of the series: its first two lines, then one
+    # line per patch already applied.
+    done_n=$(($(wc -l < "$stamp") - 2))
+    i=0
+    for p in "$NF_QEMU_PATCHES"/*.patch; do
+        i=$((i + 1))
+        [ "$i" -le "$done_n" ] && continue
+        nf_qemu_apply "$p"
+    done
+    [ "$(cat "$stamp")" = "$want" ] ||
+        nf_die "internal: $stamp does not match the series after applying it"
+}
+
+# Link the project's files into QEMU's tree (the series hooks them into its
+# build).
 nf_qemu_overlay() {
     local p
     for p in "${NF_QEMU_LINKS[@]}"; do
@@ -77,113 +146,6 @@ nf_qemu_overlay() {
             ln -s "$NF_ROOT/$p" "$NF_QEMU_SRC/$p"
         fi
     done
-    nf_qemu_edit hw/mem/meson.build \
-        "system_ss.add(when: 'CONFIG_SPARSE_MEM'" \
-        "subdir('nfabric')  # $NF_MARK
-system_ss.add(when: 'CONFIG_SPARSE_MEM'"
-    nf_qemu_edit hw/mem/Kconfig "config CXL_MEM_DEVICE" \
-        "# $NF_MARK
-source nfabric/Kconfig
-
-config CXL_MEM_DEVICE"
-    nf_qemu_edit meson.build "  'hw/mem',
-" "  'hw/mem',
-  'hw/mem/nfabric',  # $NF_MARK
-"
-    nf_qemu_edit tests/qtest/meson.build \
-        "(config_all_devices.has_key('CONFIG_CXL') ? ['cxl-test'] : [])" \
-        "(config_all_devices.has_key('CONFIG_CXL') ? ['cxl-test'] : []) +  \\
-  (config_all_devices.has_key('CONFIG_CXL_NFABRIC') ? ['nfabric-test', 'nfabric-migration-test', 'nfabric-fuzz-test'] : [])  # $NF_MARK"
-    # A hook for subclasses: serve a CXL.mem access once the parent has
-    # decoded HPA to DPA, instead of the parent's address_space_read/write
-    # on its memory.  cxl-type3 itself leaves the hooks NULL and behaves as
-    # before; cxl-neuron-fabric serves its accesses there, one call from the
-    # fixed memory window instead of a second MemoryRegion dispatch
-    # (docs/device.md).
-    nf_qemu_edit include/hw/cxl/cxl_device.h "    bool (*set_cacheline)(CXLType3Dev *ct3d, uint64_t dpa_offset,
-                          uint8_t *data);
-};" "    bool (*set_cacheline)(CXLType3Dev *ct3d, uint64_t dpa_offset,
-                          uint8_t *data);
-    /*
-     * $NF_MARK: if set, serve a decoded CXL.mem access of size bytes at
-     * dpa_offset of as (data in memory order, as address_space_read/write
-     * take it) instead of accessing as.
-     */
-    MemTxResult (*mem_read)(CXLType3Dev *ct3d, AddressSpace *as,
-                            uint64_t dpa_offset, uint64_t *data,
-                            unsigned size, MemTxAttrs attrs);
-    MemTxResult (*mem_write)(CXLType3Dev *ct3d, AddressSpace *as,
-                             uint64_t dpa_offset, uint64_t data,
-                             unsigned size, MemTxAttrs attrs);
-};"
-    # CXL_TYPE3() has checked d at the top of both functions, so the class
-    # is read without a second checked cast.
-    nf_qemu_edit hw/mem/cxl_type3.c "MemTxResult cxl_type3_read(PCIDevice *d, hwaddr host_addr, uint64_t *data,
-                           unsigned size, MemTxAttrs attrs)
-{" "/* $NF_MARK: the class of a device CXL_TYPE3() has checked. */
-static inline CXLType3Class *cxl_type3_class_of(CXLType3Dev *ct3d)
-{
-    return (CXLType3Class *)object_get_class(OBJECT(ct3d));
-}
-
-MemTxResult cxl_type3_read(PCIDevice *d, hwaddr host_addr, uint64_t *data,
-                           unsigned size, MemTxAttrs attrs)
-{"
-    nf_qemu_edit hw/mem/cxl_type3.c "    return address_space_read(as, dpa_offset, attrs, data, size);
-}" "    if (cxl_type3_class_of(ct3d)->mem_read) {  /* $NF_MARK */
-        return cxl_type3_class_of(ct3d)->mem_read(ct3d, as, dpa_offset, data,
-                                                  size, attrs);
-    }
-    return address_space_read(as, dpa_offset, attrs, data, size);
-}"
-    nf_qemu_edit hw/mem/cxl_type3.c "    return address_space_write(as, dpa_offset, attrs, &data, size);
-}" "    if (cxl_type3_class_of(ct3d)->mem_write) {  /* $NF_MARK */
-        return cxl_type3_class_of(ct3d)->mem_write(ct3d, as, dpa_offset, data,
-                                                   size, attrs);
-    }
-    return address_space_write(as, dpa_offset, attrs, &data, size);
-}"
-    # Performance, behaviour unchanged: every CXL.mem access asks whether
-    # the target is a cxl-type3; for a subclass (this device) QOM answers
-    # with a type-table lookup and an ancestor walk each time, about a fifth
-    # of the emulator's time per access.  Remember the last class that
-    # answered yes (docs/device.md).
-    nf_qemu_edit hw/cxl/cxl-host.c "static PCIDevice *cxl_cfmws_find_device(CXLFixedWindow *fw, hwaddr addr)
-{" "/*
- * Is d a cxl-type3 or a subclass of it?  Asked on every CXL.mem access,
- * so the last class that answered yes is remembered (under the BQL).
- * $NF_MARK
- */
-static bool cxl_is_type3(PCIDevice *d)
-{
-    static ObjectClass *type3_class;
-    ObjectClass *oc = object_get_class(OBJECT(d));
-
-    if (oc == type3_class) {
-        return true;
-    }
-    if (object_class_dynamic_cast(oc, TYPE_CXL_TYPE3)) {
-        type3_class = oc;
-        return true;
-    }
-    return false;
-}
-
-static PCIDevice *cxl_cfmws_find_device(CXLFixedWindow *fw, hwaddr addr)
-{"
-    nf_qemu_edit hw/cxl/cxl-host.c "    if (object_dynamic_cast(OBJECT(d), TYPE_CXL_TYPE3)) {
-        return d;
-    }" "    if (cxl_is_type3(d)) {  /* $NF_MARK */
-        return d;
-    }"
-    # nfabric-test replays the device's records with the timing model.
-    nf_qemu_edit tests/qtest/meson.build "
-qtests = {
-" "
-qtests = {
-  'nfabric-test': files('../../hw/mem/nfabric/nfabric_timing.c',
-                        '../../hw/mem/nfabric/nfabric_trace.c'),  # $NF_MARK
-"
 }
 
 nf_qemu_configure() {
@@ -210,7 +172,7 @@ nf_qemu_ninja() {
 
 nf_qemu_build() {
     nf_need $NF_PKGS_BUILD
-    nf_qemu_fetch
+    nf_qemu_prepare
     nf_qemu_overlay
     nf_qemu_configure
     if [ -t 2 ] && [ "${NF_QUIET:-0}" = 0 ]; then

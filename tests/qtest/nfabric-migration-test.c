@@ -456,17 +456,15 @@ static void run_migration(bool via_file)
     dst.hdm = src.hdm;
 
     /*
-     * QEMU's cxl-rp has no VMState: its bus numbers and memory window do
-     * not migrate, and without them BAR0 is unreachable.  Say so, and set
-     * them up again to read the device's registers.
+     * The root port's bus numbers, memory window and command register
+     * migrated (qemu-patches/0007: cxl-rp VMState); without them BAR0
+     * would be unreachable.
      */
     rp_bus = cfg_readl(dst.qts, RP_BUS, 0, PCI_PRIMARY_BUS);
-    if ((rp_bus >> 8 & 0xff) != DEV_BUS) {
-        g_test_message("cxl-rp configuration not migrated (secondary bus "
-                       "%u): QEMU's cxl-rp has no VMState; set up again",
-                       rp_bus >> 8 & 0xff);
-        setup_root_port(dst.qts);
-    }
+    g_assert_cmphex(rp_bus & 0xffffff, ==, RP_BUS | DEV_BUS << 8 | DEV_BUS << 16);
+    g_assert_cmphex(cfg_readl(dst.qts, RP_BUS, 0, PCI_MEMORY_BASE) & 0xffff,
+                    ==, (BAR0_ADDR >> 16) & 0xfff0);
+    g_assert(cfg_readl(dst.qts, RP_BUS, 0, PCI_COMMAND) & PCI_COMMAND_MEMORY);
     /* The device's PCI configuration migrated: BAR0, memory decoding. */
     g_assert_cmphex(cfg_readl(dst.qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0) &
                     ~0xfu, ==, BAR0_ADDR);

@@ -1,0 +1,396 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The `lifecycle` suite: a guest's life with the device beyond one boot
+# (issue 13), with a real booted Debian guest under TCG, not qtest:
+#
+#  1. live migration: a 1 GiB guest (guest RAM larger than the 256 MiB of
+#     device memory; NF_LIFECYCLE_MEM and NF_LIFECYCLE_CXL_MEM change them)
+#     keeps a G-Binary round and an FP32 writer running
+#     (nfabric-lifecycle-check migrate) while the host migrates it over a
+#     unix socket to a second QEMU started with -incoming and -S.  The host
+#     bridge has a second, empty root port, so that it is not in passthrough
+#     and CXL.mem goes through its HDM decoder.  With both sides stopped the
+#     host compares every read-only figure of the device (qom-get stats-*,
+#     timing-*), `info pci` (root port bus numbers and windows, the device's
+#     BARs), the host bridge's and root port's CXL.cache/mem registers and
+#     device memory (both sides use a memory-backend-file, compared with
+#     cmp); then the destination runs
+#     on, the host writes the stop word into its device memory, and the
+#     guest checks registers, counts, statistics, counters, read-back and
+#     every FP32 byte against what it did, and runs nfabricctl.
+#  2. warm reset: one guest boots three times in one QEMU run (no
+#     -no-reboot): a guest `reboot -f`, then a QMP system_reset; each boot
+#     must bring up the region, dax and windows again
+#     (nfabric-lifecycle-check boot).
+#  3. the same two things on stock cxl-type3, with other sizes (2 GiB guest,
+#     1 GiB device): a system_reset, then a migration that must complete
+#     (QEMU's own code paths: patches 0005 and 0006 of qemu-patches/).
+#
+# Reproduce one by hand with the commands in docs/reliability.md.
+
+nf_register_suite 47 lifecycle "live migration mid-round (1 GiB guest), two warm resets, stock cxl-type3 reset + migration"
+
+NF_LC_DEVICE_ID=cxl-vmem0
+# Sizes of the migration test (1): guest RAM must exceed device memory to
+# reach the bug of patch 0005; device memory a multiple of 256M.
+NF_LC_MEM=${NF_LIFECYCLE_MEM:-1G}
+# A second, empty root port on the host bridge: with two root ports the
+# bridge is no longer in passthrough, Linux programs its HDM decoder and
+# CXL.mem goes through it, so the migration also needs the bridge's
+# registers (patch 0008).
+NF_LC_RP1=(-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3)
+NF_LC_CXL_MEM=${NF_LIFECYCLE_CXL_MEM:-256M}
+# The device's read-only figures (hw/mem/nfabric/cxl_nfabric.c).
+NF_LC_FIGURES=(timing-total-ps timing-exposed-ppm timing-runtime-ps
+               timing-queued-ps timing-link-busy-ps timing-max-in-flight
+               timing-max-queued)
+for _p in fp32 gbinary gternary; do
+    NF_LC_FIGURES+=("timing-$_p-ps" "timing-$_p-exposed-ps" "timing-$_p-accesses"
+                    "stats-$_p-reads" "stats-$_p-writes" "stats-$_p-read-bytes"
+                    "stats-$_p-write-bytes")
+done
+unset _p
+
+# A minimal QMP client: nf_lc_qmp SOCKET COMMAND [ARGS-JSON] prints the
+# "return" value as JSON; exit status 1 (message on stderr) on an error.
+NF_LC_QMP_PY='
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(60)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+json.loads(f.readline())
+def call(cmd, args=None):
+    msg = {"execute": cmd}
+    if args is not None:
+        msg["arguments"] = args
+    f.write(json.dumps(msg) + "\n")
+    f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "event" not in r:
+            return r
+call("qmp_capabilities")
+r = call(sys.argv[2], json.loads(sys.argv[3]) if len(sys.argv) > 3 else None)
+if "error" in r:
+    sys.stderr.write("QMP %s: %s\n" % (sys.argv[2], r["error"].get("desc")))
+    sys.exit(1)
+print(json.dumps(r["return"], sort_keys=True))
+'
+nf_lc_qmp() {
+    python3 -c "$NF_LC_QMP_PY" "$@"
+}
+
+# nf_lc_hmp SOCKET "command line": an HMP command's output.
+nf_lc_hmp() {
+    nf_lc_qmp "$1" human-monitor-command "{\"command-line\": \"$2\"}" |
+        python3 -c 'import json,sys; sys.stdout.write(json.load(sys.stdin))'
+}
+
+# nf_lc_cm_regs SOCKET REGION: the CXL.cache/mem registers (4 KiB at +0x1000
+# of the component register block) of the MemoryRegion named REGION in the
+# system address space, e.g. the host bridge's HDM decoders.  One 4-byte
+# `xp` per register over one QMP connection: QEMU's cache/mem registers
+# answer 0 to the 8-byte accesses a longer `xp` would make.
+NF_LC_CM_PY='
+import json, re, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(60)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+json.loads(f.readline())
+def call(cmd, args=None):
+    msg = {"execute": cmd}
+    if args is not None:
+        msg["arguments"] = args
+    f.write(json.dumps(msg) + "\n")
+    f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "event" not in r:
+            return r
+def hmp(line):
+    return call("human-monitor-command", {"command-line": line})["return"]
+call("qmp_capabilities")
+m = re.search(r"^\s*([0-9a-f]+)-[0-9a-f]+ \(prio -?\d+, i/o\): " + re.escape(sys.argv[2]) + r"\r?$",
+              hmp("info mtree"), re.M)
+if not m:
+    sys.exit("no region " + sys.argv[2])
+base = int(m.group(1), 16) + 0x1000
+for off in range(0, 0x1000, 4):
+    sys.stdout.write(hmp("xp /1wx 0x%x" % (base + off)))
+'
+nf_lc_cm_regs() {
+    python3 -c "$NF_LC_CM_PY" "$@"
+}
+
+# nf_lc_figures SOCKET: "name=value" for every read-only figure of the device.
+nf_lc_figures() {
+    local f v
+    for f in "${NF_LC_FIGURES[@]}"; do
+        v=$(nf_lc_qmp "$1" qom-get "{\"path\": \"/machine/peripheral/$NF_LC_DEVICE_ID\", \"property\": \"$f\"}") ||
+            return 1
+        printf '%s=%s\n' "$f" "$v"
+    done
+}
+
+NF_LC_N=0
+NF_LC_FAILED=0
+nf_lc_ok() {    # COND-STATUS DESCRIPTION
+    NF_LC_N=$((NF_LC_N + 1))
+    if [ "$1" = 0 ]; then
+        echo "ok $NF_LC_N - $2"
+    else
+        echo "not ok $NF_LC_N - $2"
+        NF_LC_FAILED=$((NF_LC_FAILED + 1))
+    fi
+}
+
+# nf_lc_wait_for FILE REGEX COUNT SECONDS [PID]: wait until FILE has COUNT
+# lines matching REGEX; 1 on timeout or when PID died first.
+nf_lc_wait_for() {
+    local file=$1 re=$2 count=$3 secs=$4 pid=${5:-} n i
+    for ((i = 0; i < secs * 5; i++)); do
+        n=$(tr -d '\r' < "$file" 2>/dev/null | grep -cE "$re" || true)
+        [ "$n" -ge "$count" ] && return 0
+        if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+            n=$(tr -d '\r' < "$file" 2>/dev/null | grep -cE "$re" || true)
+            [ "$n" -ge "$count" ] && return 0
+            return 1
+        fi
+        sleep 0.2
+    done
+    return 1
+}
+
+# nf_lc_wait_exit PID SECONDS: wait for a QEMU we started; its exit status
+# (124 if it had to be killed).
+nf_lc_wait_exit() {
+    local pid=$1 secs=$2 i rc=0
+    for ((i = 0; i < secs * 5; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.2
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        kill "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        return 124
+    fi
+    wait "$pid" 2>/dev/null || rc=$?
+    return $rc
+}
+
+# nf_lc_start VAR NAME DEVICE MEM BACKEND CMD [QEMU ARGS...]: start QEMU in
+# the background (console in $NF_LC_DIR/NAME.log, QMP on NAME.qmp, QEMU's
+# own output in NAME.err); the PID goes to VAR.
+nf_lc_start() {
+    local var=$1 name=$2 dev=$3 mem=$4 backend=$5 cmd=$6 b64
+    shift 6
+    b64=$(printf '%s' "$cmd" | base64 -w0)
+    rm -f "$NF_LC_DIR/$name.log" "$NF_LC_DIR/$name.qmp"
+    timeout -k 5 600 "$NF_QEMU_BIN" $NF_FIRMWARE -nodefaults -M q35,cxl=on \
+        -cpu max,-hypervisor -m "$mem,maxmem=8G,slots=4" -smp 1 \
+        -display none -nic none -serial "file:$NF_LC_DIR/$name.log" \
+        -qmp "unix:$NF_LC_DIR/$name.qmp,server=on,wait=off" \
+        -kernel "$NF_GUEST_KERNEL" -initrd "$NF_GUEST_INITRD" \
+        -append "console=ttyS0 quiet loglevel=3 panic=-1 nfabric.run=$b64" \
+        -object "$backend" \
+        -device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1 \
+        -device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2 \
+        -device "$dev,bus=rp0,volatile-memdev=vmem0,id=$NF_LC_DEVICE_ID" \
+        -M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G \
+        "$@" > "$NF_LC_DIR/$name.err" 2>&1 < /dev/null &
+    printf -v "$var" '%s' "$!"
+    NF_LC_PIDS+=("$!")
+    local i
+    for ((i = 0; i < 50; i++)); do
+        [ -S "$NF_LC_DIR/$name.qmp" ] && return 0
+        sleep 0.1
+    done
+    echo "# $name: no QMP socket after 5 s: $(cat "$NF_LC_DIR/$name.err")"
+    return 1
+}
+
+# The guest's "LC ok/not ok" lines (nfabric-lifecycle-check) as TAP.
+nf_lc_guest_tap() {   # CONSOLE PREFIX
+    local line
+    while IFS= read -r line; do
+        case "$line" in
+        "LC ok - "*) nf_lc_ok 0 "$2${line#LC ok - }" ;;
+        "LC not ok - "*) nf_lc_ok 1 "$2${line#LC not ok - }" ;;
+        esac
+    done < <(tr -d '\r' < "$1")
+}
+
+nf_lc_cleanup() {
+    local p
+    for p in "${NF_LC_PIDS[@]}"; do
+        kill "$p" 2>/dev/null || true
+    done
+    rm -f "${NF_LC_SHM[@]}"
+}
+
+# ---- 1. live migration mid-round ------------------------------------------
+nf_lc_migration() {
+    local src dst s_mem d_mem status info rc st i
+    local src_fig dst_fig src_pci dst_pci src_gbw guest_gbw src_regs dst_regs r
+    # Device memory in files: tmpfs when there is one (fast to compare).
+    local shm=/dev/shm
+    [ -d "$shm" ] && [ -w "$shm" ] || shm=$NF_LC_DIR
+    s_mem=$shm/nfabric-lc-$$-src
+    d_mem=$shm/nfabric-lc-$$-dst
+    NF_LC_SHM+=("$s_mem" "$d_mem")
+    rm -f "$s_mem" "$d_mem"
+    echo "# 1. live migration: guest RAM $NF_LC_MEM, device memory $NF_LC_CXL_MEM, G-Binary round + FP32 writer running"
+    nf_lc_start src mig-src cxl-neuron-fabric "$NF_LC_MEM" \
+        "memory-backend-file,id=vmem0,share=on,mem-path=$s_mem,size=$NF_LC_CXL_MEM" \
+        'nfabric-lifecycle-check migrate; rc=$?; nfabricctl info && nfabricctl windows || rc=1; exit $rc' \
+        -no-reboot "${NF_LC_RP1[@]}" || { nf_lc_ok 1 "source QEMU started"; return; }
+    if ! nf_lc_wait_for "$NF_LC_DIR/mig-src.log" '^LC-MIGRATE-READY' 1 120 "$src"; then
+        nf_lc_ok 1 "source guest runs the round (LC-MIGRATE-READY)"
+        tail -20 "$NF_LC_DIR/mig-src.log" | sed 's/^/# /'
+        return
+    fi
+    nf_lc_start dst mig-dst cxl-neuron-fabric "$NF_LC_MEM" \
+        "memory-backend-file,id=vmem0,share=on,mem-path=$d_mem,size=$NF_LC_CXL_MEM" \
+        'echo the destination never boots this' \
+        -no-reboot "${NF_LC_RP1[@]}" -S -incoming "unix:$NF_LC_DIR/mig.sock" ||
+        { nf_lc_ok 1 "destination QEMU started"; return; }
+    rc=0
+    nf_lc_qmp "$NF_LC_DIR/mig-src.qmp" migrate "{\"uri\": \"unix:$NF_LC_DIR/mig.sock\"}" > /dev/null || rc=1
+    status=""
+    for ((i = 0; i < 600 && rc == 0; i++)); do
+        info=$(nf_lc_qmp "$NF_LC_DIR/mig-src.qmp" query-migrate 2>/dev/null) || break
+        status=$(python3 -c 'import json,sys; print(json.load(sys.stdin).get("status",""))' <<<"$info")
+        case "$status" in completed|failed|cancelled) break ;; esac
+        sleep 0.2
+    done
+    echo "# source query-migrate: $(cut -c1-400 <<<"$info")"
+    [ "$status" = completed ] && rc=0 || rc=1
+    nf_lc_ok $rc "migration completed while the guest wrote (status ${status:-none}, source QEMU alive: no physmem assertion)"
+    if [ $rc != 0 ]; then
+        sed 's/^/# src: /' "$NF_LC_DIR/mig-src.err" | tail -5
+        return
+    fi
+    st=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["ram"]["dirty-sync-count"])' <<<"$info")
+    nf_lc_ok $([ "$st" -ge 2 ] && echo 0 || echo 1) "precopy iterated while the guest ran (dirty-sync-count $st)"
+
+    # Both sides stopped: the device's state must be the same.
+    src_fig=$(nf_lc_figures "$NF_LC_DIR/mig-src.qmp") || src_fig="(qom-get failed)"
+    dst_fig=$(nf_lc_figures "$NF_LC_DIR/mig-dst.qmp") || dst_fig="(qom-get failed)"
+    src_gbw=$(sed -n 's/^stats-gbinary-writes=//p' <<<"$src_fig")
+    echo "# source at switchover: $(grep -E 'stats-(fp32|gbinary)-writes' <<<"$src_fig" | tr '\n' ' ')"
+    [ "$src_fig" = "$dst_fig" ] && [ "${src_gbw:-0}" -gt 0 ]
+    nf_lc_ok $? "every statistic and timing figure (${#NF_LC_FIGURES[@]}) equal on source and destination"
+    [ "$src_fig" = "$dst_fig" ] || diff <(echo "$src_fig") <(echo "$dst_fig") | sed 's/^/# /'
+    src_pci=$(nf_lc_hmp "$NF_LC_DIR/mig-src.qmp" "info pci")
+    dst_pci=$(nf_lc_hmp "$NF_LC_DIR/mig-dst.qmp" "info pci")
+    [ -n "$src_pci" ] && [ "$src_pci" = "$dst_pci" ] && grep -q 'secondary bus 13' <<<"$dst_pci"
+    nf_lc_ok $? "PCI state equal on the destination: cxl-rp bus numbers and windows, device BARs (info pci)"
+    [ "$src_pci" = "$dst_pci" ] || diff <(echo "$src_pci") <(echo "$dst_pci") | head -20 | sed 's/^/# /'
+    for r in pxb-cxl-host cxl-rp; do
+        src_regs=$(nf_lc_cm_regs "$NF_LC_DIR/mig-src.qmp" "$r") || src_regs=""
+        dst_regs=$(nf_lc_cm_regs "$NF_LC_DIR/mig-dst.qmp" "$r") || dst_regs=""
+        [ -n "$src_regs" ] && [ "$src_regs" = "$dst_regs" ]
+        nf_lc_ok $? "$r: CXL.cache/mem registers (HDM decoders) equal on the destination"
+        [ "$src_regs" = "$dst_regs" ] || diff <(echo "$src_regs") <(echo "$dst_regs") | head -10 | sed 's/^/# /'
+    done
+    cmp -s "$s_mem" "$d_mem"
+    nf_lc_ok $? "device memory byte-identical on source and destination ($NF_LC_CXL_MEM, cmp)"
+
+    nf_lc_qmp "$NF_LC_DIR/mig-src.qmp" quit > /dev/null 2>&1
+    nf_lc_wait_exit "$src" 30
+    rc=$?
+    nf_lc_ok $rc "source QEMU exited normally after the migration (status $rc)"
+
+    # The destination runs on: the round continues there; then stop it.
+    nf_lc_qmp "$NF_LC_DIR/mig-dst.qmp" cont > /dev/null
+    sleep 3
+    printf 'LCSTOP!!' | dd of="$d_mem" bs=1 seek=$((0x0fff0000)) conv=notrunc status=none
+    if ! nf_lc_wait_for "$NF_LC_DIR/mig-dst.log" '^NFABRIC-EXIT=' 1 180 "$dst"; then
+        nf_lc_ok 1 "the guest finished on the destination"
+        tail -20 "$NF_LC_DIR/mig-dst.log" | sed 's/^/# /'
+        return
+    fi
+    nf_lc_guest_tap "$NF_LC_DIR/mig-dst.log" "destination guest: "
+    guest_gbw=$(tr -d '\r' < "$NF_LC_DIR/mig-dst.log" | sed -n 's/^LC iterations=.* gbinary-writes=//p')
+    echo "# $(tr -d '\r' < "$NF_LC_DIR/mig-dst.log" | grep '^LC iterations=')"
+    [ -n "$guest_gbw" ] && [ -n "$src_gbw" ] && [ "$guest_gbw" -gt "$src_gbw" ]
+    nf_lc_ok $? "the G-Binary round went on after the switchover (${src_gbw:-?} writes on the source, ${guest_gbw:-?} in all)"
+    tr -d '\r' < "$NF_LC_DIR/mig-dst.log" | grep -q '^magic: \|^pci: ' &&
+        tr -d '\r' < "$NF_LC_DIR/mig-dst.log" | grep -q '^NFABRIC-EXIT=0$'
+    nf_lc_ok $? "nfabricctl info/windows through the register block on the destination; guest exit 0"
+    nf_lc_wait_exit "$dst" 30
+    nf_lc_ok $? "destination QEMU exited normally"
+}
+
+# ---- 2. two warm resets in one run ----------------------------------------
+nf_lc_reboots() {
+    local vm n
+    echo "# 2. warm reset: guest reboot -f, then QMP system_reset, in one QEMU run"
+    nf_lc_start vm reboot cxl-neuron-fabric 1G \
+        "memory-backend-ram,id=vmem0,share=on,size=256M" \
+        'nfabric-lifecycle-check boot; rc=$?; case $rc in 10) echo LC-REBOOTING; reboot -f; sleep 60 ;; 11) echo LC-RESET-ME; sleep 300 ;; esac; exit $rc' ||
+        { nf_lc_ok 1 "QEMU started"; return; }
+    if nf_lc_wait_for "$NF_LC_DIR/reboot.log" '^LC-RESET-ME' 1 180 "$vm"; then
+        nf_lc_qmp "$NF_LC_DIR/reboot.qmp" system_reset > /dev/null
+        nf_lc_ok $? "QMP system_reset sent on the second boot"
+    else
+        nf_lc_ok 1 "the guest rebooted itself and asked for system_reset (LC-RESET-ME)"
+    fi
+    nf_lc_wait_for "$NF_LC_DIR/reboot.log" '^NFABRIC-EXIT=' 1 180 "$vm"
+    nf_lc_guest_tap "$NF_LC_DIR/reboot.log" "guest: "
+    n=$(tr -d '\r' < "$NF_LC_DIR/reboot.log" | grep -c '^NFABRIC-READY' || true)
+    [ "$n" = 3 ] && ! tr -d '\r' < "$NF_LC_DIR/reboot.log" | grep -q 'NFABRIC-NOT-READY'
+    nf_lc_ok $? "region and dax came up on all 3 boots ($n NFABRIC-READY, no NOT-READY)"
+    tr -d '\r' < "$NF_LC_DIR/reboot.log" | grep -E 'NFABRIC-(NOT-)?READY|^LC-BOOT|Range register' | sed 's/^/# /'
+    tr -d '\r' < "$NF_LC_DIR/reboot.log" | grep -q '^NFABRIC-EXIT=0$'
+    nf_lc_ok $? "third boot finished its checks (exit 0)"
+    nf_lc_wait_exit "$vm" 30
+    nf_lc_ok $? "QEMU exited normally"
+}
+
+# ---- 3. stock cxl-type3: the same QEMU code paths --------------------------
+nf_lc_stock() {
+    local vm info status i
+    echo "# 3. stock cxl-type3: system_reset, then migration of a 2 GiB guest with 1 GiB of device memory"
+    nf_lc_start vm stock cxl-type3 2G \
+        "memory-backend-ram,id=vmem0,share=on,size=1G" 'sleep 300' ||
+        { nf_lc_ok 1 "QEMU started"; return; }
+    nf_lc_wait_for "$NF_LC_DIR/stock.log" '^NFABRIC-READY' 1 120 "$vm" &&
+        nf_lc_qmp "$NF_LC_DIR/stock.qmp" system_reset > /dev/null &&
+        nf_lc_wait_for "$NF_LC_DIR/stock.log" '^NFABRIC-(NOT-)?READY' 2 120 "$vm" &&
+        [ "$(tr -d '\r' < "$NF_LC_DIR/stock.log" | grep -c '^NFABRIC-READY')" = 2 ]
+    nf_lc_ok $? "stock cxl-type3: region and dax again after system_reset"
+    nf_lc_qmp "$NF_LC_DIR/stock.qmp" migrate '{"uri": "exec:cat > /dev/null"}' > /dev/null
+    status=""
+    for ((i = 0; i < 600; i++)); do
+        info=$(nf_lc_qmp "$NF_LC_DIR/stock.qmp" query-migrate 2>/dev/null) || break
+        status=$(python3 -c 'import json,sys; print(json.load(sys.stdin).get("status",""))' <<<"$info")
+        case "$status" in completed|failed|cancelled) break ;; esac
+        sleep 0.2
+    done
+    [ "$status" = completed ]
+    nf_lc_ok $? "stock cxl-type3: migration of a 2 GiB guest completed (status ${status:-none})"
+    [ "$status" = completed ] || sed 's/^/# /' "$NF_LC_DIR/stock.err" | tail -5
+    nf_lc_qmp "$NF_LC_DIR/stock.qmp" quit > /dev/null 2>&1
+    nf_lc_wait_exit "$vm" 30
+    nf_lc_ok $? "stock cxl-type3: QEMU exited normally"
+}
+
+nf_suite_lifecycle() {
+    (
+        NF_LC_DIR=$NF_BUILD/lifecycle
+        NF_LC_PIDS=()
+        NF_LC_SHM=()
+        rm -rf "$NF_LC_DIR"
+        mkdir -p "$NF_LC_DIR"
+        trap nf_lc_cleanup EXIT
+        nf_image_main >&2
+        nf_lc_migration
+        nf_lc_reboots
+        nf_lc_stock
+        echo "1..$NF_LC_N"
+        echo "# consoles and QEMU output: $NF_LC_DIR"
+        [ "$NF_LC_FAILED" = 0 ]
+    )
+}
