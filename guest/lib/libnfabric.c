@@ -1103,14 +1103,17 @@ int nfabric_round_wait_next(nfabric_dev *d, unsigned i, uint32_t seq,
 
 /* ---- device memory as accesses (any transport) ---------------------------- */
 
-int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
-                      uint64_t len)
+/*
+ * len bytes at DPA dpa through the transport, or through the mapping as
+ * naturally aligned accesses of at most 8 bytes, as a CPU's copy does.
+ */
+static int mem_xfer(nfabric_dev *d, uint64_t dpa, uint8_t *b, uint64_t len,
+                    bool write)
 {
     volatile uint8_t *p;
-    const uint8_t *b = buf;
 
     if (d->xport) {
-        return d->xport->mem(d->xport_priv, dpa, (void *)buf, len, true) ?
+        return d->xport->mem(d->xport_priv, dpa, b, len, write) ?
                fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
                     "device memory", dpa, len) : 0;
     }
@@ -1119,20 +1122,30 @@ int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
         return fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
                     "mapped", dpa, len);
     }
-    /* Naturally aligned stores of up to 8 bytes, as a CPU's copy does. */
     while (len) {
         unsigned n = 8 - (unsigned)(dpa & 7);
         uint64_t v = 0;
 
         n = n > len ? (unsigned)len : n;
-        memcpy(&v, b, n);
-        if (n == 8) {
-            *(volatile uint64_t *)p = v;
-        } else if (n == 4 && !(dpa & 3)) {
-            *(volatile uint32_t *)p = (uint32_t)v;
+        if (n == 8 || (n == 4 && !(dpa & 3))) {
+            if (write) {
+                memcpy(&v, b, n);
+                if (n == 8) {
+                    *(volatile uint64_t *)p = v;
+                } else {
+                    *(volatile uint32_t *)p = (uint32_t)v;
+                }
+            } else {
+                v = n == 8 ? *(volatile uint64_t *)p : *(volatile uint32_t *)p;
+                memcpy(b, &v, n);
+            }
         } else {
             for (unsigned k = 0; k < n; k++) {
-                p[k] = b[k];
+                if (write) {
+                    p[k] = b[k];
+                } else {
+                    b[k] = p[k];
+                }
             }
         }
         p += n;
@@ -1143,40 +1156,15 @@ int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
     return 0;
 }
 
+int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
+                      uint64_t len)
+{
+    return mem_xfer(d, dpa, (uint8_t *)buf, len, true);
+}
+
 int nfabric_mem_read(nfabric_dev *d, uint64_t dpa, void *buf, uint64_t len)
 {
-    const volatile uint8_t *p;
-    uint8_t *b = buf;
-
-    if (d->xport) {
-        return d->xport->mem(d->xport_priv, dpa, buf, len, false) ?
-               fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
-                    "device memory", dpa, len) : 0;
-    }
-    p = nfabric_dpa_ptr(d, dpa, len);
-    if (!p) {
-        return fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
-                    "mapped", dpa, len);
-    }
-    while (len) {
-        unsigned n = 8 - (unsigned)(dpa & 7);
-
-        n = n > len ? (unsigned)len : n;
-        if (n == 8) {
-            uint64_t v = *(const volatile uint64_t *)p;
-
-            memcpy(b, &v, 8);
-        } else {
-            for (unsigned k = 0; k < n; k++) {
-                b[k] = p[k];
-            }
-        }
-        p += n;
-        b += n;
-        dpa += n;
-        len -= n;
-    }
-    return 0;
+    return mem_xfer(d, dpa, buf, len, false);
 }
 
 nfabric_dev *nfabric_new(void)

@@ -30,21 +30,7 @@
 #include "tap.h"
 #include "gt.h"
 
-/* ---- what the guest tests' reference (ref.c) needs -------------------- */
-nfabric_dev *gt_dev;
-bool gt_have_regs;
-uint64_t gt_seed = 0x4d48u;
-
-int gt_check_at(int ok, const char *file, int line, const char *fmt, ...)
-{
-    va_list ap;
-    int r;
-
-    va_start(ap, fmt);
-    r = tap_vcheck(ok, file, line, fmt, ap);
-    va_end(ap);
-    return r;
-}
+static uint64_t seed_base = 0x4d48u;     /* --seed */
 
 /* ---- layout in device memory (DPAs) ----------------------------------- */
 #define BAR_WIN         15              /* the barrier: an FP32 window */
@@ -198,7 +184,7 @@ static void setup(void)
 static void input(unsigned r, unsigned path, unsigned tag, uint8_t *buf,
                   size_t len)
 {
-    uint64_t s = gt_seed * 1000003u + tag * 7919u + r * 104729u;
+    uint64_t s = seed_base * 1000003u + tag * 7919u + r * 104729u;
 
     for (size_t i = 0; i < len; i++) {
         uint8_t b = (uint8_t)rnd(&s);
@@ -419,7 +405,7 @@ static void case_agg(void)
 
 static uint64_t ham_pattern(unsigned r, unsigned p)
 {
-    uint64_t s = gt_seed + 31u * r + p;
+    uint64_t s = seed_base + 31u * r + p;
 
     return rnd(&s);
 }
@@ -820,7 +806,7 @@ int main(int argc, char **argv)
             parse_uint(v, "--hosts", 1, 16, &hosts);
         } else if (!strcmp(argv[i], "--seed")) {
             parse_uint(v, "--seed", 0, UINT32_MAX, &seed);
-            gt_seed = seed;
+            seed_base = seed;
         } else if (!strcmp(argv[i], "--procs")) {
             parse_uint(v, "--procs", 1, 16, &procs);
         } else if (!strcmp(argv[i], "--iters")) {
@@ -855,8 +841,6 @@ int main(int argc, char **argv)
                nfabric_errmsg(&dev));
         return 1;
     }
-    gt_dev = &dev;
-    gt_have_regs = true;
     nfabric_heads_read(&dev, &hd);
     if (!strcmp(mode, "bench") && !hd.shared && hosts == 1) {
         /* The baseline: the same loop on a device that is not shared. */
