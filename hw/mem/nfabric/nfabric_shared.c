@@ -88,7 +88,7 @@ static int nfabric_shared_format(NFabricShared *sh, const NFabricAttach *a)
         return -1;
     }
     for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
-        if (nfabric_robust_init(&sh->win_lock[i])) {
+        if (nfabric_robust_init(&sh->win_lock[i].m)) {
             return -1;
         }
     }
@@ -222,13 +222,13 @@ bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i)
     if (!sh->pshared) {
         return true;
     }
-    return nfabric_robust_lock(sh, &sh->win_lock[i], nfabric_repair_win_cb, i);
+    return nfabric_robust_lock(sh, &sh->win_lock[i].m, nfabric_repair_win_cb, i);
 }
 
 void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i)
 {
     if (sh->pshared) {
-        pthread_mutex_unlock(&sh->win_lock[i]);
+        pthread_mutex_unlock(&sh->win_lock[i].m);
     }
 }
 
