@@ -221,11 +221,22 @@ nf_lc_guest_tap() {   # CONSOLE PREFIX
     done < <(tr -d '\r' < "$1")
 }
 
-nf_lc_cleanup() {
+# Stop the QEMUs of a test that are still running (a test that failed
+# early), so that never more than two run at once.
+nf_lc_reap() {
     local p
     for p in "${NF_LC_PIDS[@]}"; do
-        kill "$p" 2>/dev/null || true
+        if kill -0 "$p" 2>/dev/null; then
+            echo "# stopping QEMU (pid $p) left by a failed test"
+            kill "$p" 2>/dev/null || true
+            wait "$p" 2>/dev/null || true
+        fi
     done
+    NF_LC_PIDS=()
+}
+
+nf_lc_cleanup() {
+    nf_lc_reap > /dev/null
     rm -f "${NF_LC_SHM[@]}"
 }
 
@@ -387,8 +398,11 @@ nf_suite_lifecycle() {
         trap nf_lc_cleanup EXIT
         nf_image_main >&2
         nf_lc_migration
+        nf_lc_reap
         nf_lc_reboots
+        nf_lc_reap
         nf_lc_stock
+        nf_lc_reap
         echo "1..$NF_LC_N"
         echo "# consoles and QEMU output: $NF_LC_DIR"
         [ "$NF_LC_FAILED" = 0 ]
