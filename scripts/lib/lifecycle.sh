@@ -13,10 +13,10 @@
 #     timing-*), `info pci` (root port bus numbers and windows, the device's
 #     BARs), the host bridge's and root port's CXL.cache/mem registers and
 #     device memory (both sides use a memory-backend-file, compared with
-#     cmp); then the destination runs
-#     on, the host writes the stop word into its device memory, and the
-#     guest checks registers, counts, statistics, counters, read-back and
-#     every FP32 byte against what it did, and runs nfabricctl.
+#     cmp); then the destination runs on, the host writes the stop word
+#     into its device memory, and the guest checks registers, counts,
+#     statistics, counters, read-back and every FP32 byte against what it
+#     did, and runs nfabricctl.
 #  2. warm reset: one guest boots three times in one QEMU run (no
 #     -no-reboot): a guest `reboot -f`, then a QMP system_reset; each boot
 #     must bring up the region, dax and windows again
@@ -33,12 +33,12 @@ NF_LC_DEVICE_ID=cxl-vmem0
 # Sizes of the migration test (1): guest RAM must exceed device memory to
 # reach the bug of patch 0005; device memory a multiple of 256M.
 NF_LC_MEM=${NF_LIFECYCLE_MEM:-1G}
+NF_LC_CXL_MEM=${NF_LIFECYCLE_CXL_MEM:-256M}
 # A second, empty root port on the host bridge: with two root ports the
 # bridge is no longer in passthrough, Linux programs its HDM decoder and
 # CXL.mem goes through it, so the migration also needs the bridge's
 # registers (patch 0008).
 NF_LC_RP1=(-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3)
-NF_LC_CXL_MEM=${NF_LIFECYCLE_CXL_MEM:-256M}
 # The device's read-only figures (hw/mem/nfabric/cxl_nfabric.c).
 NF_LC_FIGURES=(timing-total-ps timing-exposed-ppm timing-runtime-ps
                timing-queued-ps timing-link-busy-ps timing-max-in-flight
