@@ -13,10 +13,10 @@
 #     timing-*), `info pci` (root port bus numbers and windows, the device's
 #     BARs), the host bridge's and root port's CXL.cache/mem registers and
 #     device memory (both sides use a memory-backend-file, compared with
-#     cmp); then the destination runs
-#     on, the host writes the stop word into its device memory, and the
-#     guest checks registers, counts, statistics, counters, read-back and
-#     every FP32 byte against what it did, and runs nfabricctl.
+#     cmp); then the destination runs on, the host writes the stop word
+#     into its device memory, and the guest checks registers, counts,
+#     statistics, counters, read-back and every FP32 byte against what it
+#     did, and runs nfabricctl.
 #  2. warm reset: one guest boots three times in one QEMU run (no
 #     -no-reboot): a guest `reboot -f`, then a QMP system_reset; each boot
 #     must bring up the region, dax and windows again
@@ -33,12 +33,12 @@ NF_LC_DEVICE_ID=cxl-vmem0
 # Sizes of the migration test (1): guest RAM must exceed device memory to
 # reach the bug of patch 0005; device memory a multiple of 256M.
 NF_LC_MEM=${NF_LIFECYCLE_MEM:-1G}
+NF_LC_CXL_MEM=${NF_LIFECYCLE_CXL_MEM:-256M}
 # A second, empty root port on the host bridge: with two root ports the
 # bridge is no longer in passthrough, Linux programs its HDM decoder and
 # CXL.mem goes through it, so the migration also needs the bridge's
 # registers (patch 0008).
 NF_LC_RP1=(-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3)
-NF_LC_CXL_MEM=${NF_LIFECYCLE_CXL_MEM:-256M}
 # The device's read-only figures (hw/mem/nfabric/cxl_nfabric.c).
 NF_LC_FIGURES=(timing-total-ps timing-exposed-ppm timing-runtime-ps
                timing-queued-ps timing-link-busy-ps timing-max-in-flight
@@ -221,11 +221,22 @@ nf_lc_guest_tap() {   # CONSOLE PREFIX
     done < <(tr -d '\r' < "$1")
 }
 
-nf_lc_cleanup() {
+# Stop the QEMUs of a test that are still running (a test that failed
+# early), so that never more than two run at once.
+nf_lc_reap() {
     local p
     for p in "${NF_LC_PIDS[@]}"; do
-        kill "$p" 2>/dev/null || true
+        if kill -0 "$p" 2>/dev/null; then
+            echo "# stopping QEMU (pid $p) left by a failed test"
+            kill "$p" 2>/dev/null || true
+            wait "$p" 2>/dev/null || true
+        fi
     done
+    NF_LC_PIDS=()
+}
+
+nf_lc_cleanup() {
+    nf_lc_reap > /dev/null
     rm -f "${NF_LC_SHM[@]}"
 }
 
@@ -387,8 +398,11 @@ nf_suite_lifecycle() {
         trap nf_lc_cleanup EXIT
         nf_image_main >&2
         nf_lc_migration
+        nf_lc_reap
         nf_lc_reboots
+        nf_lc_reap
         nf_lc_stock
+        nf_lc_reap
         echo "1..$NF_LC_N"
         echo "# consoles and QEMU output: $NF_LC_DIR"
         [ "$NF_LC_FAILED" = 0 ]
