@@ -218,12 +218,13 @@ static const char *const nfabric_attach_how[] = {
 };
 
 /*
- * Open the record file for this device alone: locked (flock, so that two
- * devices, in this process or another, never write one file), then
- * truncated, then the header.
+ * Open the record file for this device alone: a regular file is locked
+ * (flock, so that two devices, in this process or another, never write one
+ * file), then truncated, then the header.
  */
 static FILE *nfabric_record_open(CXLNFabricState *s, Error **errp)
 {
+    struct stat st;
     FILE *f;
     int fd = open(s->record_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 
@@ -232,7 +233,9 @@ static FILE *nfabric_record_open(CXLNFabricState *s, Error **errp)
                          "'%s'", TYPE_CXL_NFABRIC, s->record_path);
         return NULL;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    /* Only a regular file: /dev/null or a pipe may serve several. */
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        flock(fd, LOCK_EX | LOCK_NB) != 0) {
         error_setg(errp, "%s: property 'record': '%s' is in use by another "
                    "device (each device needs its own record file)",
                    TYPE_CXL_NFABRIC, s->record_path);
