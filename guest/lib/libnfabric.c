@@ -186,50 +186,102 @@ static bool starts_with(const char *s, const char *p)
     return strncmp(s, p, strlen(p)) == 0;
 }
 
-/* Find the PCI device; returns 0 and fills d->pci_name. */
-static int find_pci(nfabric_dev *d, bool any_cxl_mem)
+/* Is PCI device `name` one of ours (or, any_cxl_mem, any CXL memory)? */
+static bool pci_is_ours(const char *name, bool any_cxl_mem)
+{
+    char path[PATH_MAX];
+    uint64_t vendor, device, class;
+
+    snprintf(path, sizeof(path), PCI_DEVICES "/%s/vendor", name);
+    if (read_u64(path, &vendor)) {
+        return false;
+    }
+    snprintf(path, sizeof(path), PCI_DEVICES "/%s/device", name);
+    if (read_u64(path, &device)) {
+        return false;
+    }
+    snprintf(path, sizeof(path), PCI_DEVICES "/%s/class", name);
+    if (read_u64(path, &class)) {
+        return false;
+    }
+    return (vendor == NFABRIC_PCI_VENDOR_ID && device == NFABRIC_PCI_DEVICE_ID) ||
+           (any_cxl_mem && class == CXL_MEM_CLASS);
+}
+
+/* Does PCI device `pci` have the CXL memdev `mem` as a child? */
+static bool pci_has_memdev(const char *pci, const char *mem)
+{
+    char path[PATH_MAX];
+    struct stat st;
+
+    snprintf(path, sizeof(path), PCI_DEVICES "/%s/%s", pci, mem);
+    return starts_with(mem, "mem") && stat(path, &st) == 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+int nfabric_list(char (*names)[64], unsigned max, bool any_cxl_mem)
 {
     DIR *dir = opendir(PCI_DEVICES);
     struct dirent *e;
-    char path[PATH_MAX];
-    uint64_t vendor, device, class;
-    int found = 0;
+    unsigned n = 0;
 
     if (!dir) {
-        return fail(d, NFLIB_EOPEN, "%s: %s", PCI_DEVICES, strerror(errno));
+        return NFLIB_EOPEN;
     }
-    while (!found && (e = readdir(dir))) {
-        if (e->d_name[0] == '.') {
+    while ((e = readdir(dir))) {
+        if (e->d_name[0] == '.' || strlen(e->d_name) >= 64 ||
+            !pci_is_ours(e->d_name, any_cxl_mem)) {
             continue;
         }
-        snprintf(path, sizeof(path), PCI_DEVICES "/%s/vendor", e->d_name);
-        if (read_u64(path, &vendor)) {
-            continue;
+        if (n < max) {
+            strcpy(names[n], e->d_name);
         }
-        snprintf(path, sizeof(path), PCI_DEVICES "/%s/device", e->d_name);
-        if (read_u64(path, &device)) {
-            continue;
-        }
-        snprintf(path, sizeof(path), PCI_DEVICES "/%s/class", e->d_name);
-        if (read_u64(path, &class)) {
-            continue;
-        }
-        if ((vendor == NFABRIC_PCI_VENDOR_ID && device == NFABRIC_PCI_DEVICE_ID) ||
-            (any_cxl_mem && class == CXL_MEM_CLASS)) {
-            snprintf(d->pci_name, sizeof(d->pci_name), "%.63s", e->d_name);
-            found = 1;
-        }
+        n++;
     }
     closedir(dir);
-    if (!found) {
-        return fail(d, NFLIB_ENODEV, any_cxl_mem ?
-                    "no PCI device of class 0x%06x in " PCI_DEVICES :
-                    "no PCI device %04x:%04x in " PCI_DEVICES
-                    " (is the QEMU device cxl-neuron-fabric?)",
-                    any_cxl_mem ? CXL_MEM_CLASS : NFABRIC_PCI_VENDOR_ID,
-                    NFABRIC_PCI_DEVICE_ID);
+    qsort(names, n < max ? n : max, 64, cmp_names);
+    return (int)n;
+}
+
+/*
+ * Find the PCI device: the one named by `want` (a PCI address or the name
+ * of its CXL memdev), else $NFABRIC_DEVICE, else the first by PCI address.
+ * Returns 0 and fills d->pci_name.
+ */
+static int find_pci(nfabric_dev *d, bool any_cxl_mem, const char *want)
+{
+    char names[32][64], have[512] = "";
+    int n = nfabric_list(names, 32, any_cxl_mem);
+
+    if (n < 0) {
+        return fail(d, NFLIB_EOPEN, "%s: %s", PCI_DEVICES, strerror(errno));
     }
-    return 0;
+    if (!want || !*want) {
+        want = getenv("NFABRIC_DEVICE");
+    }
+    for (int i = 0; i < n && i < 32; i++) {
+        if (!want || !*want || !strcmp(names[i], want) ||
+            pci_has_memdev(names[i], want)) {
+            snprintf(d->pci_name, sizeof(d->pci_name), "%.63s", names[i]);
+            return 0;
+        }
+        snprintf(have + strlen(have), sizeof(have) - strlen(have), "%s%.63s",
+                 i ? ", " : "", names[i]);
+    }
+    if (want && *want && n > 0) {
+        return fail(d, NFLIB_ENODEV, "no device named \"%s\" (a PCI address "
+                    "or a memdev name; have: %s)", want, have);
+    }
+    return fail(d, NFLIB_ENODEV, any_cxl_mem ?
+                "no PCI device of class 0x%06x in " PCI_DEVICES :
+                "no PCI device %04x:%04x in " PCI_DEVICES
+                " (is the QEMU device cxl-neuron-fabric?)",
+                any_cxl_mem ? CXL_MEM_CLASS : NFABRIC_PCI_VENDOR_ID,
+                NFABRIC_PCI_DEVICE_ID);
 }
 
 /* The memdev (memN) that is a child of the PCI device. */
@@ -460,6 +512,11 @@ mapped:
 
 int nfabric_open(nfabric_dev *d, unsigned flags)
 {
+    return nfabric_open_dev(d, NULL, flags);
+}
+
+int nfabric_open_dev(nfabric_dev *d, const char *name, unsigned flags)
+{
     int rc;
 
     memset(d, 0, sizeof(*d));
@@ -468,7 +525,7 @@ int nfabric_open(nfabric_dev *d, unsigned flags)
     if (flags & NFABRIC_OPEN_NO_REGS && flags & NFABRIC_OPEN_NO_MEM) {
         return fail(d, NFLIB_EINVAL, "NO_REGS and NO_MEM together");
     }
-    rc = find_pci(d, flags & NFABRIC_OPEN_NO_REGS);
+    rc = find_pci(d, flags & NFABRIC_OPEN_NO_REGS, name);
     if (!rc && !(flags & NFABRIC_OPEN_NO_REGS)) {
         rc = map_regs(d);
     }

@@ -143,6 +143,18 @@ int nfabric_path_parse(const char *s);
  * nfabric_close() and nfabric_errmsg() may be called after a failure.
  */
 int nfabric_open(nfabric_dev *d, unsigned flags);
+/*
+ * The same for the device `name`: its PCI address (e.g. "0000:0d:00.0") or
+ * the name of its CXL memdev (e.g. "mem1"); NULL or "" means the device
+ * $NFABRIC_DEVICE names, else the first by PCI address.
+ */
+int nfabric_open_dev(nfabric_dev *d, const char *name, unsigned flags);
+/*
+ * The PCI addresses of every NEURON-Fabric device (with any_cxl_mem: every
+ * CXL memory device), sorted; up to max in names.  Returns how many there
+ * are, or a negative library error.
+ */
+int nfabric_list(char (*names)[64], unsigned max, bool any_cxl_mem);
 void nfabric_close(nfabric_dev *d);
 
 /* Raw register access at offsets of the register block (32-bit MMIO). */

@@ -171,6 +171,8 @@ static const struct {
     { "stats", gt_group_stats, "(f) statistics and timing registers", false },
     { "sysram", gt_group_sysram, "(g) onlines the region as System RAM, then "
       "low-bit windows there are refused (--only sysram)", true },
+    { "devices", gt_group_devices, "(h) two devices, no region: addressing "
+      "each, then an interleaved region (--only devices)", true },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 
@@ -237,7 +239,9 @@ int main(int argc, char **argv)
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     gt_dev = &dev;
-    rc = nfabric_open(&dev, 0);
+    /* The devices group runs before any region exists: registers only. */
+    rc = nfabric_open(&dev, only && !strcmp(only, "devices") ?
+                      NFABRIC_OPEN_NO_MEM : 0);
     gt_have_regs = rc == 0;
     if (rc) {
         char why[sizeof(dev.errmsg)];

@@ -14,9 +14,14 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-"usage: nfabricctl COMMAND [ARGS]\n"
+"usage: nfabricctl [--dev NAME] COMMAND [ARGS]\n"
+"\n"
+"--dev NAME picks the device: its PCI address or its memdev name (mem1);\n"
+"default $NFABRIC_DEVICE, else the first NEURON-Fabric device.\n"
 "\n"
 "Commands:\n"
+"  list                   every NEURON-Fabric device: PCI address, memdev,\n"
+"                         region, head\n"
 "  info                   device, region, dax mapping and register block\n"
 "  windows                every window's configuration and round state\n"
 "  set-window I --base B --size S [--counters C] --path fp32|gbinary|gternary\n"
@@ -483,9 +488,57 @@ static int cmd_timing(int argc, char **argv)
     return rc ? 1 : 0;
 }
 
+/* Every NEURON-Fabric device, one line each. */
+static int cmd_list(int argc)
+{
+    char names[32][64];
+    int n;
+
+    if (argc != 1) {
+        return bad("%s takes no arguments", "list");
+    }
+    n = nfabric_list(names, 32, false);
+    if (n < 0) {
+        fprintf(stderr, "nfabricctl: list: %s\n", nfabric_strerror(n));
+        return 1;
+    }
+    for (int i = 0; i < n && i < 32; i++) {
+        nfabric_dev d;
+        nfabric_heads h;
+        int rc = nfabric_open_dev(&d, names[i], NFABRIC_OPEN_NO_MEM);
+
+        if (rc) {
+            printf("%s: %s\n", names[i], nfabric_errmsg(&d));
+            continue;
+        }
+        nfabric_heads_read(&d, &h);
+        printf("%s version %u.%u head %u of %u", names[i], d.version >> 16,
+               d.version & 0xffff, h.index, h.count);
+        nfabric_close(&d);
+        if (nfabric_open_dev(&d, names[i], 0) == 0) {
+            printf(" %s %s /dev/%s\n", d.memdev, d.region, d.dax_name);
+        } else {
+            printf(" (no mapping: %s)\n", nfabric_errmsg(&d));
+        }
+        nfabric_close(&d);
+    }
+    if (n == 0) {
+        printf("no NEURON-Fabric device\n");
+    }
+    return n > 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
-    const char *cmd = argc > 1 ? argv[1] : NULL;
+    const char *cmd;
+
+    if (argc > 2 && !strcmp(argv[1], "--dev")) {
+        /* Every open below honours it. */
+        setenv("NFABRIC_DEVICE", argv[2], 1);
+        argc -= 2;
+        argv += 2;
+    }
+    cmd = argc > 1 ? argv[1] : NULL;
 
     if (!cmd) {
         usage(stderr);
@@ -517,6 +570,9 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "timing")) {
         return cmd_timing(argc, argv);
+    }
+    if (!strcmp(cmd, "list")) {
+        return cmd_list(argc);
     }
     if (!strcmp(cmd, "heads")) {
         return cmd_heads(argc);

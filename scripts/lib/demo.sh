@@ -13,7 +13,7 @@ nf_guest_run() {
 }
 
 # ---- guest: every guest check (a)-(f) in one boot --------------------------
-nf_register_suite 30 guest "guest checks in one boot: FP32, G-Binary, G-Ternary, mixed, bad configs, stats"
+nf_register_suite 30 guest "guest checks: FP32, G-Binary, G-Ternary, mixed, bad configs, stats; System RAM; two devices and an interleaved region"
 nf_suite_guest() {
     local log=$NF_BUILD/test-logs/guest-console.log rc=0
     mkdir -p "$(dirname "$log")"
@@ -24,6 +24,11 @@ nf_suite_guest() {
     # A second boot: the region onlined as System RAM (this changes the guest).
     log=$NF_BUILD/test-logs/guest-sysram-console.log
     nf_guest_run "$log" "nfabric-test --only sysram" || rc=$?
+    grep -E '^(ok|not ok|#|summary:)' "$log" || true
+    # A third: two devices, no region at boot; then an interleaved region.
+    log=$NF_BUILD/test-logs/guest-devices-console.log
+    nf_guest_run "$log" "nfabric-test --only devices" --devices 2 \
+        --append nfabric.region=none || rc=$?
     grep -E '^(ok|not ok|#|summary:)' "$log" || true
     return $rc
 }

@@ -20,6 +20,8 @@ Options:
   --cxl-mem SIZE      device memory, a multiple of 256M (default 256M)
   --device NAME       cxl-neuron-fabric (default) or cxl-type3 (stock)
   --device-props P    extra properties for the device, "k=v,k=v"
+  --devices N         N devices, each on its own root port of one host
+                      bridge (default 1; the guest's region is on mem0)
   --mem-path FILE     device memory in FILE (memory-backend-file, share=on),
                       e.g. one that other hosts map too (docs/multihost.md)
   --reboot            a guest reboot or system_reset restarts the guest
@@ -85,29 +87,32 @@ nf_vm_filter() {
 
 # nf_vm_qemu_args ARRAYNAME: fills the QEMU command line from the nf_vm_*
 # variables (shared with libvirt-xml through nf_vm_cxl_args).
-nf_vm_cxl_args() {   # DEVICE CXL_MIB FMW_MIB PROPS [MEM_PATH]
-    local dev=$1 cxl=$2 fmw=$3 props=$4 mem_path=${5:-} backend
-    if [ -n "$mem_path" ]; then
-        backend="memory-backend-file,id=vmem0,share=on,mem-path=$mem_path,size=${cxl}M"
-    else
-        backend="memory-backend-ram,id=vmem0,share=on,size=${cxl}M"
-    fi
-    printf '%s\n' \
-        -object "$backend" \
-        -device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1 \
-        -device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2 \
-        -device "$dev,bus=rp0,volatile-memdev=vmem0,id=cxl-vmem0${props:+,$props}" \
-        -M "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=${fmw}M"
+nf_vm_cxl_args() {   # DEVICE CXL_MIB FMW_MIB PROPS [MEM_PATH [NDEV]]
+    local dev=$1 cxl=$2 fmw=$3 props=$4 mem_path=${5:-} ndev=${6:-1} backend i
+    printf '%s\n' -device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
+    for ((i = 0; i < ndev; i++)); do
+        if [ -n "$mem_path" ]; then
+            backend="memory-backend-file,id=vmem$i,share=on,mem-path=$mem_path,size=${cxl}M"
+        else
+            backend="memory-backend-ram,id=vmem$i,share=on,size=${cxl}M"
+        fi
+        # The first device keeps the names it always had (cxl-vmem0, rp0).
+        printf '%s\n' \
+            -object "$backend" \
+            -device "cxl-rp,port=$i,bus=cxl.1,id=rp$i,chassis=0,slot=$((2 + i))" \
+            -device "$dev,bus=rp$i,volatile-memdev=vmem$i,id=cxl-vmem$i${props:+,$props}"
+    done
+    printf '%s\n' -M "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=${fmw}M"
 }
 
 nf_vm_main() {
     local cpus=2 mem=2G cxlmem=256M device=cxl-neuron-fabric props="" run="" have_run=0
     local timeout="" append="" log="$NF_BUILD/guest/vm.log" quiet=0 extra=()
-    local mem_path="" reboot=0
+    local mem_path="" reboot=0 ndev=1
     while [ $# -gt 0 ]; do
         case "$1" in
         -h|--help) nf_vm_usage; return 0 ;;
-        --cpus|--mem|--cxl-mem|--device|--device-props|--run|--timeout|--append|--qemu-arg|--log|--mem-path)
+        --cpus|--mem|--cxl-mem|--device|--device-props|--run|--timeout|--append|--qemu-arg|--log|--mem-path|--devices)
             [ $# -ge 2 ] || { echo "nfabric vm: $1 needs a value" >&2; return 2; }
             case "$1" in
             --cpus) cpus=$2 ;;
@@ -121,6 +126,7 @@ nf_vm_main() {
             --qemu-arg) extra+=("$2") ;;
             --log) log=$2 ;;
             --mem-path) mem_path=$2 ;;
+            --devices) ndev=$2 ;;
             esac
             shift ;;
         --quiet) quiet=1 ;;
@@ -138,6 +144,10 @@ nf_vm_main() {
     cxl_mib=$(nf_size_mib "$cxlmem")
     [ -n "$cxl_mib" ] && [ "$cxl_mib" -ge 256 ] && [ $((cxl_mib % 256)) -eq 0 ] ||
         { echo "nfabric vm: bad --cxl-mem \"$cxlmem\" (a multiple of 256M: CXL regions are)" >&2; return 2; }
+    [[ "$ndev" =~ ^[1-8]$ ]] ||
+        { echo "nfabric vm: --devices must be 1..8, not \"$ndev\"" >&2; return 2; }
+    [ "$ndev" = 1 ] || [ -z "$mem_path" ] ||
+        { echo "nfabric vm: --mem-path takes one device (a head of a shared one)" >&2; return 2; }
     case "$device" in
     cxl-neuron-fabric|cxl-type3) ;;
     *) echo "nfabric vm: --device must be cxl-neuron-fabric or cxl-type3" >&2; return 2 ;;
@@ -158,7 +168,7 @@ nf_vm_main() {
     nf_vm_has_device "$device" ||
         nf_die "vm: $NF_QEMU_BIN has no device $device (run scripts/nfabric setup, or --device cxl-type3)"
     nf_image_ensure
-    fmw_mib=$(( cxl_mib > 4096 ? cxl_mib : 4096 ))
+    fmw_mib=$(( cxl_mib * ndev > 4096 ? cxl_mib * ndev : 4096 ))
 
     local cmdline="console=ttyS0 quiet loglevel=3 panic=-1"
     if [ "$have_run" = 1 ]; then
@@ -176,7 +186,7 @@ nf_vm_main() {
            -serial stdio -display none -nic none
            -kernel "$NF_GUEST_KERNEL" -initrd "$NF_GUEST_INITRD" -append "$cmdline")
     [ "$reboot" = 1 ] || qemu+=(-no-reboot)
-    mapfile -t -O "${#qemu[@]}" qemu < <(nf_vm_cxl_args "$device" "$cxl_mib" "$fmw_mib" "$props" "$mem_path")
+    mapfile -t -O "${#qemu[@]}" qemu < <(nf_vm_cxl_args "$device" "$cxl_mib" "$fmw_mib" "$props" "$mem_path" "$ndev")
     qemu+=("${extra[@]}")
 
     mkdir -p "$(dirname "$log")"
