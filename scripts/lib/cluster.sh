@@ -24,6 +24,10 @@ Options:
                       QMP sockets qmp<R>.sock (default build/cluster)
   --stagger S         start host r after r*S seconds (default 0)
   --device-props P    extra device properties for every head
+  --hostfs            every guest mounts the host's root file system at /host
+                      (read-only; chroot /host runs the host's Python/PyTorch)
+  --net               a link between the 2 hosts (unix socket, virtio NIC):
+                      host r is 169.254.0.(r+1)/16 on eth0 (2 hosts only)
 USAGE
 }
 
@@ -62,6 +66,18 @@ nf_cluster_boot() {
             > "$dir/host$r.out" 2>&1 || rc=$?
         echo "$rc" > "$dir/host$r.rc"
     ) &
+}
+
+# nf_cluster_net_args DIR R: with NF_CLUSTER_NET=1, host R's end of the
+# point-to-point link between hosts 0 and 1 (a unix socket in DIR).
+nf_cluster_net_args() {
+    [ "${NF_CLUSTER_NET:-0}" = 1 ] || return 0
+    if [ "$2" = 0 ]; then
+        rm -f "$1/net.sock"
+        echo "--net-listen $1/net.sock --ip 169.254.0.1/16"
+    else
+        echo "--net-connect $1/net.sock --ip 169.254.0.$(($2 + 1))/16"
+    fi
 }
 
 # nf_cluster_wait DIR R [TIMEOUT]: wait for host R's status; print it.
@@ -128,8 +144,9 @@ nf_cluster_report() {
 }
 
 nf_cluster_main() {
+    local NF_CLUSTER_NET=${NF_CLUSTER_NET:-0}
     local n="" cmd="" have_run=0 cpus=1 mem=1G cxlmem=256M timeout=600
-    local dir=$NF_BUILD/cluster stagger=0 props=""
+    local dir=$NF_BUILD/cluster stagger=0 props="" extra=()
     while [ $# -gt 0 ]; do
         case "$1" in
         -h|--help) nf_cluster_usage; return 0 ;;
@@ -147,6 +164,8 @@ nf_cluster_main() {
             --device-props) props=$2 ;;
             esac
             shift ;;
+        --hostfs) extra+=(--hostfs) ;;
+        --net) NF_CLUSTER_NET=1 ;;
         *) echo "nfabric cluster: unknown argument \"$1\"" >&2; nf_cluster_usage >&2; return 2 ;;
         esac
         shift
@@ -154,6 +173,8 @@ nf_cluster_main() {
     [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 16 ] ||
         { echo "nfabric cluster: --hosts must be 1..16, not \"$n\"" >&2; return 2; }
     [ "$have_run" = 1 ] || { echo "nfabric cluster: --run CMD is required" >&2; return 2; }
+    [ "${NF_CLUSTER_NET:-0}" = 0 ] || [ "$n" = 2 ] ||
+        { echo "nfabric cluster: --net links 2 hosts (a point-to-point link), not $n" >&2; return 2; }
     [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || { echo "nfabric cluster: bad --timeout \"$timeout\"" >&2; return 2; }
     [[ "$stagger" =~ ^[0-9]+$ ]] || { echo "nfabric cluster: bad --stagger \"$stagger\"" >&2; return 2; }
     local cxl_mib
@@ -167,7 +188,8 @@ nf_cluster_main() {
     local r t0=$EPOCHREALTIME
     for ((r = 0; r < n; r++)); do
         NF_CLUSTER_PROPS=$props nf_cluster_boot "$dir" "$r" "$n" "$cmd" "$cxl_mib" \
-            --cpus "$cpus" --mem "$mem" --timeout "$timeout"
+            --cpus "$cpus" --mem "$mem" --timeout "$timeout" "${extra[@]}" \
+            $(nf_cluster_net_args "$dir" "$r")
         [ "$stagger" -gt 0 ] && sleep "$stagger"
     done
     for ((r = 0; r < n; r++)); do

@@ -18,7 +18,29 @@ nf_ddp_prepare() {
     nf_host_build
 }
 
-nf_register_suite 48 ddp "PyTorch DDP hooks: aggregated buckets vs a reference, DDP runs through the device (host heads)"
+# nf_ddp_vm_script FILE CMD...: a script the guests run with the host's
+# Python (chroot /host: the host's root file system over virtio-9p), with
+# the same float kernels as the host (--portable-math's environment).
+nf_ddp_vm_script() {
+    local f=$1
+    shift
+    {
+        echo "#!/bin/sh"
+        echo "export PYTHONPATH=$NF_ROOT/guest/python NFABRIC_LIB=$NF_HOST_BUILD/guest/libnfabric.so"
+        echo "export GLOO_SOCKET_IFNAME=eth0 ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=Prescott DNNL_MAX_CPU_ISA=SSE41"
+        printf '%s\n' "$@"
+    } > "$f"
+}
+
+# nf_ddp_vm_run DIR SCRIPT: 2 guests, one shared device, the host's file
+# system, a link between them; each runs SCRIPT (in DIR) under chroot /host.
+nf_ddp_vm_run() {
+    local dir=$1 script=$2
+    NF_CLUSTER_NET=1 nf_cluster_main --hosts 2 --hostfs --net --cpus 1 --mem 2G \
+        --timeout 900 --dir "$dir" --run "chroot /host /bin/sh $script"
+}
+
+nf_register_suite 48 ddp "PyTorch DDP hooks: aggregated buckets vs a reference, DDP runs through the device (host heads, and 2 VMs = host bit for bit)"
 nf_suite_ddp() {
     local d=$NF_BUILD/test-logs/ddp rc=0 out
     nf_ddp_prepare
@@ -43,6 +65,35 @@ nf_suite_ddp() {
             rc=1
         fi
     done
+    echo "# in VMs: 2 guests, one shared device, the host's Python and PyTorch (virtio-9p)"
+    local vm=$d/vm host=$d/host-portable.json args
+    args="--portable-math --mode gbinary --steps 3 --train-samples 2000 --test-samples 200"
+    mkdir -p "$vm"
+    nf_ddp_vm_script "$vm/run.sh" \
+        'start=$(cut -d" " -f1 /proc/uptime)' \
+        '/usr/bin/python3 -c "import torch" && echo "# import-torch-seconds $(awk -v a=$start "{print \$1 - a}" /proc/uptime)"' \
+        "/usr/bin/python3 -m nfabric.selftest --guest --rank \$NFABRIC_RANK --ranks 2 || exit 1" \
+        "/usr/bin/python3 -m nfabric.examples.train $args --master-addr 169.254.0.1"
+    if nf_ddp_vm_run "$vm" "$vm/run.sh" > "$vm/cluster.out" 2>&1; then
+        echo "ok - 2 VMs ran the self-test and a DDP run through the shared device"
+    else
+        echo "not ok - 2 VMs: $(tail -3 "$vm/cluster.out" | tr '\n' ' ')"
+        rc=1
+    fi
+    grep -hE '^(ok|not ok)' "$vm"/host*.log | sed 's/^\(not \)\{0,1\}ok [0-9]* - /&[VM] /' || true
+    grep -h 'import-torch-seconds' "$vm"/host*.log | sed 's/^# /# VM /' || true
+    (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 2 $args --master-port 29650 \
+         --state /dev/shm/nfabric-ddp-test.state --mem /dev/shm/nfabric-ddp-test.mem \
+         > "$host" 2> "$d/host-portable.err") || true
+    local hp vp
+    hp=$(grep -ho '"params": "[0-9a-f]*"' "$host" | sort -u)
+    vp=$(grep -ho '"params": "[0-9a-f]*"' "$vm"/host*.log | sort -u)
+    if [ -n "$hp" ] && [ "$hp" = "$vp" ] && [ "$(wc -l <<<"$hp")" = 1 ]; then
+        echo "ok - a 2-VM DDP run (3 steps, G-Binary) ends with the same parameters as the host run with the same seed, bit for bit ($hp)"
+    else
+        echo "not ok - 2-VM DDP vs host: VMs $(echo $vp), host $(echo $hp)"
+        rc=1
+    fi
     rm -f /dev/shm/nfabric-ddp-test.state /dev/shm/nfabric-ddp-test.mem
     rm -rf /dev/shm/nfabric-selftest
     return $rc

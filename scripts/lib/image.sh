@@ -18,7 +18,8 @@ NF_GUEST=$NF_BUILD/guest
 NF_GUEST_KERNEL=$NF_GUEST/vmlinuz
 NF_GUEST_INITRD=$NF_GUEST/initramfs.cpio.gz
 # Modules the init loads, in this order (their dependencies come first).
-NF_GUEST_MODULES="cxl_acpi cxl_pci cxl_mem cxl_port dax device_dax dax_cxl"
+NF_GUEST_MODULES="cxl_acpi cxl_pci cxl_mem cxl_port dax device_dax dax_cxl
+    9pnet_virtio 9p virtio_net"
 # Modules outside the module tree, /lib/nfabric/NAME.ko (insmod them; no
 # dependencies but built-in ones): kmem (device memory as System RAM) would
 # be auto-loaded and take the region's dax device first if depmod knew it.

@@ -24,6 +24,12 @@ Options:
                       bridge (default 1; the guest's region is on mem0)
   --mem-path FILE     device memory in FILE (memory-backend-file, share=on),
                       e.g. one that other hosts map too (docs/multihost.md)
+  --hostfs            share the host's root file system read-only (virtio-9p);
+                      the guest mounts it at /host (chroot /host CMD runs the
+                      host's programs on the guest's device: docs/pytorch.md)
+  --net-listen SOCK   a virtio NIC on a point-to-point link to another VM,
+  --net-connect SOCK  over the unix socket SOCK (this VM listens / connects)
+  --ip ADDR/LEN       the guest's eth0 address (link-local: 169.254.0.0/16)
   --reboot            a guest reboot or system_reset restarts the guest
                       (default: QEMU exits, -no-reboot)
   --run CMD           run CMD (sh -c) in the guest once the region is ready,
@@ -108,11 +114,11 @@ nf_vm_cxl_args() {   # DEVICE CXL_MIB FMW_MIB PROPS [MEM_PATH [NDEV]]
 nf_vm_main() {
     local cpus=2 mem=2G cxlmem=256M device=cxl-neuron-fabric props="" run="" have_run=0
     local timeout="" append="" log="$NF_BUILD/guest/vm.log" quiet=0 extra=()
-    local mem_path="" reboot=0 ndev=1
+    local mem_path="" reboot=0 ndev=1 hostfs=0 net_listen="" net_connect="" ipaddr=""
     while [ $# -gt 0 ]; do
         case "$1" in
         -h|--help) nf_vm_usage; return 0 ;;
-        --cpus|--mem|--cxl-mem|--device|--device-props|--run|--timeout|--append|--qemu-arg|--log|--mem-path|--devices)
+        --cpus|--mem|--cxl-mem|--device|--device-props|--run|--timeout|--append|--qemu-arg|--log|--mem-path|--devices|--net-listen|--net-connect|--ip)
             [ $# -ge 2 ] || { echo "nfabric vm: $1 needs a value" >&2; return 2; }
             case "$1" in
             --cpus) cpus=$2 ;;
@@ -127,10 +133,14 @@ nf_vm_main() {
             --log) log=$2 ;;
             --mem-path) mem_path=$2 ;;
             --devices) ndev=$2 ;;
+            --net-listen) net_listen=$2 ;;
+            --net-connect) net_connect=$2 ;;
+            --ip) ipaddr=$2 ;;
             esac
             shift ;;
         --quiet) quiet=1 ;;
         --reboot) reboot=1 ;;
+        --hostfs) hostfs=1 ;;
         *) echo "nfabric vm: unknown argument \"$1\"" >&2; nf_vm_usage >&2; return 2 ;;
         esac
         shift
@@ -144,6 +154,14 @@ nf_vm_main() {
     cxl_mib=$(nf_size_mib "$cxlmem")
     [ -n "$cxl_mib" ] && [ "$cxl_mib" -ge 256 ] && [ $((cxl_mib % 256)) -eq 0 ] ||
         { echo "nfabric vm: bad --cxl-mem \"$cxlmem\" (a multiple of 256M: CXL regions are)" >&2; return 2; }
+    if [ -n "$ipaddr" ]; then
+        [[ "$ipaddr" =~ ^169\.254\.[0-9]{1,3}\.[0-9]{1,3}/16$ ]] ||
+            { echo "nfabric vm: --ip must be a link-local address 169.254.X.Y/16, not \"$ipaddr\"" >&2; return 2; }
+        [ -n "$net_listen$net_connect" ] ||
+            { echo "nfabric vm: --ip needs --net-listen or --net-connect" >&2; return 2; }
+    fi
+    [ -z "$net_listen" ] || [ -z "$net_connect" ] ||
+        { echo "nfabric vm: --net-listen and --net-connect exclude each other" >&2; return 2; }
     [[ "$ndev" =~ ^[1-8]$ ]] ||
         { echo "nfabric vm: --devices must be 1..8, not \"$ndev\"" >&2; return 2; }
     [ "$ndev" = 1 ] || [ -z "$mem_path" ] ||
@@ -177,6 +195,8 @@ nf_vm_main() {
         [ ${#b64} -le 1800 ] || nf_die "vm: --run command too long for the kernel command line"
         cmdline="$cmdline nfabric.run=$b64"
     fi
+    [ "$hostfs" = 1 ] && cmdline="$cmdline nfabric.hostfs=1"
+    [ -n "$ipaddr" ] && cmdline="$cmdline nfabric.ip=$ipaddr"
     [ -n "$append" ] && cmdline="$cmdline $append"
 
     local qemu=()
@@ -186,6 +206,19 @@ nf_vm_main() {
            -serial stdio -display none -nic none
            -kernel "$NF_GUEST_KERNEL" -initrd "$NF_GUEST_INITRD" -append "$cmdline")
     [ "$reboot" = 1 ] || qemu+=(-no-reboot)
+    if [ "$hostfs" = 1 ]; then
+        qemu+=(-fsdev "local,id=hostfs,path=/,security_model=none,readonly=on"
+               -device "virtio-9p-pci,fsdev=hostfs,mount_tag=hostfs")
+    fi
+    if [ -n "$net_listen$net_connect" ]; then
+        # Point to point over a unix socket on this host: nothing leaves it.
+        if [ -n "$net_listen" ]; then
+            qemu+=(-netdev "stream,id=n0,server=on,addr.type=unix,addr.path=$net_listen")
+        else
+            qemu+=(-netdev "stream,id=n0,server=off,reconnect-ms=200,addr.type=unix,addr.path=$net_connect")
+        fi
+        qemu+=(-device "virtio-net-pci,netdev=n0,romfile=")
+    fi
     mapfile -t -O "${#qemu[@]}" qemu < <(nf_vm_cxl_args "$device" "$cxl_mib" "$fmw_mib" "$props" "$mem_path" "$ndev")
     qemu+=("${extra[@]}")
 

@@ -184,6 +184,38 @@ class FabricJob:
         else:
             self.dev.wait_next(self.bar, seq, self.timeout_ms)
 
+    def close(self):
+        """End the job on every rank (each must call it): disable its
+        windows, so that the next job on them, in these processes or in
+        others, starts from disabled windows and cannot meet this job's.
+        Rank 0 disables the windows; each other rank waits until it sees the
+        barrier window disabled, acknowledges in the barrier window's bytes
+        (plain memory again), and returns once rank 0 has seen every
+        acknowledgement (it zeroes them)."""
+        import time
+        self.barrier()
+        idx, _, bar_dpa, _, _ = self.windows[6]
+        t0 = time.monotonic()
+
+        def waiting(what):
+            if time.monotonic() - t0 > self.timeout_ms / 1000:
+                raise NFabricError(-11, "closing the job: %s" % what)
+            time.sleep(0.002)
+
+        if self.rank == 0:
+            for i, _, _, _, _ in self.windows.values():
+                if self.dev.enabled_mask() & (1 << i):
+                    self.dev.disable(i)
+            while np.any(self.dev.read(bar_dpa + 1, self.world - 1) != 1):
+                waiting("the other ranks never acknowledged")
+            self.dev.write(bar_dpa, np.zeros(self.world, np.uint8))
+        else:
+            while self.dev.enabled_mask() & (1 << idx):
+                waiting("rank 0 never disabled the windows")
+            self.dev.write(bar_dpa + self.rank, np.ones(1, np.uint8))
+            while self.dev.read(bar_dpa + self.rank, 1)[0] != 0:
+                waiting("rank 0 never saw every acknowledgement")
+
     # ---- one exchange of one bucket --------------------------------------
     def _begin(self):
         s = self.exchanges % 2

@@ -81,12 +81,37 @@ def params_digest(model):
 def run_rank(args, rank, world):
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
+    if args.portable_math:
+        # The same kernels on every CPU (host, or a VM's emulated one): no
+        # oneDNN, ATen's default kernels (ATEN_CPU_CAPABILITY, set by main).
+        torch.backends.mkldnn.enabled = False
     dist.init_process_group("gloo", init_method="tcp://%s:%d" % (args.master_addr,
                             args.master_port), rank=rank, world_size=world)
     model = SmallCNN()
     ddp = nn.parallel.DistributedDataParallel(model)
     job = dev = None
-    if args.mode != "allreduce":
+    spent = [0.0]               # seconds in gradient exchange (the hook)
+
+    def timed(hook):
+        def run(state, bucket):
+            t = time.monotonic()
+            fut = hook(state, bucket)
+            fut.wait()
+            spent[0] += time.monotonic() - t
+            return fut
+        return run
+
+    def gloo_allreduce(state, bucket):
+        """DDP's default exchange (gloo allreduce, mean), synchronous."""
+        buf = bucket.buffer().div_(world)
+        dist.all_reduce(buf)
+        fut = torch.futures.Future()
+        fut.set_result(buf)
+        return fut
+
+    if args.mode == "allreduce":
+        ddp.register_comm_hook(None, timed(gloo_allreduce))
+    else:
         if args.state:
             dev = Device.host(args.state, args.mem, args.mem_size << 20, rank, world)
         else:
@@ -94,7 +119,7 @@ def run_rank(args, rank, world):
         job = FabricJob(dev, model, rank, world,
                         mode=args.mode, low=args.low, warmup=args.warmup,
                         error_feedback=args.error_feedback, seed=args.seed)
-        ddp.register_comm_hook(job, fabric_hook)
+        ddp.register_comm_hook(job, timed(fabric_hook))
         base = job.traffic_bytes()
     images = load_idx("train-images-idx3-ubyte.gz")
     labels = load_idx("train-labels-idx1-ubyte.gz")
@@ -120,6 +145,7 @@ def run_rank(args, rank, world):
            "warmup": args.warmup, "error_feedback": args.error_feedback,
            "steps": args.steps, "seconds": round(elapsed, 3),
            "backward_seconds": round(t_exchange, 3),
+           "exchange_seconds": round(spent[0], 3),
            "loss_last": round(float(np.mean(losses[-20:])), 4),
            "params": params_digest(model)}
     digests = [None] * world
@@ -142,6 +168,8 @@ def run_rank(args, rank, world):
             out["traffic_pct"] = 100.0
     print(json.dumps(out), flush=True)
     dist.barrier()
+    if job is not None:
+        job.close()
     if dev is not None:
         dev.close()
     dist.destroy_process_group()
@@ -162,6 +190,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--train-samples", type=int, default=20000)
     ap.add_argument("--test-samples", type=int, default=2000)
+    ap.add_argument("--portable-math", action="store_true",
+                    help="the same float kernels on any CPU (host = VM bit for bit)")
     ap.add_argument("--rank", type=int, default=None)
     ap.add_argument("--world", type=int, default=None)
     ap.add_argument("--spawn", type=int, default=0,
@@ -175,6 +205,13 @@ def main(argv=None):
     ap.add_argument("--master-port", type=int,
                     default=int(os.environ.get("MASTER_PORT", "29517")))
     args = ap.parse_args(argv)
+    if args.portable_math and os.environ.get("ATEN_CPU_CAPABILITY") != "default":
+        # ATen reads it when torch loads: run again with it set.
+        env = dict(os.environ, ATEN_CPU_CAPABILITY="default",
+                   OPENBLAS_CORETYPE="Prescott", DNNL_MAX_CPU_ISA="SSE41")
+        return subprocess.call([sys.executable, "-m", "nfabric.examples.train"] +
+                               list(argv if argv is not None else sys.argv[1:]),
+                               env=env)
     if args.spawn:
         state = args.state or "/dev/shm/nfabric-ddp.state"
         mem = args.mem or "/dev/shm/nfabric-ddp.mem"
