@@ -102,20 +102,24 @@ nf_suite_ddp() {
 NF_BENCH_DESC[ddp]="PyTorch DDP on Fashion-MNIST, 4 ranks on the host: accuracy and gradient traffic of every mode; --steps N"
 
 nf_bench_ddp() {
-    local steps=400 d=$NF_BUILD/bench-ddp port=29700 mode shards key json
+    local steps=400 d=$NF_BUILD/bench-ddp port=29700 mode shards key json vm_steps=20
     while [ $# -gt 0 ]; do
         case "$1" in
         --steps) steps=${2:?}; shift ;;
-        -h|--help) echo "usage: scripts/nfabric bench ddp [--steps N]"
+        --vm-steps) vm_steps=${2:?}; shift ;;
+        -h|--help) echo "usage: scripts/nfabric bench ddp [--steps N] [--vm-steps N]"
                    echo "4 DDP ranks on the host, each a head of one shared device (no VM):"
                    echo "allreduce (gloo, the baseline), fp32, gbinary, gternary, layer_aware,"
-                   echo "the low-bit ones with and without error feedback, IID and non-IID shards."
+                   echo "the low-bit ones with and without error feedback, IID and non-IID shards;"
+                   echo "then 2 VMs (--vm-steps, default 20): gloo allreduce over the VMs' link"
+                   echo "against G-Binary through the device: exchange_speedup_vs_gloo=."
                    return 0 ;;
         *) echo "bench ddp: unknown option \"$1\"" >&2; return 2 ;;
         esac
         shift
     done
-    [[ "$steps" =~ ^[1-9][0-9]*$ ]] || { echo "bench ddp: bad --steps" >&2; return 2; }
+    [[ "$steps" =~ ^[1-9][0-9]*$ ]] && [[ "$vm_steps" =~ ^[0-9]+$ ]] ||
+        { echo "bench ddp: bad --steps or --vm-steps" >&2; return 2; }
     nf_ddp_prepare
     mkdir -p "$d"
     : > "$d/results.tsv"
@@ -172,4 +176,25 @@ plot '< grep -P "\\tiid\\t" $d/results.tsv' using 4:3:1 with labels point pt 7 o
 GP
     cp "$d/ddp-acc-traffic.png" "$NF_ROOT/docs/img/ddp-acc-traffic.png"
     echo "plot=docs/img/ddp-acc-traffic.png"
+    [ "$vm_steps" -gt 0 ] || return 0
+    # 2 VMs: the same training, gloo's allreduce over the emulated link
+    # against G-Binary through the shared device, side by side.
+    local vm=$d/vm m exch
+    declare -A ex
+    for m in allreduce gbinary; do
+        mkdir -p "$vm/$m"
+        nf_ddp_vm_script "$vm/$m/run.sh" \
+            "/usr/bin/python3 -m nfabric.examples.train --portable-math --mode $m --steps $vm_steps --train-samples 4000 --test-samples 500 --master-addr 169.254.0.1"
+        nf_ddp_vm_run "$vm/$m" "$vm/$m/run.sh" > "$vm/$m/cluster.out" 2>&1 ||
+            nf_die "bench ddp: the 2-VM $m run failed ($vm/$m)"
+        json=$(grep -h '"rank": 0' "$vm/$m"/host0.log | tr -d '\r')
+        exch=$(grep -o '"exchange_seconds": [0-9.]*' <<<"$json" | awk '{print $2}')
+        ex[$m]=$exch
+        echo "vm_exchange_s_$m=$exch"
+        echo "vm_acc_$m=$(grep -o '"acc": [0-9.]*' <<<"$json" | awk '{print $2}')"
+        echo "vm_traffic_pct_$m=$(grep -o '"traffic_pct": [0-9.]*' <<<"$json" | awk '{print $2}')"
+    done
+    echo "vm_steps=$vm_steps"
+    awk -v a="${ex[allreduce]}" -v b="${ex[gbinary]}" \
+        'BEGIN{printf "exchange_speedup_vs_gloo=%.3f\n", (b > 0 ? a / b : 0)}'
 }
