@@ -106,7 +106,7 @@ nf_bench_ddp() {
     while [ $# -gt 0 ]; do
         case "$1" in
         --steps) steps=${2:?}; shift ;;
-        --vm-steps) vm_steps=${2:?}; shift ;;
+        --vm-steps) vm_steps=${2:?}; shift ;;  # 0: no VMs; --steps 0: VMs only
         -h|--help) echo "usage: scripts/nfabric bench ddp [--steps N] [--vm-steps N]"
                    echo "4 DDP ranks on the host, each a head of one shared device (no VM):"
                    echo "allreduce (gloo, the baseline), fp32, gbinary, gternary, layer_aware,"
@@ -118,10 +118,11 @@ nf_bench_ddp() {
         esac
         shift
     done
-    [[ "$steps" =~ ^[1-9][0-9]*$ ]] && [[ "$vm_steps" =~ ^[0-9]+$ ]] ||
+    [[ "$steps" =~ ^[0-9]+$ ]] && [[ "$vm_steps" =~ ^[0-9]+$ ]] ||
         { echo "bench ddp: bad --steps or --vm-steps" >&2; return 2; }
     nf_ddp_prepare
     mkdir -p "$d"
+    [ "$steps" -gt 0 ] || { nf_bench_ddp_vm "$d" "$vm_steps" "$port"; return; }
     : > "$d/results.tsv"
     echo "steps=$steps"
     echo "ranks=4"
@@ -176,10 +177,15 @@ plot '< grep -P "\\tiid\\t" $d/results.tsv' using 4:3:1 with labels point pt 7 o
 GP
     cp "$d/ddp-acc-traffic.png" "$NF_ROOT/docs/img/ddp-acc-traffic.png"
     echo "plot=docs/img/ddp-acc-traffic.png"
+    nf_bench_ddp_vm "$d" "$vm_steps" "$port"
+}
+
+# nf_bench_ddp_vm DIR STEPS PORT: 2 VMs, the same training, gloo's
+# allreduce over the emulated link against G-Binary through the shared
+# device, side by side; and each beside the same run on the host.
+nf_bench_ddp_vm() {
+    local d=$1 vm_steps=$2 port=$3 vm=$1/vm m exch json
     [ "$vm_steps" -gt 0 ] || return 0
-    # 2 VMs: the same training, gloo's allreduce over the emulated link
-    # against G-Binary through the shared device, side by side.
-    local vm=$d/vm m exch
     declare -A ex
     for m in allreduce gbinary; do
         mkdir -p "$vm/$m"
@@ -193,7 +199,20 @@ GP
         echo "vm_exchange_s_$m=$exch"
         echo "vm_acc_$m=$(grep -o '"acc": [0-9.]*' <<<"$json" | awk '{print $2}')"
         echo "vm_traffic_pct_$m=$(grep -o '"traffic_pct": [0-9.]*' <<<"$json" | awk '{print $2}')"
+        # The same run on the host: the same accuracy, traffic, parameters.
+        port=$((port + 1))
+        (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 2 --portable-math --mode $m \
+             --steps "$vm_steps" --train-samples 4000 --test-samples 500 --master-port "$port" \
+             --state /dev/shm/nfabric-bench-ddp.state --mem /dev/shm/nfabric-bench-ddp.mem \
+             > "$vm/$m/host-run.json" 2>/dev/null) || nf_die "bench ddp: host run of $m failed"
+        local hj
+        hj=$(grep '"rank": 0' "$vm/$m/host-run.json")
+        echo "host_acc_$m=$(grep -o '"acc": [0-9.]*' <<<"$hj" | awk '{print $2}')"
+        echo "host_traffic_pct_$m=$(grep -o '"traffic_pct": [0-9.]*' <<<"$hj" | awk '{print $2}')"
+        echo "vm_params_equal_host_$m=$([ "$(grep -o '"params": "[0-9a-f]*"' <<<"$json")" = \
+              "$(grep -o '"params": "[0-9a-f]*"' <<<"$hj")" ] && echo yes || echo no)"
     done
+    rm -f /dev/shm/nfabric-bench-ddp.state /dev/shm/nfabric-bench-ddp.mem
     echo "vm_steps=$vm_steps"
     awk -v a="${ex[allreduce]}" -v b="${ex[gbinary]}" \
         'BEGIN{printf "exchange_speedup_vs_gloo=%.3f\n", (b > 0 ? a / b : 0)}'
