@@ -28,6 +28,7 @@ nf_ddp_vm_script() {
         echo "#!/bin/sh"
         echo "export PYTHONPATH=$NF_ROOT/guest/python NFABRIC_LIB=$NF_HOST_BUILD/guest/libnfabric.so"
         echo "export GLOO_SOCKET_IFNAME=eth0 ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=Prescott DNNL_MAX_CPU_ISA=SSE41"
+        echo "export TMPDIR=/var/tmp    # /tmp is the host's (read-only): the checkout may be there"
         printf '%s\n' "$@"
     } > "$f"
 }
