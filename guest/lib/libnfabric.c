@@ -1108,6 +1108,19 @@ static void pause_us(unsigned us)
     nanosleep(&ts, NULL);
 }
 
+/*
+ * One more poll of a register another head changes?  False once timeout_ms
+ * have gone since t0; else pauses (50 us at first, then 1 ms) and says yes.
+ */
+static bool poll_again(unsigned n, uint64_t t0, unsigned timeout_ms)
+{
+    if (now_ms() - t0 > timeout_ms) {
+        return false;
+    }
+    pause_us(n < 100 ? 50 : 1000);
+    return true;
+}
+
 int nfabric_round_wait(nfabric_dev *d, unsigned i, uint32_t seq,
                        unsigned timeout_ms, nfabric_round *r)
 {
@@ -1128,12 +1141,11 @@ int nfabric_round_wait(nfabric_dev *d, unsigned i, uint32_t seq,
         if (r->all_done) {
             return 0;
         }
-        if (now_ms() - t0 > timeout_ms) {
+        if (!poll_again(n, t0, timeout_ms)) {
             return fail(d, NFLIB_ETIMEDOUT, "window %u: round %u: %u of %u "
                         "heads done after %u ms (done mask 0x%x)", i, seq,
                         r->ndone, r->nexpected, timeout_ms, r->done);
         }
-        pause_us(n < 100 ? 50 : 1000);
     }
 }
 
@@ -1150,11 +1162,10 @@ int nfabric_round_wait_next(nfabric_dev *d, unsigned i, uint32_t seq,
         if (nfabric_rd32(d, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_SEQ)) != seq) {
             return 0;
         }
-        if (now_ms() - t0 > timeout_ms) {
+        if (!poll_again(n, t0, timeout_ms)) {
             return fail(d, NFLIB_ETIMEDOUT, "window %u: still at round %u "
                         "after %u ms", i, seq, timeout_ms);
         }
-        pause_us(n < 100 ? 50 : 1000);
     }
 }
 

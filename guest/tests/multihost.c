@@ -515,6 +515,39 @@ static void contribute(const Case *c, size_t len)
     write_mixed(mem(AGG_BASE, AGG_SIZE), buf, len);
 }
 
+/*
+ * The start of a round of c that host 1 (the victim) leaves half done:
+ * head 0 configures the window, all meet; the victim writes the first
+ * `half` bytes of its input, runs before() (may be NULL), prints the mark
+ * the host script waits for, and waits to be killed or reset there (it
+ * never returns).  Head 0 gets the round's number.
+ */
+static uint32_t victim_round(const Case *c, size_t half, const char *name,
+                             void (*before)(void))
+{
+    nfabric_round r;
+    char what[64];
+
+    if (rank == 0) {
+        agg_window(c, AGG_SIZE);
+    }
+    snprintf(what, sizeof(what), "%s: configured", name);
+    barrier(what);
+    nfabric_round_read(&dev, AGG_WIN, &r);
+    if (rank != 0) {
+        contribute(c, half);
+        if (before) {
+            before();
+        }
+        printf("NFABRIC-MARK mid-round rank=%u\n", rank);
+        fflush(stdout);
+        sleep(600);
+        printf("not ok - [rank %u] %s: still running after 600 s\n", rank, name);
+        exit(1);
+    }
+    return r.seq;
+}
+
 static void case_kill(void)
 {
     static int32_t sums[AGG_SIZE * 8];
@@ -526,21 +559,7 @@ static void case_kill(void)
     double t0;
     int rc;
 
-    if (rank == 0) {
-        agg_window(c, AGG_SIZE);
-    }
-    barrier("kill: configured");
-    nfabric_round_read(&dev, AGG_WIN, &r);
-    seq = r.seq;
-    if (rank != 0) {
-        /* The victim: half a contribution, then wait to be killed. */
-        contribute(c, half);
-        printf("NFABRIC-MARK mid-round rank=%u\n", rank);
-        fflush(stdout);
-        sleep(600);
-        printf("not ok - [rank %u] was not killed\n", rank);
-        exit(1);
-    }
+    seq = victim_round(c, half, "kill", NULL);   /* the victim is killed */
     contribute(c, extent(0, AGG_SIZE));
     nfabric_round_complete(&dev, AGG_WIN, seq);
     t0 = now();
@@ -629,6 +648,14 @@ static void case_rejoin(void)
 
 /* ---- reset: a host's system_reset leaves the others' round intact ------- */
 
+#define RESET_MARK 0x5245534554ull       /* "RESET" in plain memory */
+
+/* The victim, before its reset: its next boot will know. */
+static void mark_reset(void)
+{
+    *(volatile uint64_t *)mem(SCRATCH, 8) = RESET_MARK;
+}
+
 static void case_reset(bool have_mem)
 {
     static int32_t sums[AGG_SIZE * 8];
@@ -650,7 +677,7 @@ static void case_reset(bool have_mem)
             return;
         }
         marker = (volatile uint64_t *)mem(SCRATCH, 8);
-        if (*marker == 0x5245534554ull) {
+        if (*marker == RESET_MARK) {
             nfabric_round_read(&dev, AGG_WIN, &r);
             rc = nfabric_round_complete(&dev, AGG_WIN, r.seq);
             TAP_CHECK(rc == 0, "[rank %u] reset: completes round %u after its "
@@ -661,21 +688,7 @@ static void case_reset(bool have_mem)
             return;
         }
     }
-    if (rank == 0) {
-        agg_window(c, AGG_SIZE);
-    }
-    barrier("reset: configured");
-    nfabric_round_read(&dev, AGG_WIN, &r);
-    seq = r.seq;
-    if (rank != 0) {
-        contribute(c, half);
-        *marker = 0x5245534554ull;
-        printf("NFABRIC-MARK mid-round rank=%u\n", rank);
-        fflush(stdout);
-        sleep(600);
-        printf("not ok - [rank %u] was not reset\n", rank);
-        exit(1);
-    }
+    seq = victim_round(c, half, "reset", mark_reset);   /* the victim is reset */
     contribute(c, extent(0, AGG_SIZE));
     nfabric_round_complete(&dev, AGG_WIN, seq);
     mask = nfabric_rd32(&dev, NFABRIC_REG_ENABLED_MASK);

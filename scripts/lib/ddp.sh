@@ -37,7 +37,7 @@ nf_ddp_vm_script() {
 # system, a link between them; each runs SCRIPT (in DIR) under chroot /host.
 nf_ddp_vm_run() {
     local dir=$1 script=$2
-    NF_CLUSTER_NET=1 nf_cluster_main --hosts 2 --hostfs --net --cpus 1 --mem 2G \
+    nf_cluster_main --hosts 2 --hostfs --net --cpus 1 --mem 2G \
         --timeout 900 --dir "$dir" --run "chroot /host /bin/sh $script"
 }
 

@@ -94,7 +94,6 @@ class FabricJob:
         self.width = 8 if world <= 127 else 16
         self.step = 0
         self.exchanges = 0
-        self.timeout_ms = timeout_ms
         self.residual = {}
         self.rng = np.random.default_rng(seed * 1000003 + rank)
         params = [p for p in model.parameters() if p.requires_grad]
@@ -248,7 +247,6 @@ class FabricJob:
         """Aggregate [(param_key, grad ndarray float32)]: one round; returns
         the aggregated arrays in the same order."""
         s, fpw, seq = self._begin()
-        _, _, fp_base, _, _ = self._win(s, "fp32")
         plan = []
         for key, g in tensors:
             off, n, idx, fp32p = self.layout[key]
@@ -263,10 +261,14 @@ class FabricJob:
         if r.incomplete:
             raise NFabricError(-12, "exchange %d: a rank died mid-round "
                                "(INCOMPLETE)" % self.exchanges)
-        out = []
-        for key, g, off, n, idx, path in plan:
-            out.append(self._read(s, off, n, idx, path))
-        return out
+        # Every rank's scales in one read, when a low-bit path needs them.
+        scales = None
+        if any(path != "fp32" for *_, path in plan):
+            scales = self.dev.read(self._scale_dpa(s, 0, 0),
+                                   self.world * self.scale_bytes)
+            scales = scales.view(np.float32).reshape(self.world, -1)
+        return [self._read(s, off, n, idx, path, scales)
+                for key, g, off, n, idx, path in plan]
 
     def _slot(self, s, r):
         return self._win(s, "fp32")[2] + r * self.slot_bytes
@@ -301,19 +303,14 @@ class FabricJob:
         if self.error_feedback:
             self.residual[key] = (g - local).astype(np.float32)
 
-    def _mean_scale(self, s, idx):
-        scales = [self.dev.read(self._scale_dpa(s, r, idx), 4).view(np.float32)[0]
-                  for r in range(self.world)]
-        return np.float32(np.mean(np.array(scales, dtype=np.float32)))
-
-    def _read(self, s, off, n, idx, path):
+    def _read(self, s, off, n, idx, path, scales):
         dev = self.dev
         if path == "fp32":
             acc = np.zeros(n, dtype=np.float32)
             for r in range(self.world):
                 acc += dev.read(self._slot(s, r) + off * 4, n * 4).view(np.float32)
             return acc / np.float32(self.world)
-        scale = self._mean_scale(s, idx)
+        scale = np.float32(np.mean(np.ascontiguousarray(scales[:, idx])))
         if path == "gbinary":
             packed = dev.read(self._win(s, "gbinary")[2] + off // 8,
                               _align(n, 8) // 8)

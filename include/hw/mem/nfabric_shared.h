@@ -36,7 +36,7 @@
 
 #define NFABRIC_SHARED_MAGIC    0x48534e46u     /* "NFSH" */
 /* Bump when NFabricShared changes: old state files are then refused. */
-#define NFABRIC_SHARED_LAYOUT   4
+#define NFABRIC_SHARED_LAYOUT   5
 
 /* Statistics kept per path (register order). */
 enum {
@@ -80,8 +80,12 @@ typedef struct NFabricSharedHead {
     uint32_t state;             /* NFABRIC_HEAD_* */
     uint32_t pid;               /* of the attached (or last) process */
     uint64_t attaches;          /* times a process attached this head */
-    /* This head's statistics and contribution counts. */
-    uint64_t stats[NFABRIC_NUM_PATHS][NFABRIC_NUM_STATS];
+    /*
+     * This head's statistics and contribution counts, written on every
+     * access: not on the line of .alive, which other heads probe (a CAS)
+     * while they wait for a round.
+     */
+    uint64_t stats[NFABRIC_NUM_PATHS][NFABRIC_NUM_STATS] __attribute__((aligned(64)));
     uint64_t contrib_writes[NFABRIC_NUM_WINDOWS];
     uint64_t contrib_bytes[NFABRIC_NUM_WINDOWS];
     uint32_t reserved_codes[NFABRIC_NUM_WINDOWS];
