@@ -100,7 +100,7 @@ nf_suite_ddp() {
     return $rc
 }
 
-NF_BENCH_DESC[ddp]="PyTorch DDP on Fashion-MNIST, 4 ranks on the host: accuracy and gradient traffic of every mode; --steps N"
+NF_BENCH_DESC[ddp]="PyTorch DDP on Fashion-MNIST: 4 ranks on the host, accuracy and traffic of every mode; then 2 VMs, exchange_speedup_vs_gloo; --steps N --vm-steps N"
 
 nf_bench_ddp() {
     local steps=400 d=$NF_BUILD/bench-ddp port=29700 mode shards key json vm_steps=20
