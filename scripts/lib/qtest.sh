@@ -98,5 +98,16 @@ nf_suite_qtest() {
         sed 's/^/#   /' <<<"$out" | tail -3
         rc=1
     fi
+    # The direct map's options (docs/device.md).
+    nf_qtest_refused 15 "direct-map=on with shared-state" \
+        "property 'direct-map=on' conflicts with 'shared-state'" \
+        "$base,direct-map=on,shared-state=$NF_BUILD/test-logs/unused.state"
+    nf_qtest_refused 16 "direct-map=on with record" \
+        "property 'direct-map=on' conflicts with 'record'" \
+        "$base,direct-map=on,record=$NF_BUILD/test-logs/unused.rec"
+    nf_qtest_refused 17 "direct-map-fp32=on without the direct map" \
+        "property 'direct-map-fp32=on' needs the direct map" \
+        "$base,direct-map=off,direct-map-fp32=on"
+    nf_qtest_refused 18 "direct-map=maybe" "direct-map" "$base,direct-map=maybe"
     return $rc
 }

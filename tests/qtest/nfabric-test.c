@@ -30,6 +30,7 @@ typedef struct NF {
     QTestState *qts;
     uint64_t regs;      /* BAR0 + NFABRIC_REGS_OFFSET */
     uint64_t hpa;       /* host physical address of DPA 0 */
+    uint64_t hdm;       /* the device's HDM decoder capability */
 } NF;
 
 /* ---- device registers ------------------------------------------------ */
@@ -75,8 +76,11 @@ static void win_disable(NF *nf, int i)
 
 /* ---- bring-up ---------------------------------------------------------- */
 
-/* Commit HDM decoder 0 of the device: HPA [hpa, hpa + MEM_SIZE) -> DPA 0. */
-static void commit_hdm(NF *nf)
+/*
+ * Commit HDM decoder 0 of the device: HPA [hpa, hpa + MEM_SIZE) -> DPA 0,
+ * interleaved over 1 << iw_enc ways (0: not interleaved).
+ */
+static void commit_hdm_ways(NF *nf, unsigned iw_enc)
 {
     QTestState *qts = nf->qts;
     uint64_t cm = BAR0_ADDR + 0x1000;   /* CXL.cache/mem registers */
@@ -93,21 +97,32 @@ static void commit_hdm(NF *nf)
         }
     }
     g_assert(hdm);
+    nf->hdm = hdm;
     qtest_writel(qts, hdm + 0x04, 0x2);         /* HDM decoder enable */
     qtest_writel(qts, hdm + 0x10, nf->hpa & 0xf0000000u);
     qtest_writel(qts, hdm + 0x14, nf->hpa >> 32);
     qtest_writel(qts, hdm + 0x18, MEM_SIZE & 0xf0000000u);
     qtest_writel(qts, hdm + 0x1c, MEM_SIZE >> 32);
-    qtest_writel(qts, hdm + 0x20, 1 << 9);      /* commit, 1 way */
+    qtest_writel(qts, hdm + 0x20, 1 << 9 | iw_enc << 4);    /* commit */
     g_assert(qtest_readl(qts, hdm + 0x20) & (1 << 10));     /* committed */
 }
 
-static void nf_start_args(NF *nf, const char *extra)
+static void commit_hdm(NF *nf)
 {
-    QTestState *qts;
-    uint32_t id;
+    commit_hdm_ways(nf, 0);
+}
 
-    qts = nf->qts = qtest_initf(NF_CMDLINE "%s", extra ? extra : "");
+static void uncommit_hdm(NF *nf)
+{
+    qtest_writel(nf->qts, nf->hdm + 0x20, 0);
+    g_assert(!(qtest_readl(nf->qts, nf->hdm + 0x20) & (1 << 10)));
+}
+
+/* Enumerate the root port and the device, map the BARs (after any reset). */
+static void nf_bringup(NF *nf)
+{
+    QTestState *qts = nf->qts;
+    uint32_t id;
 
     /* Root port: bus numbers, a memory window, memory decoding. */
     id = cfg_readl(qts, RP_BUS, 0, PCI_VENDOR_ID);
@@ -128,6 +143,12 @@ static void nf_start_args(NF *nf, const char *extra)
 
     nf->regs = BAR0_ADDR + NFABRIC_REGS_OFFSET;
     nf->hpa = find_cfmw_base(qts);
+}
+
+static void nf_start_args(NF *nf, const char *extra)
+{
+    nf->qts = qtest_initf(NF_CMDLINE "%s", extra ? extra : "");
+    nf_bringup(nf);
     commit_hdm(nf);
 }
 
@@ -548,13 +569,17 @@ static void test_gternary(void)
     }
 }
 
+/*
+ * Statistics and timing of every access: the fixed window's I/O path, so
+ * without the direct map (test_direct_map checks what it changes).
+ */
 static void test_stats_and_timing(void)
 {
     NF nf;
     uint64_t fp32_ps, lb_ps, total, exposed, ppm;
     QDict *rsp;
 
-    nf_start(&nf);
+    nf_start_args(&nf, "-global cxl-neuron-fabric.direct-map=off");
     g_assert_cmpuint(rd32(&nf, NFABRIC_REG_T_CLOCK_MHZ), ==, 1000);
     g_assert_cmpuint(rd32(&nf, NFABRIC_REG_T_DEPTH), ==, 5);
     g_assert_cmpuint(rd32(&nf, NFABRIC_REG_T_SERVICE_NS), ==, 300);
@@ -625,6 +650,171 @@ static void test_stats_and_timing(void)
     g_assert_cmpuint(rd64(&nf, NFABRIC_REG_T_TOTAL_PS), ==, 0);
     g_assert_cmpuint(rd64(&nf, NFABRIC_REG_STATS_PATH(NFABRIC_PATH_FP32,
                           NFABRIC_STATS_WRITES)), ==, 0);
+    nf_stop(&nf);
+}
+
+/* ---- the direct map ------------------------------------------------------ */
+
+static bool direct_mapped(NF *nf)
+{
+    QDict *rsp = qtest_qmp(nf->qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': '/machine/peripheral/nf0', "
+                           "'property': 'direct-mapped'}}");
+    bool v = qdict_get_bool(rsp, "return");
+
+    qobject_unref(rsp);
+    return v;
+}
+
+static uint64_t stat_of(NF *nf, unsigned path, unsigned stat)
+{
+    return rd64(nf, NFABRIC_REG_STATS_PATH(path, stat));
+}
+
+#define FP32_W(nf)  stat_of(nf, NFABRIC_PATH_FP32, NFABRIC_STATS_WRITES)
+#define FP32_R(nf)  stat_of(nf, NFABRIC_PATH_FP32, NFABRIC_STATS_READS)
+#define GB_W(nf)    stat_of(nf, NFABRIC_PATH_GBINARY, NFABRIC_STATS_WRITES)
+
+/* A plain qword at dpa reads back what was written, and was not counted. */
+static void check_plain_direct(NF *nf, uint64_t dpa, uint64_t v)
+{
+    uint64_t w = FP32_W(nf), r = FP32_R(nf);
+
+    qtest_writeq(nf->qts, nf->hpa + dpa, v);
+    g_assert_cmphex(qtest_readq(nf->qts, nf->hpa + dpa), ==, v);
+    g_assert_cmpuint(FP32_W(nf), ==, w);
+    g_assert_cmpuint(FP32_R(nf), ==, r);
+}
+
+/*
+ * Every transition of the map: commit, enable, clear, disable, uncommit,
+ * recommit, reset, an interleaved decoder; what aggregates and what is
+ * plain, byte-exact memory at each step.
+ */
+static void test_direct_map(void)
+{
+    const uint64_t base = 0x1000, counters = 0x2000;
+    NF nf;
+
+    nf.qts = qtest_initf(NF_CMDLINE);
+    nf_bringup(&nf);
+    g_assert_false(direct_mapped(&nf));         /* nothing committed */
+    commit_hdm(&nf);
+    g_assert_true(direct_mapped(&nf));
+    wr32(&nf, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_STATS);
+    check_plain_direct(&nf, 0x10000, 0x0123456789abcdefull);
+    qtest_writeb(nf.qts, nf.hpa + 0x10003, 0x5a);               /* sub-word */
+    g_assert_cmphex(qtest_readq(nf.qts, nf.hpa + 0x10000), ==,
+                    0x012345675aabcdefull);
+
+    /* Enable: the window and its counter area trap, around them is RAM. */
+    g_assert_cmpuint(win_set(&nf, 0, base, 64, counters,
+                             NFABRIC_PATH_GBINARY, 8, 0, 0), ==, 0);
+    g_assert_true(direct_mapped(&nf));
+    for (int i = 0; i < 3; i++) {
+        qtest_writeb(nf.qts, nf.hpa + base, 0xff);              /* +1 x 8 */
+    }
+    g_assert_cmpuint(GB_W(&nf), ==, 3);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_WIN(0, NFABRIC_WIN_CONTRIB_WRITES)),
+                     ==, 3);
+    g_assert_cmpint(counter_read(&nf, counters, 8, 0), ==, 3);
+    g_assert_cmpint(counter_read(&nf, counters, 8, 8), ==, 0);
+    g_assert_cmpuint(FP32_R(&nf), ==, 2);       /* the counter area trapped */
+    g_assert_cmphex(qtest_readb(nf.qts, nf.hpa + base), ==, 0xff);
+    check_plain_direct(&nf, base - 8, 0x1111111111111111ull);
+    check_plain_direct(&nf, base + 64, 0x2222222222222222ull);
+    check_plain_direct(&nf, counters + nfabric_counter_bytes(
+                                           NFABRIC_PATH_GBINARY, 8, 64),
+                       0x3333333333333333ull);
+
+    /* Clear: the map stays, writes still aggregate from zero. */
+    wr32(&nf, NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR);
+    g_assert_cmpint(counter_read(&nf, counters, 8, 0), ==, 0);
+    qtest_writeb(nf.qts, nf.hpa + base, 0x00);                  /* -1 x 8 */
+    g_assert_cmpint(counter_read(&nf, counters, 8, 0), ==, -1);
+    g_assert_cmpuint(GB_W(&nf), ==, 4);
+
+    /* Disable: the window's range is plain memory again, not counted. */
+    win_disable(&nf, 0);
+    check_plain_direct(&nf, base, 0x4444444444444444ull);
+    check_plain_direct(&nf, counters, 0x5555555555555555ull);
+    g_assert_cmpuint(GB_W(&nf), ==, 4);
+
+    /* An FP32 window traps by default: identity, counted. */
+    g_assert_cmpuint(win_set(&nf, 1, 0x3000, 0x1000, 0,
+                             NFABRIC_PATH_FP32, 0, 0, 0), ==, 0);
+    qtest_writeq(nf.qts, nf.hpa + 0x3008, 0x6666666666666666ull);
+    g_assert_cmphex(qtest_readq(nf.qts, nf.hpa + 0x3008), ==,
+                    0x6666666666666666ull);
+    g_assert_cmpuint(FP32_W(&nf), ==, 1);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_CONTRIB_WRITES)),
+                     ==, 1);
+
+    /* Uncommit: nothing reaches the device; commit again: the same map. */
+    g_assert_cmpuint(win_set(&nf, 2, 0x5000, 64, 0x6000,
+                             NFABRIC_PATH_GBINARY, 8, 0, 0), ==, 0);
+    uncommit_hdm(&nf);
+    g_assert_false(direct_mapped(&nf));
+    qtest_writeq(nf.qts, nf.hpa + 0x10000, 0x7777777777777777ull);
+    qtest_writeb(nf.qts, nf.hpa + 0x5000, 0xff);
+    commit_hdm(&nf);
+    g_assert_true(direct_mapped(&nf));
+    g_assert_cmphex(qtest_readq(nf.qts, nf.hpa + 0x10000), ==,
+                    0x012345675aabcdefull);
+    g_assert_cmpint(counter_read(&nf, 0x6000, 8, 0), ==, 0);
+    qtest_writeb(nf.qts, nf.hpa + 0x5000, 0xff);
+    g_assert_cmpint(counter_read(&nf, 0x6000, 8, 0), ==, 1);
+    g_assert_cmpuint(GB_W(&nf), ==, 5);
+
+    /* Reset: decoders uncommitted, windows off; after bring-up all plain. */
+    qtest_qmp_assert_success(nf.qts, "{'execute': 'system_reset'}");
+    g_assert_false(direct_mapped(&nf));
+    nf_bringup(&nf);
+    commit_hdm(&nf);
+    g_assert_true(direct_mapped(&nf));
+    g_assert_cmpuint(GB_W(&nf), ==, 0);
+    check_plain_direct(&nf, 0x5000, 0x8888888888888888ull);
+    check_plain_direct(&nf, 0x3008, 0x9999999999999999ull);
+    g_assert_cmpuint(FP32_W(&nf), ==, 0);
+
+    /* An interleaved endpoint decoder keeps the I/O path (every access). */
+    uncommit_hdm(&nf);
+    commit_hdm_ways(&nf, 1);
+    g_assert_false(direct_mapped(&nf));
+    nf_stop(&nf);
+}
+
+/* direct-map=off: every access takes the I/O path and is counted. */
+static void test_direct_map_off(void)
+{
+    NF nf;
+
+    nf_start_args(&nf, "-global cxl-neuron-fabric.direct-map=off");
+    g_assert_false(direct_mapped(&nf));
+    qtest_writeq(nf.qts, nf.hpa + 0x10000, 0xabcdull);
+    g_assert_cmphex(qtest_readq(nf.qts, nf.hpa + 0x10000), ==, 0xabcdull);
+    g_assert_cmpuint(FP32_W(&nf), ==, 1);
+    g_assert_cmpuint(FP32_R(&nf), ==, 1);
+    nf_stop(&nf);
+}
+
+/* direct-map-fp32=on: FP32 windows are RAM too; low-bit windows trap. */
+static void test_direct_map_fp32(void)
+{
+    NF nf;
+
+    nf_start_args(&nf, "-global cxl-neuron-fabric.direct-map-fp32=on");
+    g_assert_true(direct_mapped(&nf));
+    g_assert_cmpuint(win_set(&nf, 1, 0x3000, 0x1000, 0,
+                             NFABRIC_PATH_FP32, 0, 0, 0), ==, 0);
+    g_assert_cmpuint(win_set(&nf, 2, 0x5000, 64, 0x6000,
+                             NFABRIC_PATH_GBINARY, 8, 0, 0), ==, 0);
+    check_plain_direct(&nf, 0x3008, 0x1212121212121212ull);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_CONTRIB_WRITES)),
+                     ==, 0);
+    qtest_writeb(nf.qts, nf.hpa + 0x5000, 0xff);
+    g_assert_cmpuint(GB_W(&nf), ==, 1);
+    g_assert_cmpint(counter_read(&nf, 0x6000, 8, 0), ==, 1);
     nf_stop(&nf);
 }
 
@@ -782,6 +972,9 @@ int main(int argc, char **argv)
     qtest_add_func("/nfabric/gbinary-saturation", test_gbinary_saturation);
     qtest_add_func("/nfabric/gternary", test_gternary);
     qtest_add_func("/nfabric/stats-timing", test_stats_and_timing);
+    qtest_add_func("/nfabric/direct-map", test_direct_map);
+    qtest_add_func("/nfabric/direct-map-off", test_direct_map_off);
+    qtest_add_func("/nfabric/direct-map-fp32", test_direct_map_fp32);
     qtest_add_func("/nfabric/timing-properties", test_timing_properties);
     qtest_add_func("/nfabric/reset-defaults", test_reset_defaults);
     qtest_add_func("/nfabric/record-replay", test_record_replay);

@@ -1301,6 +1301,52 @@ static void test_straddle(void)
               "is one modelled access");
 }
 
+/*
+ * The ranges an owner must trap for the direct map: every enabled low-bit
+ * window's data range and counter area, FP32 windows only when asked,
+ * nothing of disabled or refused windows.
+ */
+static void test_trap_ranges(void)
+{
+    NFabricRange r[NFABRIC_MAX_TRAPS];
+    unsigned n;
+    bool ok;
+
+    fresh();
+    n = nfabric_ctrl_trap_ranges(&ctrl, true, r);
+    TAP_CHECK(n == 0, "trap ranges: none with no window enabled (%u)", n);
+
+    ok = accept(2, 0x1000, 0x100, 0x4000, GB, 8, 0, 0);
+    ok &= accept(5, 0x2000, 0x80, 0x5000, GT, 16, 0, 1);
+    ok &= accept(7, 0x6000, 0x400, 0, FP, 0, 0, 0);
+    n = nfabric_ctrl_trap_ranges(&ctrl, false, r);
+    TAP_CHECK(ok && n == 4 &&
+              r[0].dpa == 0x1000 && r[0].len == 0x100 &&
+              r[1].dpa == 0x4000 &&
+              r[1].len == nfabric_counter_bytes(GB, 8, 0x100) &&
+              r[2].dpa == 0x2000 && r[2].len == 0x80 &&
+              r[3].dpa == 0x5000 &&
+              r[3].len == nfabric_counter_bytes(GT, 16, 0x80),
+              "trap ranges: each low-bit window's data range and counter "
+              "area, in window order; the FP32 window is left out (n=%u)", n);
+    n = nfabric_ctrl_trap_ranges(&ctrl, true, r);
+    TAP_CHECK(n == 5 && r[4].dpa == 0x6000 && r[4].len == 0x400,
+              "trap ranges: with fp32, the FP32 window's data range too, "
+              "without a counter area (n=%u)", n);
+
+    /* A refused enable adds nothing; a disable removes the window. */
+    ok = win_set(9, 0x1000, 0x40, 0x7000, GB, 8, 0, 0) ==
+         NFABRIC_ERR_OVERLAP;                           /* overlaps 2 */
+    win_off(2);
+    n = nfabric_ctrl_trap_ranges(&ctrl, false, r);
+    TAP_CHECK(ok && n == 2 && r[0].dpa == 0x2000 && r[1].dpa == 0x5000,
+              "trap ranges: a refused enable adds none, a disabled window "
+              "is gone (n=%u)", n);
+    nfabric_ctrl_reset(&ctrl);
+    n = nfabric_ctrl_trap_ranges(&ctrl, true, r);
+    TAP_CHECK(n == 0, "trap ranges: none after reset (n=%u)", n);
+}
+
 static void test_stats_timing_clear(void)
 {
     bool ok;
@@ -1575,6 +1621,7 @@ int main(void)
     test_mem_sizes();
     test_engine_path();
     test_straddle();
+    test_trap_ranges();
     test_stats_timing_clear();
     test_reset();
     test_post_load_good();

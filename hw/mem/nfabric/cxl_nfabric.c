@@ -10,14 +10,26 @@
  *
  * How the CXL.mem path is intercepted: the parent decodes HPA to DPA (its
  * HDM decoders) and then calls its class's mem_read/mem_write hooks, which
- * this device sets (a small hook added to cxl-type3 by scripts/lib/qemu.sh;
- * cxl-type3 itself leaves them NULL and accesses its memory as before).  So
- * every guest CXL.mem access reaches nfabric_mem_read/write with its DPA,
- * one call from the fixed memory window, and the controller serves it from
- * the volatile backend's RAM.  The parent's own accesses to the memory do
- * not pass there: sanitize and secure erase memset the RAM directly, and
- * set_cacheline (poison clear) is overridden below to write the RAM
- * directly.  None of them counts.
+ * this device sets (qemu-patches/0003; cxl-type3 itself leaves them NULL
+ * and accesses its memory as before).  So a guest CXL.mem access that
+ * takes the fixed memory window's I/O path reaches nfabric_mem_read/write
+ * with its DPA, and the controller serves it from the volatile backend's
+ * RAM.  The parent's own accesses to the memory do not pass there:
+ * sanitize and secure erase memset the RAM directly, and set_cacheline
+ * (poison clear) is overridden below to write the RAM directly.  None of
+ * them counts.
+ *
+ * The direct map (direct-map=on, the default for a device that is not
+ * shared; qemu-patches/0009): where the decoders from the fixed window to
+ * the device are committed and not interleaved, the window maps
+ * direct_view instead: the backend's RAM, accessed by the CPU like guest
+ * RAM, with an I/O region (a trap) over each range whose accesses have
+ * semantics: every enabled G-Binary/G-Ternary window's data range and
+ * counter area, and FP32 windows unless direct-map-fp32=on.  The traps are
+ * rebuilt in one memory transaction whenever a window is enabled or
+ * disabled and on reset, under the BQL, before the register write that
+ * caused it returns.  Plain memory mapped so is byte-exact but not seen by
+ * the statistics, the timing model or the record.
  *
  * Locking: the fixed memory window (where CXL.mem accesses enter) and the
  * register block are I/O regions with global locking, so every access and
@@ -41,9 +53,12 @@
 #include "migration/blocker.h"
 #include "system/hostmem.h"
 #include "hw/mem/cxl_nfabric.h"
+#include "hw/cxl/cxl_host.h"
 #include "trace.h"
 #include "system/system.h"
 #include <sys/file.h>
+
+static void nfabric_direct_update(CXLNFabricState *s);
 
 /* ---- hooks of the controller model ---------------------------------- */
 
@@ -92,12 +107,14 @@ static void nfabric_hook_window(void *opaque, NFabricWinEvent ev,
         trace_nfabric_window_enable(win, nfabric_path_names[cfg->path],
                                     w->dpa_base, w->dpa_size, w->counters,
                                     cfg->width);
+        nfabric_direct_update(s);
         break;
     case NFABRIC_WIN_EV_REJECT:
         trace_nfabric_window_reject(win, code);
         break;
     case NFABRIC_WIN_EV_DISABLE:
         trace_nfabric_window_disable(win);
+        nfabric_direct_update(s);
         break;
     case NFABRIC_WIN_EV_CLEAR:
         trace_nfabric_window_clear(win);
@@ -128,15 +145,14 @@ static const NFabricCtrlOps nfabric_ctrl_ops = {
 /*
  * A decoded access of size (1..8) bytes at dpa; *data and data hold the
  * bytes in memory order, as the parent's address_space_read/write take them.
- * The device has volatile memory only (realize refuses the rest), so as is
- * always the parent's hostvmem_as, whose root is the RAM the controller
- * serves.
+ * The device has volatile memory only (realize refuses the rest): the
+ * controller serves it from the backend's RAM.
  */
-static MemTxResult nfabric_mem_read(CXLType3Dev *ct3d, AddressSpace *as,
-                                    uint64_t dpa, uint64_t *data,
-                                    unsigned size, MemTxAttrs attrs)
+static MemTxResult nfabric_mem_read(CXLType3Dev *ct3d, uint64_t dpa,
+                                    uint64_t *data, unsigned size,
+                                    MemTxAttrs attrs)
 {
-    CXLNFabricState *s = (CXLNFabricState *)ct3d;   /* the class says so */
+    CXLNFabricState *s = container_of(ct3d, CXLNFabricState, parent_obj);
 
     *data = 0;
     if (size > sizeof(*data) ||
@@ -147,11 +163,11 @@ static MemTxResult nfabric_mem_read(CXLType3Dev *ct3d, AddressSpace *as,
     return MEMTX_OK;
 }
 
-static MemTxResult nfabric_mem_write(CXLType3Dev *ct3d, AddressSpace *as,
-                                     uint64_t dpa, uint64_t data,
-                                     unsigned size, MemTxAttrs attrs)
+static MemTxResult nfabric_mem_write(CXLType3Dev *ct3d, uint64_t dpa,
+                                     uint64_t data, unsigned size,
+                                     MemTxAttrs attrs)
 {
-    CXLNFabricState *s = (CXLNFabricState *)ct3d;   /* the class says so */
+    CXLNFabricState *s = container_of(ct3d, CXLNFabricState, parent_obj);
 
     if (size > sizeof(data) ||
         !nfabric_ctrl_mem_access(&s->ctrl, dpa, (uint8_t *)&data, size,
@@ -159,6 +175,139 @@ static MemTxResult nfabric_mem_write(CXLType3Dev *ct3d, AddressSpace *as,
         return MEMTX_DECODE_ERROR;
     }
     return MEMTX_OK;
+}
+
+/* ---- the direct map ---------------------------------------------------- */
+
+/* A trapped range of the direct map: the same path as the window's. */
+static MemTxResult nfabric_trap_read(void *opaque, hwaddr addr,
+                                     uint64_t *data, unsigned size,
+                                     MemTxAttrs attrs)
+{
+    NFabricTrap *t = opaque;
+
+    return nfabric_mem_read(&t->s->parent_obj, t->dpa + addr, data, size,
+                            attrs);
+}
+
+static MemTxResult nfabric_trap_write(void *opaque, hwaddr addr,
+                                      uint64_t data, unsigned size,
+                                      MemTxAttrs attrs)
+{
+    NFabricTrap *t = opaque;
+
+    return nfabric_mem_write(&t->s->parent_obj, t->dpa + addr, data, size,
+                             attrs);
+}
+
+/* As the fixed window's own I/O path (cfmws_ops): any size, any alignment. */
+static const MemoryRegionOps nfabric_trap_ops = {
+    .read_with_attrs = nfabric_trap_read,
+    .write_with_attrs = nfabric_trap_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+    .impl = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+};
+
+static MemoryRegion *nfabric_direct_region(CXLType3Dev *ct3d)
+{
+    CXLNFabricState *s = container_of(ct3d, CXLNFabricState, parent_obj);
+
+    return s->direct ? &s->direct_view : NULL;
+}
+
+/*
+ * Put a trap over every range the controller must see, as the window
+ * table stands now; one transaction, so no access sees a half-built map.
+ */
+static void nfabric_direct_update(CXLNFabricState *s)
+{
+    NFabricRange r[NFABRIC_MAX_TRAPS];
+    unsigned n, i;
+
+    if (!s->direct) {
+        return;
+    }
+    n = nfabric_ctrl_trap_ranges(&s->ctrl, !s->direct_fp32, r);
+    memory_region_transaction_begin();
+    for (i = 0; i < NFABRIC_MAX_TRAPS; i++) {
+        NFabricTrap *t = &s->trap[i];
+
+        if (t->mr.container) {
+            memory_region_del_subregion(&s->direct_view, &t->mr);
+        }
+        if (i < n) {
+            t->dpa = r[i].dpa;
+            memory_region_set_size(&t->mr, r[i].len);
+            memory_region_add_subregion_overlap(&s->direct_view, r[i].dpa,
+                                                &t->mr, 1);
+        }
+    }
+    memory_region_transaction_commit();
+    trace_nfabric_direct_traps(n);
+}
+
+/* Resolve direct-map against the other properties (before realize). */
+static bool nfabric_direct_resolve(CXLNFabricState *s, Error **errp)
+{
+    switch (s->direct_map) {
+    case ON_OFF_AUTO_ON:
+        if (s->shared_path) {
+            error_setg(errp, "%s: property 'direct-map=on' conflicts with "
+                       "'shared-state': another head may enable a window "
+                       "that this head's map would not trap",
+                       TYPE_CXL_NFABRIC);
+            return false;
+        }
+        if (s->record_path) {
+            error_setg(errp, "%s: property 'direct-map=on' conflicts with "
+                       "'record': directly mapped accesses would be missing "
+                       "from the record", TYPE_CXL_NFABRIC);
+            return false;
+        }
+        s->direct = true;
+        break;
+    case ON_OFF_AUTO_AUTO:
+        s->direct = !s->shared_path && !s->record_path;
+        break;
+    default:
+        s->direct = false;
+        if (s->direct_fp32) {
+            error_setg(errp, "%s: property 'direct-map-fp32=on' needs the "
+                       "direct map ('direct-map' is off)", TYPE_CXL_NFABRIC);
+            return false;
+        }
+        break;
+    }
+    return true;
+}
+
+/* The regions of the direct map (after the parent realized). */
+static void nfabric_direct_init(CXLNFabricState *s)
+{
+    uint64_t size = memory_region_size(s->vmr);
+
+    if (!s->direct) {
+        return;
+    }
+    memory_region_init(&s->direct_view, OBJECT(s), "cxl-neuron-fabric-direct",
+                       size);
+    memory_region_init_alias(&s->direct_ram, OBJECT(s),
+                             "cxl-neuron-fabric-direct-ram", s->vmr, 0, size);
+    memory_region_add_subregion(&s->direct_view, 0, &s->direct_ram);
+    for (unsigned i = 0; i < NFABRIC_MAX_TRAPS; i++) {
+        s->trap[i].s = s;
+        memory_region_init_io(&s->trap[i].mr, OBJECT(s), &nfabric_trap_ops,
+                              &s->trap[i], "cxl-neuron-fabric-trap", size);
+    }
 }
 
 /* Parent's poison-clear path: write the line to storage, never count it. */
@@ -390,7 +539,8 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
                    "and 'volatile-dc-memdev'", TYPE_CXL_NFABRIC);
         return;
     }
-    if (!nfabric_check_shared_props(s, errp)) {
+    if (!nfabric_direct_resolve(s, errp) ||
+        !nfabric_check_shared_props(s, errp)) {
         return;
     }
     if (memory_region_size(host_memory_backend_get_memory(ct3d->hostvmem)) %
@@ -444,6 +594,7 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
                           "cxl-neuron-fabric-regs", NFABRIC_REGS_SIZE);
     memory_region_add_subregion(&ct3d->cxl_cstate.crb.component_registers,
                                 NFABRIC_REGS_OFFSET, &s->regs);
+    nfabric_direct_init(s);
 }
 
 static void nfabric_exit(PCIDevice *pdev)
@@ -477,6 +628,7 @@ static void nfabric_reset_hold(Object *obj, ResetType type)
         nc->parent_phases.hold(obj, type);
     }
     nfabric_ctrl_reset(&s->ctrl);
+    nfabric_direct_update(s);
 }
 
 /* ---- migration ------------------------------------------------------- */
@@ -485,7 +637,18 @@ static int nfabric_post_load(void *opaque, int version_id)
 {
     CXLNFabricState *s = opaque;
 
-    return nfabric_ctrl_post_load(&s->ctrl) ? -EINVAL : 0;
+    if (nfabric_ctrl_post_load(&s->ctrl)) {
+        return -EINVAL;
+    }
+    /*
+     * The decoders and the window table came with the state: map again.
+     * Components loaded later only ever add what they commit (their own
+     * decoders start uncommitted), so the map is never wider than the
+     * decoders allow; the I/O path serves the rest.
+     */
+    nfabric_direct_update(s);
+    cxl_fmws_update_direct_maps();
+    return 0;
 }
 
 static const VMStateDescription vmstate_nfabric_window = {
@@ -584,6 +747,9 @@ static const Property nfabric_props[] = {
     DEFINE_PROP_STRING("shared-state", CXLNFabricState, shared_path),
     DEFINE_PROP_UINT32("head", CXLNFabricState, head, 0),
     DEFINE_PROP_UINT32("heads", CXLNFabricState, heads, 1),
+    DEFINE_PROP_ON_OFF_AUTO("direct-map", CXLNFabricState, direct_map,
+                            ON_OFF_AUTO_AUTO),
+    DEFINE_PROP_BOOL("direct-map-fp32", CXLNFabricState, direct_fp32, false),
 };
 
 /* Read-only figures for qom-get: each one reads a register. */
@@ -642,6 +808,19 @@ static void nfabric_get_record_lost(Object *obj, Visitor *v, const char *name,
     visit_type_uint64(v, name, &val, errp);
 }
 
+static void nfabric_get_direct_mapped(Object *obj, Visitor *v,
+                                      const char *name, void *opaque,
+                                      Error **errp)
+{
+    CXLType3Dev *ct3d = CXL_TYPE3(obj);
+    bool val = false;
+
+    for (unsigned i = 0; i < CXL_HDM_DECODER_COUNT; i++) {
+        val |= ct3d->direct_alias[i].container != NULL;
+    }
+    visit_type_bool(v, name, &val, errp);
+}
+
 static void nfabric_get_figure(Object *obj, Visitor *v, const char *name,
                                void *opaque, Error **errp)
 {
@@ -688,6 +867,7 @@ static void nfabric_class_init(ObjectClass *oc, void *data)
     cvc->set_cacheline = nfabric_set_cacheline;
     cvc->mem_read = nfabric_mem_read;
     cvc->mem_write = nfabric_mem_write;
+    cvc->direct_region = nfabric_direct_region;
 
     dc->desc = "CXL Type-3 memory with NEURON-Fabric gradient aggregation";
     dc->vmsd = &vmstate_nfabric;
@@ -709,6 +889,18 @@ static void nfabric_class_init(ObjectClass *oc, void *data)
         "this head's index of the shared device (0..heads-1)");
     object_class_property_set_description(oc, "heads",
         "number of heads of the shared device (1..16)");
+    object_class_property_set_description(oc, "direct-map",
+        "map plain device memory into the CXL window as RAM where the "
+        "decoders do not interleave; only the enabled windows trap (auto: "
+        "on unless shared-state or record is set)");
+    object_class_property_set_description(oc, "direct-map-fp32",
+        "with the direct map, map enabled FP32 windows directly too (their "
+        "accesses are then not counted)");
+    object_class_property_add(oc, "direct-mapped", "bool",
+                              nfabric_get_direct_mapped, NULL, NULL, NULL);
+    object_class_property_set_description(oc, "direct-mapped",
+        "whether the CXL window maps device memory directly now "
+        "(read-only)");
     nfabric_add_figures(oc);
     object_class_property_add(oc, "record-lost", "uint64",
                               nfabric_get_record_lost, NULL, NULL, NULL);

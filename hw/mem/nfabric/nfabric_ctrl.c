@@ -1120,6 +1120,30 @@ bool nfabric_ctrl_mem_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
     return true;
 }
 
+unsigned nfabric_ctrl_trap_ranges(const NFabricCtrl *s, bool fp32,
+                                  NFabricRange *out)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+        const NFabricWindow *w = &s->sh->win[i];
+        uint64_t clen;
+
+        if (!nfabric_win_enabled(s, i) ||
+            (s->sh->cfg[i].path == NFABRIC_PATH_FP32 && !fp32)) {
+            continue;
+        }
+        out[n].dpa = w->dpa_base;
+        out[n++].len = w->dpa_size;
+        clen = nfabric_win_counter_len(w);
+        if (clen) {
+            out[n].dpa = w->counters;
+            out[n++].len = clen;
+        }
+    }
+    return n;
+}
+
 int nfabric_ctrl_post_load(NFabricCtrl *s)
 {
     uint32_t enabled = 0;

@@ -18,12 +18,33 @@
 #define NFABRIC_CXL_CAPACITY_ALIGN  (256 * 1024 * 1024ULL)
 OBJECT_DECLARE_TYPE(CXLNFabricState, CXLNFabricClass, CXL_NFABRIC)
 
+/*
+ * A range of device memory whose accesses the direct map traps (an enabled
+ * window's data range or counter area): an I/O region over it, which hands
+ * each access to the controller like the fixed window's path does.
+ */
+typedef struct NFabricTrap {
+    MemoryRegion mr;
+    struct CXLNFabricState *s;
+    uint64_t dpa;               /* DPA of the region's offset 0 */
+} NFabricTrap;
+
 struct CXLNFabricState {
     CXLType3Dev parent_obj;
 
     MemoryRegion regs;          /* register block, BAR0 + 0x2000 */
     MemoryRegion *vmr;          /* the volatile backend's RAM region */
     NFabricCtrl ctrl;           /* the controller model over its RAM */
+
+    /*
+     * The direct map (docs/device.md): what the fixed window maps where
+     * the decoders allow it.  The backend's RAM (direct_ram, an alias) with
+     * an I/O region over every range the controller must see (trap[]).
+     */
+    bool direct;                /* direct-map resolved at realize */
+    MemoryRegion direct_view;
+    MemoryRegion direct_ram;
+    NFabricTrap trap[NFABRIC_MAX_TRAPS];
     Notifier exit_notifier;     /* closes the record when QEMU quits */
 
     /* A head of a shared device (docs/multihost.md). */
@@ -35,6 +56,8 @@ struct CXLNFabricState {
     NFabricTimingParams tparams;
     char *record_path;
     char *shared_path;          /* shared-state */
+    OnOffAuto direct_map;       /* direct-map */
+    bool direct_fp32;           /* direct-map-fp32 */
     uint32_t head;              /* head */
     uint32_t heads;             /* heads */
 };

@@ -123,6 +123,30 @@ bool nfabric_ctrl_reg_peek(NFabricCtrl *s, uint64_t off, unsigned size,
 bool nfabric_ctrl_mem_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                              unsigned len, bool write);
 
+/* A range [dpa, dpa + len) of device memory. */
+typedef struct NFabricRange {
+    uint64_t dpa;
+    uint64_t len;
+} NFabricRange;
+
+/* At most one data range and one counter area per window. */
+#define NFABRIC_MAX_TRAPS (2 * NFABRIC_NUM_WINDOWS)
+
+/*
+ * The ranges of device memory whose accesses must reach
+ * nfabric_ctrl_mem_access() to keep their semantics: the data range and
+ * the counter area of every enabled G-Binary or G-Ternary window and, if
+ * fp32, the data range of every enabled FP32 window.  The rest is plain
+ * memory, which an owner may let the CPU access directly (the device's
+ * direct map, docs/device.md): such accesses are byte-exact but not seen
+ * by the statistics, the timing model or the record.  Writes the ranges,
+ * in window order, to out (room for NFABRIC_MAX_TRAPS) and returns their
+ * number.  Reads the table without its locks: for a device that is not
+ * shared, whose table changes only under the caller's serialisation.
+ */
+unsigned nfabric_ctrl_trap_ranges(const NFabricCtrl *s, bool fp32,
+                                  NFabricRange *out);
+
 /*
  * After local.win[] and the other fields were loaded (migration): re-validate
  * every window whose CTRL has ENABLE set and rebuild the derived state.
