@@ -11,18 +11,26 @@ nf_bench_guest_usage() {
     cat <<'USAGE'
 usage: scripts/nfabric bench guest [--bytes N] [--reps R] [--rounds K]
 
-Boots the guest twice (stock cxl-type3, then cxl-neuron-fabric) and runs
-nfabric-bench: 8-byte writes then reads over N bytes (default 4194304), best
-of R passes (default 3).  The two boots alternate K times (default 2) and
-each figure is the best over the rounds.  Prints key=value lines:
+Boots the guest three times (stock cxl-type3; cxl-neuron-fabric with its
+direct map, the default; cxl-neuron-fabric with direct-map=off, every access
+on the I/O path as before the direct map) and runs nfabric-bench in each:
+8-byte writes and reads, and memcpy of 4 KiB blocks to and from the memory,
+over N bytes (default 4194304), best of R passes (default 3), and the same
+on the guest's own RAM.  The boots alternate K times (default 2) and each
+figure is the best over the rounds.  Prints key=value lines:
   stock_*            cxl-type3 (every access an MMIO callback)
-  plain_*            the device, no window (FP32 path by default)
+  ram_*              the guest's own memory
+  plain_*            the device, no window (direct map)
   fp32_* gbinary_* gternary_*   the device with one window of that path
-  *_vs_stock         ratio to stock_write_MBps / stock_read_MBps
+  io_*               the same on the device with direct-map=off
+  *_MBps: write/read = 8-byte words; memcpy/memcpy_read = 4 KiB blocks
+  plain_write_vs_stock  plain_memcpy_vs_stock   direct map over stock
+  plain_write_vs_ram    plain_memcpy_vs_ram     direct map over guest RAM
+  *_direct_vs_io     each path with the direct map over direct-map=off
   gbinary_write_vs_stock_fp32   G-Binary write MB/s over stock write MB/s
   *_fp32_equiv_write_MBps       gradient elements per second as FP32 bytes
                                 (G-Binary x32, G-Ternary x16)
-Logs: build/guest/bench-stock-K.log, build/guest/bench-nfabric-K.log
+Logs: build/guest/bench-{stock,nfabric,io}-K.log
 USAGE
 }
 
@@ -63,48 +71,82 @@ nf_bench_guest() {
     done
     nf_setup_main --quiet
     nf_image_main >&2
-    local g=$NF_BUILD/guest args="--bytes $bytes --reps $reps" rc=0 r
-    local stock_logs=() dev_logs=()
-    # Alternate the two devices, round after round, so that both see the
-    # same load on this shared machine; each figure is the best over rounds.
+    local g=$NF_BUILD/guest args="--bytes $bytes --reps $reps" rc r kind
+    local stock_logs=() dev_logs=() io_logs=() all_logs=()
+    # Alternate the boots, round after round, so that each sees the same
+    # load on this shared machine; each figure is the best over rounds.
     for r in $(seq 1 "$rounds"); do
-        nf_vm_main --quiet --device cxl-type3 --log "$g/bench-stock-$r.log" --timeout 900 \
-            --run "nfabric-bench --stock $args" 2> "$g/bench-stock-$r.err" || rc=$?
-        [ "$rc" = 0 ] || { cat "$g/bench-stock-$r.err" >&2; nf_die "bench guest: the stock boot failed (log $g/bench-stock-$r.log)"; }
-        nf_vm_main --quiet --device cxl-neuron-fabric --log "$g/bench-nfabric-$r.log" --timeout 900 \
-            --run "nfabric-bench $args" 2> "$g/bench-nfabric-$r.err" || rc=$?
-        [ "$rc" = 0 ] || { cat "$g/bench-nfabric-$r.err" >&2; nf_die "bench guest: the NEURON-Fabric boot failed (log $g/bench-nfabric-$r.log)"; }
-        stock_logs+=("$g/bench-stock-$r.log")
-        dev_logs+=("$g/bench-nfabric-$r.log")
+        for kind in stock nfabric io; do
+            local vmargs=(--device cxl-neuron-fabric) run="nfabric-bench $args"
+            case $kind in
+            stock) vmargs=(--device cxl-type3); run="nfabric-bench --stock $args" ;;
+            io) vmargs+=(--device-props direct-map=off) ;;
+            esac
+            rc=0
+            nf_vm_main --quiet "${vmargs[@]}" --log "$g/bench-$kind-$r.log" --timeout 900 \
+                --run "$run" 2> "$g/bench-$kind-$r.err" || rc=$?
+            [ "$rc" = 0 ] || { cat "$g/bench-$kind-$r.err" >&2; nf_die "bench guest: the $kind boot failed (log $g/bench-$kind-$r.log)"; }
+            all_logs+=("$g/bench-$kind-$r.log")
+            case $kind in
+            stock) stock_logs+=("$g/bench-$kind-$r.log") ;;
+            nfabric) dev_logs+=("$g/bench-$kind-$r.log") ;;
+            io) io_logs+=("$g/bench-$kind-$r.log") ;;
+            esac
+        done
     done
 
-    local k v sw sr
+    local k v x
+    declare -A f
     echo "bench=guest"
     echo "bytes=$bytes"
     echo "reps=$reps"
     echo "rounds=$rounds"
     echo "access_bytes=8"
-    sw=$(nf_bench_best stock_write_MBps "${stock_logs[@]}")
-    sr=$(nf_bench_best stock_read_MBps "${stock_logs[@]}")
-    [ -n "$sw" ] && [ -n "$sr" ] || nf_die "bench guest: no figures from the stock boots (logs $g/bench-stock-*.log)"
-    echo "stock_write_MBps=$sw"
-    echo "stock_read_MBps=$sr"
-    for k in plain fp32 gbinary gternary; do
-        for v in write read; do
-            local x
+    echo "memcpy_block_bytes=4096"
+    for v in write read memcpy memcpy_read; do
+        x=$(nf_bench_best "stock_${v}_MBps" "${stock_logs[@]}")
+        [ -n "$x" ] || nf_die "bench guest: no stock_${v}_MBps from the stock boots (logs $g/bench-stock-*.log)"
+        f[stock_$v]=$x
+        # The guest's RAM was measured in every boot: the best of them.
+        x=$(nf_bench_best "ram_${v}_MBps" "${all_logs[@]}")
+        [ -n "$x" ] || nf_die "bench guest: no ram_${v}_MBps (logs $g/bench-*.log)"
+        f[ram_$v]=$x
+        for k in plain fp32 gbinary gternary; do
             x=$(nf_bench_best "${k}_${v}_MBps" "${dev_logs[@]}")
             [ -n "$x" ] || nf_die "bench guest: no ${k}_${v}_MBps from the device boots (logs $g/bench-nfabric-*.log)"
-            eval "local ${k}_${v}=\$x"
-            echo "${k}_${v}_MBps=$x"
+            f[${k}_$v]=$x
+            x=$(nf_bench_best "${k}_${v}_MBps" "${io_logs[@]}")
+            [ -n "$x" ] || nf_die "bench guest: no ${k}_${v}_MBps from the direct-map=off boots (logs $g/bench-io-*.log)"
+            f[io_${k}_$v]=$x
         done
     done
-    awk -v sw="$sw" -v sr="$sr" -v pw="$plain_write" -v pr="$plain_read" \
-        -v fw="$fp32_write" -v fr="$fp32_read" -v bw="$gbinary_write" -v br="$gbinary_read" \
-        -v tw="$gternary_write" -v tr="$gternary_read" 'BEGIN {
-        printf "plain_write_vs_stock=%.3f\nplain_read_vs_stock=%.3f\n", pw / sw, pr / sr
-        printf "fp32_write_vs_stock=%.3f\nfp32_read_vs_stock=%.3f\n", fw / sw, fr / sr
-        printf "gbinary_write_vs_stock_fp32=%.3f\ngbinary_read_vs_stock_fp32=%.3f\n", bw / sw, br / sr
-        printf "gternary_write_vs_stock_fp32=%.3f\ngternary_read_vs_stock_fp32=%.3f\n", tw / sw, tr / sr
+    for k in stock ram plain fp32 gbinary gternary io_plain io_fp32 io_gbinary io_gternary; do
+        for v in write read memcpy memcpy_read; do
+            echo "${k}_${v}_MBps=${f[${k}_$v]}"
+        done
+    done
+    # ratio NAME NUM DEN
+    ratio() { awk -v n="$2" -v d="$3" -v k="$1" 'BEGIN { printf "%s=%.3f\n", k, n / d }'; }
+    ratio plain_write_vs_stock "${f[plain_write]}" "${f[stock_write]}"
+    ratio plain_read_vs_stock "${f[plain_read]}" "${f[stock_read]}"
+    ratio plain_memcpy_vs_stock "${f[plain_memcpy]}" "${f[stock_memcpy]}"
+    ratio plain_memcpy_read_vs_stock "${f[plain_memcpy_read]}" "${f[stock_memcpy_read]}"
+    ratio plain_write_vs_ram "${f[plain_write]}" "${f[ram_write]}"
+    ratio plain_read_vs_ram "${f[plain_read]}" "${f[ram_read]}"
+    ratio plain_memcpy_vs_ram "${f[plain_memcpy]}" "${f[ram_memcpy]}"
+    ratio plain_memcpy_read_vs_ram "${f[plain_memcpy_read]}" "${f[ram_memcpy_read]}"
+    ratio io_plain_write_vs_stock "${f[io_plain_write]}" "${f[stock_write]}"
+    for k in plain fp32 gbinary gternary; do
+        ratio "${k}_write_direct_vs_io" "${f[${k}_write]}" "${f[io_${k}_write]}"
+        ratio "${k}_read_direct_vs_io" "${f[${k}_read]}" "${f[io_${k}_read]}"
+    done
+    ratio fp32_write_vs_stock "${f[fp32_write]}" "${f[stock_write]}"
+    ratio fp32_read_vs_stock "${f[fp32_read]}" "${f[stock_read]}"
+    ratio gbinary_write_vs_stock_fp32 "${f[gbinary_write]}" "${f[stock_write]}"
+    ratio gbinary_read_vs_stock_fp32 "${f[gbinary_read]}" "${f[stock_read]}"
+    ratio gternary_write_vs_stock_fp32 "${f[gternary_write]}" "${f[stock_write]}"
+    ratio gternary_read_vs_stock_fp32 "${f[gternary_read]}" "${f[stock_read]}"
+    awk -v bw="${f[gbinary_write]}" -v tw="${f[gternary_write]}" 'BEGIN {
         printf "gbinary_fp32_equiv_write_MBps=%.1f\ngternary_fp32_equiv_write_MBps=%.1f\n", bw * 32, tw * 16
     }'
     echo "boot_to_ready_stock_s=$(sed -n 's/^vm: boot-to-ready \([0-9.]*\) s.*/\1/p' "$g/bench-stock-1.err")"
