@@ -91,5 +91,6 @@ void gt_group_config(void);
 void gt_group_stats(void);
 void gt_group_sysram(void);
 void gt_group_devices(void);
+void gt_group_toggle(void);
 
 #endif /* NFABRIC_GUEST_GT_H */

@@ -295,6 +295,12 @@ void gt_group_stats(void)
                            .path = NFABRIC_PATH_GBINARY, .width = 8 };
     nfabric_win_cfg gt = { .base = B + ST_GT, .size = 4096, .counters = B + ST_GTC,
                            .path = NFABRIC_PATH_GTERNARY, .width = 8, .threshold = 1 };
+    /*
+     * FP32 accesses go to an FP32 window: plain memory outside windows is
+     * mapped directly by the device (docs/device.md) and not counted.
+     */
+    nfabric_win_cfg fp = { .base = B + ST_FP32, .size = 4096,
+                           .path = NFABRIC_PATH_FP32 };
     nfabric_timing t;
     uint64_t rng = gt_seed ^ 0x57a7;
     int rc;
@@ -304,7 +310,9 @@ void gt_group_stats(void)
     }
     rc = nfabric_window_set(gt_dev, 2, &gb);
     rc |= nfabric_window_set(gt_dev, 3, &gt);
-    CHECK(rc == 0, "stats: G-Binary window 2 and G-Ternary window 3 enabled");
+    rc |= nfabric_window_set(gt_dev, 4, &fp);
+    CHECK(rc == 0, "stats: G-Binary window 2, G-Ternary window 3 and FP32 window 4 "
+          "enabled");
     rc = nfabric_ctrl(gt_dev, NFABRIC_CTRL_CLEAR_STATS | NFABRIC_CTRL_CLEAR_TIMING);
     nfabric_stats(gt_dev, got);
     nfabric_timing_read(gt_dev, &t);
@@ -382,5 +390,6 @@ void gt_group_stats(void)
     }
     nfabric_window_disable(gt_dev, 2);
     nfabric_window_disable(gt_dev, 3);
+    nfabric_window_disable(gt_dev, 4);
     gt_summary("stats: per-path read/write counts and bytes equal the accesses made");
 }

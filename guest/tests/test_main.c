@@ -173,6 +173,8 @@ static const struct {
       "low-bit windows there are refused (--only sysram)", true },
     { "devices", gt_group_devices, "(h) two devices, no region: addressing "
       "each, then an interleaved region (--only devices)", true },
+    { "toggle", gt_group_toggle, "(i) a window toggled while other processes write: "
+      "exact after each enable and disable", false },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

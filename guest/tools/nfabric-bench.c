@@ -4,19 +4,24 @@
  * path, with two access patterns: 8-byte words (write, read) and memcpy of
  * 4 KiB blocks (to the device, from it).  key=value lines on stdout.
  *
- *   nfabric-bench [--stock] [--bytes N] [--reps R] [PATH...]
+ *   nfabric-bench [--stock] [--bytes N] [--reps R] [--label L] [PATH...]
  *
  * PATH: plain (no window), fp32, gbinary, gternary, ram (the guest's own
  * memory, the baseline; default: all five; with --stock, a device without
  * registers such as cxl-type3: plain and ram).  Each figure is the best of
- * R passes over N bytes (default 4 MiB, 3).
+ * R passes over N bytes (default 4 MiB, 3).  For ram, --label L names the
+ * figures L_* instead of ram_* and the NUMA node of its pages is reported
+ * (L_pages_node, L_pages_on_node): run under nfabric-membind to measure
+ * memory of one node, e.g. CXL memory onlined as System RAM.
  */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "libnfabric.h"
 
@@ -34,7 +39,7 @@ static double now(void)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: nfabric-bench [--stock] [--bytes N] [--reps R] "
+    fprintf(f, "usage: nfabric-bench [--stock] [--bytes N] [--reps R] [--label L] "
                "[plain|fp32|gbinary|gternary|ram ...]\n");
 }
 
@@ -94,17 +99,50 @@ static uint64_t measure(const char *name, volatile uint64_t *p, uint64_t bytes,
     return sink;
 }
 
-/* The guest's own memory, touched first: the baseline of the figures. */
-static int bench_ram(uint64_t bytes, unsigned reps)
+/*
+ * The NUMA node most of [p, p + bytes)'s pages are on, and how many are
+ * (get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR) per page); -1 if unknown.
+ */
+static int pages_node(const void *p, uint64_t bytes, uint64_t *on, uint64_t *total)
 {
-    uint64_t *p;
+    uint64_t count[64] = { 0 };
+    int best = -1;
+
+    *on = *total = 0;
+    for (uint64_t o = 0; o < bytes; o += 4096) {
+        int node = -1;
+
+        (*total)++;
+        if (syscall(SYS_get_mempolicy, &node, NULL, 0UL, (const char *)p + o,
+                    3UL /* MPOL_F_NODE | MPOL_F_ADDR */) == 0 &&
+            node >= 0 && node < 64) {
+            count[node]++;
+        }
+    }
+    for (int n = 0; n < 64; n++) {
+        if (count[n] && (best < 0 || count[n] > count[best])) {
+            best = n;
+        }
+    }
+    *on = best >= 0 ? count[best] : 0;
+    return best;
+}
+
+/* The guest's own memory, touched first: the baseline of the figures. */
+static int bench_ram(const char *label, uint64_t bytes, unsigned reps)
+{
+    uint64_t *p, on, total;
+    int node;
 
     if (posix_memalign((void **)&p, 4096, bytes)) {
         fprintf(stderr, "nfabric-bench: no %" PRIu64 " bytes of guest RAM\n", bytes);
         return 1;
     }
     memset(p, 0, bytes);
-    if (measure("ram", p, bytes, reps) == 1) {
+    node = pages_node(p, bytes, &on, &total);
+    printf("%s_pages_node=%d\n%s_pages_on_node=%" PRIu64 "/%" PRIu64 "\n", label, node,
+           label, on, total);
+    if (measure(label, p, bytes, reps) == 1) {
         printf("# unlikely sum\n");
     }
     free(p);
@@ -154,7 +192,8 @@ int main(int argc, char **argv)
     const char *names[8];
     unsigned n = 0, reps = 3;
     uint64_t bytes = 4u << 20;
-    bool stock = false;
+    const char *label = "ram";
+    bool stock = false, need_dev = false;
     nfabric_dev d;
     int rc = 0;
 
@@ -166,6 +205,13 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[a], "--stock")) {
             stock = true;
+        } else if (!strcmp(argv[a], "--label") && a + 1 < argc) {
+            label = argv[++a];
+            if (!*label || strspn(label, "abcdefghijklmnopqrstuvwxyz0123456789_") !=
+                           strlen(label)) {
+                fprintf(stderr, "nfabric-bench: --label must be [a-z0-9_]+\n");
+                return 2;
+            }
         } else if (!strcmp(argv[a], "--bytes") && a + 1 < argc) {
             bytes = strtoull(argv[++a], &end, 0);
             if (*end || !bytes || bytes % 64 || bytes > (32u << 20)) {
@@ -195,18 +241,24 @@ int main(int argc, char **argv)
             }
         }
     }
-    rc = nfabric_open(&d, stock ? NFABRIC_OPEN_NO_REGS : 0);
-    if (rc) {
-        fprintf(stderr, "nfabric-bench: %s\n", nfabric_errmsg(&d));
-        return 1;
+    /* Only the guest's RAM: no device needed (its memory may be System RAM). */
+    for (unsigned i = 0; i < n; i++) {
+        need_dev |= strcmp(names[i], "ram") != 0;
+    }
+    if (need_dev) {
+        rc = nfabric_open(&d, stock ? NFABRIC_OPEN_NO_REGS : 0);
+        if (rc) {
+            fprintf(stderr, "nfabric-bench: %s\n", nfabric_errmsg(&d));
+            return 1;
+        }
     }
     printf("bench_bytes=%" PRIu64 "\nbench_reps=%u\nbench_device=%s\n", bytes, reps,
-           stock ? "stock" : "neuron-fabric");
+           !need_dev ? "none" : stock ? "stock" : "neuron-fabric");
     for (unsigned i = 0; i < n && !rc; i++) {
         int path = strcmp(names[i], "plain") ? nfabric_path_parse(names[i]) : -1;
 
         if (!strcmp(names[i], "ram")) {
-            rc = bench_ram(bytes, reps);
+            rc = bench_ram(label, bytes, reps);
             continue;
         }
         if (path >= 0 && !d.regs) {
@@ -217,6 +269,8 @@ int main(int argc, char **argv)
         }
         rc = bench(&d, stock ? "stock" : names[i], path, bytes, reps);
     }
-    nfabric_close(&d);
+    if (need_dev) {
+        nfabric_close(&d);
+    }
     return rc;
 }

@@ -9,7 +9,7 @@ nf_register_suite 35 concurrency "4 vCPUs, 4 worker processes writing the same w
 nf_suite_concurrency() {
     local log=$NF_BUILD/test-logs/concurrency-console.log rc=0
     mkdir -p "$(dirname "$log")"
-    nf_guest_run "$log" 'echo "NFABRIC-CPUS=$(grep -c ^processor /proc/cpuinfo)"; nfabric-test --only gbinary,gternary,mixed,stats' \
+    nf_guest_run "$log" 'echo "NFABRIC-CPUS=$(grep -c ^processor /proc/cpuinfo)"; nfabric-test --only gbinary,gternary,mixed,stats,toggle' \
         --cpus 4 || rc=$?
     if tr -d '\r' < "$log" | grep -q '^NFABRIC-CPUS=4$'; then
         echo "ok - the guest runs on 4 vCPUs"

@@ -30,7 +30,11 @@ figure is the best over the rounds.  Prints key=value lines:
   gbinary_write_vs_stock_fp32   G-Binary write MB/s over stock write MB/s
   *_fp32_equiv_write_MBps       gradient elements per second as FP32 bytes
                                 (G-Binary x32, G-Ternary x16)
-Logs: build/guest/bench-{stock,nfabric,io}-K.log
+  sysram_*           programs bound to the device's memory onlined as
+                     System RAM (its NUMA node), node0_* the same bound to
+                     node 0; sysram_*_vs_ram the ratio (gzip: busybox gzip
+                     round trip of a tmpfs file)
+Logs: build/guest/bench-{stock,nfabric,io}-K.log, build/guest/bench-sysram.log
 USAGE
 }
 
@@ -95,6 +99,13 @@ nf_bench_guest() {
         done
     done
 
+    # The device's memory onlined as System RAM (kmem), programs bound to
+    # its NUMA node beside node 0 (guest RAM): the group sysram prints them.
+    rc=0
+    nf_vm_main --quiet --device cxl-neuron-fabric --log "$g/bench-sysram.log" --timeout 900 \
+        --run "nfabric-test --only sysram" 2> "$g/bench-sysram.err" || rc=$?
+    [ "$rc" = 0 ] || { cat "$g/bench-sysram.err" >&2; nf_die "bench guest: the System RAM boot failed (log $g/bench-sysram.log)"; }
+
     local k v x
     declare -A f
     echo "bench=guest"
@@ -146,6 +157,19 @@ nf_bench_guest() {
     ratio gbinary_read_vs_stock_fp32 "${f[gbinary_read]}" "${f[stock_read]}"
     ratio gternary_write_vs_stock_fp32 "${f[gternary_write]}" "${f[stock_write]}"
     ratio gternary_read_vs_stock_fp32 "${f[gternary_read]}" "${f[stock_read]}"
+    for k in sysram node0; do
+        for v in write read memcpy memcpy_read gzip; do
+            x=$(nf_bench_kv "$g/bench-sysram.log" "${k}_${v}_MBps")
+            [ -n "$x" ] || nf_die "bench guest: no ${k}_${v}_MBps from the System RAM boot (log $g/bench-sysram.log)"
+            f[${k}_$v]=$x
+            echo "${k}_${v}_MBps=$x"
+        done
+    done
+    echo "sysram_node=$(nf_bench_kv "$g/bench-sysram.log" sysram_pages_node)"
+    echo "sysram_pages_on_node=$(nf_bench_kv "$g/bench-sysram.log" sysram_pages_on_node)"
+    for v in write read memcpy memcpy_read gzip; do
+        ratio "sysram_${v}_vs_ram" "${f[sysram_$v]}" "${f[node0_$v]}"
+    done
     awk -v bw="${f[gbinary_write]}" -v tw="${f[gternary_write]}" 'BEGIN {
         printf "gbinary_fp32_equiv_write_MBps=%.1f\ngternary_fp32_equiv_write_MBps=%.1f\n", bw * 32, tw * 16
     }'

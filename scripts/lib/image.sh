@@ -26,7 +26,7 @@ NF_GUEST_MODULES="cxl_acpi cxl_pci cxl_mem cxl_port dax device_dax dax_cxl
 NF_GUEST_MODULES_EXTRA="kmem"
 # Guest programs copied from the host build.
 # Static guest programs, relative to build/host/guest/; each goes to /usr/bin.
-NF_GUEST_PROGRAMS="nfabricctl nfabric-test nfabric-bench nfabric-multihost nfabric-drvtest nfabric-lifecycle-check train/static/nfabric-train"
+NF_GUEST_PROGRAMS="nfabricctl nfabric-test nfabric-bench nfabric-membind nfabric-multihost nfabric-drvtest nfabric-lifecycle-check train/static/nfabric-train"
 
 nf_image_usage() {
     cat <<'USAGE'
