@@ -44,6 +44,9 @@ guest user space:
   (b) G-Binary: K=4 worker processes aggregate packed signs in one window
   (c) G-Ternary: gated aggregation at several thresholds
   (d) mixed windows: FP32 classifier head + G-Binary backbone in one region
+  (i) a window toggled while other processes write (the direct map: plain
+      memory is RAM to the CPU, only enabled windows trap), and the speed
+      of plain device memory, guest RAM and a G-Binary window
   (e) two hosts, one device: two guests, each with its own head of one
       shared device, aggregate into the same windows
 Prints a summary and ends with `demo: N passed, N failed`.
@@ -89,13 +92,24 @@ nf_demo_main() {
     mkdir -p "$NF_BUILD/guest"
     echo "NEURON-Fabric demo: booting a guest with $device (console: $log)"
     # `cxl list` (ndctl 81) on one line, for the summary below.
-    nf_guest_run "$log" "echo \"cxl-list: \$(cxl list -M -R | tr -d ' \\n')\"; nfabric-test --only fp32,gbinary,gternary,mixed" --device "$device" || rc=$?
+    local bench_paths="plain gbinary ram"
+    [ "$device" = cxl-neuron-fabric ] || bench_paths="--stock plain ram"
+    nf_guest_run "$log" "echo \"cxl-list: \$(cxl list -M -R | tr -d ' \\n')\"; nfabric-test --only fp32,gbinary,gternary,mixed,toggle; rc=\$?; nfabric-bench --bytes 1048576 --reps 2 $bench_paths || rc=1; exit \$rc" --device "$device" || rc=$?
     echo
     grep -E '^NFABRIC-(READY|NOT-READY)' "$log" | sed 's/^/  guest: /' || true
     nf_demo_cxl_list "$log"
     if grep -q '^summary: ' "$log"; then
         echo "Results:"
         grep '^summary: ' "$log" | sed 's/^summary: /  /'
+    fi
+    local pw rw gw
+    pw=$(nf_bench_kv "$log" plain_write_MBps)
+    [ -n "$pw" ] || pw=$(nf_bench_kv "$log" stock_write_MBps)
+    rw=$(nf_bench_kv "$log" ram_write_MBps)
+    gw=$(nf_bench_kv "$log" gbinary_write_MBps)
+    if [ -n "$pw" ] && [ -n "$rw" ]; then
+        echo "Speed from guest user space (8-byte stores, MB/s): device memory $pw," \
+             "guest RAM $rw${gw:+, G-Binary window $gw}"
     fi
     if grep -q '^not ok ' "$log"; then
         echo "Failed checks:"
