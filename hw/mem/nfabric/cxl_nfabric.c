@@ -249,8 +249,8 @@ static FILE *nfabric_record_open(CXLNFabricState *s, Error **errp)
         f ? fclose(f) : close(fd);
         return NULL;
     }
-    if (nfabric_trace_write_header(f, &s->tparams,
-                                   NFABRIC_TRACE_F_DEPENDENT) != 0) {
+    if (nfabric_record_write_header(f, &s->tparams,
+                                   NFABRIC_RECORD_F_DEPENDENT) != 0) {
         error_setg(errp, "%s: property 'record': cannot write '%s'",
                    TYPE_CXL_NFABRIC, s->record_path);
         fclose(f);

@@ -380,7 +380,7 @@ static void nfabric_account(NFabricCtrl *s, unsigned path, bool write,
     st[write ? NFABRIC_STAT_WRITE_BYTES : NFABRIC_STAT_READ_BYTES] += len;
     if (s->record) {
         nfabric_record_result(s, s->record_failed ? -1 :
-            nfabric_trace_write_access(s->record,
+            nfabric_record_write_access(s->record,
                                        nfabric_timing_now_ps(&s->timing),
                                        path, len, write));
     }
@@ -392,7 +392,7 @@ static void nfabric_record_clear(NFabricCtrl *s)
 {
     if (s->record) {
         nfabric_record_result(s, s->record_failed ? -1 :
-                              nfabric_trace_write_clear(s->record));
+                              nfabric_record_write_clear(s->record));
     }
 }
 
