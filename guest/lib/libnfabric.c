@@ -5,6 +5,7 @@
  */
 #include "libnfabric.h"
 #include "nfabric_drv.h"
+#include "hw/mem/nfabric_window.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -48,30 +49,10 @@ static int fail(nfabric_dev *d, int err, const char *fmt, ...)
 
 const char *nfabric_strerror(int err)
 {
-    static const char *const dev_err[] = {
-        [NFABRIC_ERR_NONE] = "no error",
-        [NFABRIC_ERR_OVERLAP] = "overlaps an enabled window or counter area",
-        [NFABRIC_ERR_RANGE] = "empty, wrapping or past device memory",
-        [NFABRIC_ERR_ALIGN] = "not 64-byte aligned",
-        [NFABRIC_ERR_PATH] = "unknown path",
-        [NFABRIC_ERR_WIDTH] = "unsupported counter width",
-        [NFABRIC_ERR_THRESHOLD] = "bad G-Ternary threshold",
-        [NFABRIC_ERR_TIE] = "unknown tie rule",
-        [NFABRIC_ERR_BUSY] = "configuration write while enabled",
-        [NFABRIC_ERR_READONLY] = "write to a read-only register",
-        [NFABRIC_ERR_UNMAPPED] = "access to an undefined register offset",
-        [NFABRIC_ERR_ACCESS] = "bad access size or alignment",
-        [NFABRIC_ERR_RESERVED_BITS] = "reserved bits set",
-        [NFABRIC_ERR_COMMAND] = "unknown command",
-        [NFABRIC_ERR_ROUND] = "not the window's current round",
-        [NFABRIC_ERR_HEAD] = "no such head",
-    };
-
     if (err >= 0) {
-        if (err <= NFABRIC_ERR_MAX && dev_err[err]) {
-            return dev_err[err];
-        }
-        return "unknown device error";
+        const char *text = nfabric_err_text((unsigned)err);
+
+        return text ? text : "unknown device error";
     }
     switch (err) {
     case NFLIB_ENODEV: return "no NEURON-Fabric device found";
@@ -99,34 +80,48 @@ const char *nfabric_errmsg(const nfabric_dev *d)
 
 const char *nfabric_path_name(unsigned path)
 {
-    switch (path) {
-    case NFABRIC_PATH_FP32: return "fp32";
-    case NFABRIC_PATH_GBINARY: return "gbinary";
-    case NFABRIC_PATH_GTERNARY: return "gternary";
-    default: return "?";
-    }
+    const char *name = nfabric_path_str(path);
+
+    return name ? name : "?";
 }
 
-int nfabric_path_parse(const char *s)
+const char *nfabric_tie_name(unsigned tie)
+{
+    const char *name = nfabric_tie_str(tie);
+
+    return name ? name : "?";
+}
+
+/* The value k < n with name_of(k) equal to s, or s as a number up to max. */
+static int parse_name(const char *s, const char *(*name_of)(unsigned),
+                      unsigned n, unsigned long max)
 {
     char *end;
     unsigned long v;
 
-    if (!strcmp(s, "fp32")) {
-        return NFABRIC_PATH_FP32;
-    }
-    if (!strcmp(s, "gbinary")) {
-        return NFABRIC_PATH_GBINARY;
-    }
-    if (!strcmp(s, "gternary")) {
-        return NFABRIC_PATH_GTERNARY;
+    for (unsigned k = 0; k < n; k++) {
+        if (!strcmp(s, name_of(k))) {
+            return (int)k;
+        }
     }
     errno = 0;
     v = strtoul(s, &end, 0);
-    if (errno || end == s || *end || v > 15) {
+    if (errno || end == s || *end || v > max) {
         return -1;
     }
     return (int)v;
+}
+
+int nfabric_path_parse(const char *s)
+{
+    return parse_name(s, nfabric_path_str, NFABRIC_NUM_PATHS,
+                      NFABRIC_WCTRL_PATH_MASK >> NFABRIC_WCTRL_PATH_SHIFT);
+}
+
+int nfabric_tie_parse(const char *s)
+{
+    return parse_name(s, nfabric_tie_str, NFABRIC_NUM_TIES,
+                      NFABRIC_WCTRL_TIE_MASK >> NFABRIC_WCTRL_TIE_SHIFT);
 }
 
 /* ---- sysfs helpers ---------------------------------------------------- */
@@ -854,61 +849,26 @@ int nfabric_window_get(const nfabric_dev *d, unsigned i, nfabric_win_state *s)
     return 0;
 }
 
-static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
-{
-    return alen && blen && a < b + blen && b < a + alen;
-}
-
 unsigned nfabric_window_check(const nfabric_dev *d, unsigned i,
                               const nfabric_win_cfg *c)
 {
-    bool agg = c->path == NFABRIC_PATH_GBINARY || c->path == NFABRIC_PATH_GTERNARY;
-    uint64_t cbytes, msize = d->dev_mem_size;
+    NFabricWindowCfg table[NFABRIC_NUM_WINDOWS] = { { 0 } };
+    NFabricWindowCfg w = {
+        c->base, c->size, c->counters, c->path, c->width, c->tie, c->threshold,
+    };
+    uint32_t enabled = 0;
     nfabric_win_state s;
 
-    if (c->path >= NFABRIC_NUM_PATHS) {
-        return NFABRIC_ERR_PATH;
-    }
-    if (agg && c->width != 8 && c->width != 16) {
-        return NFABRIC_ERR_WIDTH;
-    }
-    if (c->path == NFABRIC_PATH_GBINARY && c->tie >= NFABRIC_NUM_TIES) {
-        return NFABRIC_ERR_TIE;
-    }
-    if (c->path == NFABRIC_PATH_GTERNARY &&
-        (c->threshold == 0 || c->threshold > (1u << (c->width - 1)) - 1u)) {
-        return NFABRIC_ERR_THRESHOLD;
-    }
-    /* The device's order: range, counter range, alignment, overlap. */
-    cbytes = nfabric_counter_bytes(c->path, c->width, c->size);
-    if (!c->size || c->base > msize || c->size > msize - c->base) {
-        return NFABRIC_ERR_RANGE;
-    }
-    if (cbytes && (c->counters > msize || cbytes > msize - c->counters)) {
-        return NFABRIC_ERR_RANGE;
-    }
-    if (c->base % NFABRIC_ALIGN || c->size % NFABRIC_ALIGN ||
-        (cbytes && c->counters % NFABRIC_ALIGN)) {
-        return NFABRIC_ERR_ALIGN;
-    }
-    if (agg && overlaps(c->base, c->size, c->counters, cbytes)) {
-        return NFABRIC_ERR_OVERLAP;
-    }
     for (unsigned j = 0; j < nfabric_num_windows(d); j++) {
-        uint64_t jc;
-
         if (j == i || nfabric_window_get(d, j, &s) || !s.enabled) {
             continue;
         }
-        jc = nfabric_counter_bytes(s.cfg.path, s.cfg.width, s.cfg.size);
-        if (overlaps(c->base, c->size, s.cfg.base, s.cfg.size) ||
-            overlaps(c->base, c->size, s.cfg.counters, jc) ||
-            (agg && overlaps(c->counters, cbytes, s.cfg.base, s.cfg.size)) ||
-            (agg && overlaps(c->counters, cbytes, s.cfg.counters, jc))) {
-            return NFABRIC_ERR_OVERLAP;
-        }
+        table[j] = nfabric_window_cfg(s.cfg.base, s.cfg.size, s.cfg.counters,
+                                      s.ctrl, s.cfg.threshold);
+        enabled |= 1u << j;
     }
-    return NFABRIC_ERR_NONE;
+    /* The controller's own rules (hw/mem/nfabric/nfabric_window.c). */
+    return nfabric_window_validate(&w, i, d->dev_mem_size, table, enabled);
 }
 
 int nfabric_ctrl(nfabric_dev *d, uint32_t cmd)

@@ -133,9 +133,15 @@ typedef struct nfabric_round {
 
 const char *nfabric_strerror(int err);
 const char *nfabric_errmsg(const nfabric_dev *d);
+/* A path's and a tie rule's name ("fp32", "neg"), "?" if unknown. */
 const char *nfabric_path_name(unsigned path);
-/* Parse "fp32", "gbinary", "gternary" (or a number); -1 if unknown. */
+const char *nfabric_tie_name(unsigned tie);
+/*
+ * Parse a path's name ("fp32", "gbinary", "gternary") or a tie rule's ("neg",
+ * "pos"), or a number that fits the CTRL field; -1 if neither.
+ */
 int nfabric_path_parse(const char *s);
+int nfabric_tie_parse(const char *s);
 
 /*
  * Open the first NEURON-Fabric device (or, with NFABRIC_OPEN_NO_REGS, the
@@ -187,9 +193,10 @@ int nfabric_window_get(const nfabric_dev *d, unsigned i, nfabric_win_state *s);
 int nfabric_windows_reset(nfabric_dev *d);
 
 /*
- * The error code the device should give for c in window i, judged here
- * from the documented rules against the other enabled windows (a cross
- * check for tests and for the tool's diagnostics).
+ * The error code the device should give for c in window i against the
+ * other enabled windows: the controller's own rules
+ * (nfabric_window_validate, hw/mem/nfabric/nfabric_window.c), for the
+ * tool's diagnostics and the tests' cross checks.
  */
 unsigned nfabric_window_check(const nfabric_dev *d, unsigned i,
                               const nfabric_win_cfg *c);

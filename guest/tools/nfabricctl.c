@@ -3,6 +3,7 @@
  * nfabricctl: inspect and program a NEURON-Fabric device from the guest.
  * `nfabricctl --help` lists the commands; docs/guest.md has examples.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -184,8 +185,7 @@ static int cmd_windows(void)
                " %-5u %-3s %-9u %-5u %-10" PRIu64 " %-12" PRIu64 " %u\n",
                i, s.enabled ? "yes" : "no", nfabric_path_name(s.cfg.path),
                s.cfg.base, s.cfg.size, s.cfg.counters, s.cfg.width,
-               s.cfg.tie == NFABRIC_TIE_NEGATIVE ? "neg" :
-               s.cfg.tie == NFABRIC_TIE_POSITIVE ? "pos" : "?",
+               nfabric_tie_name(s.cfg.tie),
                s.cfg.threshold, s.error, s.contrib_writes, s.contrib_bytes,
                s.reserved_codes);
     }
@@ -227,15 +227,12 @@ static int cmd_set_window(int argc, char **argv)
                 return bad("bad --counters \"%s\"", val);
             }
         } else if (!strcmp(opt, "--path")) {
-            if (!strcmp(val, "fp32")) {
-                c.path = NFABRIC_PATH_FP32;
-            } else if (!strcmp(val, "gbinary")) {
-                c.path = NFABRIC_PATH_GBINARY;
-            } else if (!strcmp(val, "gternary")) {
-                c.path = NFABRIC_PATH_GTERNARY;
-            } else {
+            int p = nfabric_path_parse(val);
+
+            if (p < 0 || p >= NFABRIC_NUM_PATHS || isdigit((unsigned char)*val)) {
                 return bad("bad --path \"%s\" (fp32, gbinary or gternary)", val);
             }
+            c.path = (unsigned)p;
             have_path = true;
         } else if (!strcmp(opt, "--width")) {
             if (parse_u64(val, &v) || (v != 8 && v != 16)) {
@@ -243,13 +240,12 @@ static int cmd_set_window(int argc, char **argv)
             }
             c.width = (unsigned)v;
         } else if (!strcmp(opt, "--tie")) {
-            if (!strcmp(val, "neg")) {
-                c.tie = NFABRIC_TIE_NEGATIVE;
-            } else if (!strcmp(val, "pos")) {
-                c.tie = NFABRIC_TIE_POSITIVE;
-            } else {
+            int t = nfabric_tie_parse(val);
+
+            if (t < 0 || t >= NFABRIC_NUM_TIES || isdigit((unsigned char)*val)) {
                 return bad("bad --tie \"%s\" (neg or pos)", val);
             }
+            c.tie = (unsigned)t;
         } else if (!strcmp(opt, "--threshold")) {
             if (parse_u64(val, &v) || v > UINT32_MAX) {
                 return bad("bad --threshold \"%s\"", val);
