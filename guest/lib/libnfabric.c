@@ -887,17 +887,26 @@ int nfabric_ctrl(nfabric_dev *d, uint32_t cmd)
     return judged(d, NFABRIC_NUM_WINDOWS, before, "CTRL command");
 }
 
+/* The four statistics of every path from the block at base (STATS, POOL_STATS). */
+static void read_path_stats(const nfabric_dev *d, uint32_t base,
+                            nfabric_path_stats st[NFABRIC_NUM_PATHS])
+{
+    for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
+        uint32_t off = base + p * NFABRIC_STATS_STRIDE;
+
+        st[p].reads = nfabric_rd64(d, off + NFABRIC_STATS_READS);
+        st[p].writes = nfabric_rd64(d, off + NFABRIC_STATS_WRITES);
+        st[p].read_bytes = nfabric_rd64(d, off + NFABRIC_STATS_READ_BYTES);
+        st[p].write_bytes = nfabric_rd64(d, off + NFABRIC_STATS_WRITE_BYTES);
+    }
+}
+
 int nfabric_stats(const nfabric_dev *d, nfabric_path_stats st[NFABRIC_NUM_PATHS])
 {
     if (!nf_has_regs(d)) {
         return NFLIB_ENOREGS;
     }
-    for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
-        st[p].reads = nfabric_rd64(d, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_READS));
-        st[p].writes = nfabric_rd64(d, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_WRITES));
-        st[p].read_bytes = nfabric_rd64(d, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_READ_BYTES));
-        st[p].write_bytes = nfabric_rd64(d, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_WRITE_BYTES));
-    }
+    read_path_stats(d, NFABRIC_REG_STATS, st);
     return 0;
 }
 
@@ -957,15 +966,8 @@ int nfabric_pool_stats(const nfabric_dev *d,
     if (!nf_has_regs(d)) {
         return NFLIB_ENOREGS;
     }
-    if (!has_heads(d)) {
-        return nfabric_stats(d, st);
-    }
-    for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
-        st[p].reads = nfabric_rd64(d, NFABRIC_REG_POOL_STATS_PATH(p, NFABRIC_STATS_READS));
-        st[p].writes = nfabric_rd64(d, NFABRIC_REG_POOL_STATS_PATH(p, NFABRIC_STATS_WRITES));
-        st[p].read_bytes = nfabric_rd64(d, NFABRIC_REG_POOL_STATS_PATH(p, NFABRIC_STATS_READ_BYTES));
-        st[p].write_bytes = nfabric_rd64(d, NFABRIC_REG_POOL_STATS_PATH(p, NFABRIC_STATS_WRITE_BYTES));
-    }
+    read_path_stats(d, has_heads(d) ? NFABRIC_REG_POOL_STATS : NFABRIC_REG_STATS,
+                    st);
     return 0;
 }
 

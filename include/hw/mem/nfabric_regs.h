@@ -324,44 +324,26 @@ typedef struct NFabricRegDesc {
 #define NFABRIC_RSTAT_EXPECT_MASK   0x00ff0000u
 
 /* ---- Names, from the tables ------------------------------------------- */
-#define NFABRIC_X_CASE_NAME_(n, v, str)     case (v): return str;
-#define NFABRIC_X_CASE_ID_(n, v, str)       case (v): return #n;
-
-/* "fp32", "gbinary", "gternary"; NULL for another value. */
-static inline const char *nfabric_path_str(unsigned path)
-{
-    switch (path) {
-    NFABRIC_PATHS(NFABRIC_X_CASE_NAME_)
+#define NFABRIC_X_CASE_STR_(n, v, str)  case (v): return str;
+#define NFABRIC_X_CASE_ID_(n, v, str)   case (v): return #n;
+/* A function from a table's values to one of its columns; NULL if none. */
+#define NFABRIC_NAME_FN_(fn, table, column) \
+    static inline const char *fn(unsigned v) \
+    { \
+        switch (v) { \
+        table(column) \
+        } \
+        return (const char *)0; \
     }
-    return (const char *)0;
-}
 
-/* "neg", "pos"; NULL for another value. */
-static inline const char *nfabric_tie_str(unsigned tie)
-{
-    switch (tie) {
-    NFABRIC_TIES(NFABRIC_X_CASE_NAME_)
-    }
-    return (const char *)0;
-}
-
-/* "OVERLAP" etc., as docs/registers.md names the code; NULL if unknown. */
-static inline const char *nfabric_err_name(unsigned code)
-{
-    switch (code) {
-    NFABRIC_ERRORS(NFABRIC_X_CASE_ID_)
-    }
-    return (const char *)0;
-}
-
-/* What the code means, in a few words; NULL if unknown. */
-static inline const char *nfabric_err_text(unsigned code)
-{
-    switch (code) {
-    NFABRIC_ERRORS(NFABRIC_X_CASE_NAME_)
-    }
-    return (const char *)0;
-}
+/* "fp32", "gbinary", "gternary" */
+NFABRIC_NAME_FN_(nfabric_path_str, NFABRIC_PATHS, NFABRIC_X_CASE_STR_)
+/* "neg", "pos" */
+NFABRIC_NAME_FN_(nfabric_tie_str, NFABRIC_TIES, NFABRIC_X_CASE_STR_)
+/* "OVERLAP" etc., as docs/registers.md names an error code */
+NFABRIC_NAME_FN_(nfabric_err_name, NFABRIC_ERRORS, NFABRIC_X_CASE_ID_)
+/* what an error code means, in a few words */
+NFABRIC_NAME_FN_(nfabric_err_text, NFABRIC_ERRORS, NFABRIC_X_CASE_STR_)
 
 /* Bytes of counter area a window of data_size bytes needs. */
 static inline uint64_t nfabric_counter_bytes(unsigned path, unsigned width_bits,
