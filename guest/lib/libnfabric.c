@@ -3,7 +3,7 @@
  * libnfabric: guest user-space access to a NEURON-Fabric CXL device.
  * See libnfabric.h and docs/guest.md.
  */
-#include "libnfabric.h"
+#include "nfabric_priv.h"
 #include "nfabric_drv.h"
 #include "hw/mem/nfabric_window.h"
 
@@ -69,7 +69,7 @@ const char *nfabric_strerror(int err)
     case NFLIB_EBUSY: return "memory in use by the kernel as System RAM";
     case NFLIB_EINTERLEAVE: return "the region is interleaved over several devices";
     case NFLIB_ESTALE: return "the round moved on";
-    default: return "unknown library error";
+    default: return strerror(-err);
     }
 }
 
@@ -754,7 +754,7 @@ static int check_window_memory(nfabric_dev *d, const nfabric_win_cfg *c)
 
 int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c)
 {
-    uint32_t before, ctrl;
+    uint32_t before, wctrl;
     int rc = check_win(d, i);
 
     if (rc) {
@@ -771,8 +771,8 @@ int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c)
     if ((rc = judged(d, i, before, "window configuration write"))) {
         return rc;
     }
-    ctrl = NFABRIC_WCTRL(c->path, c->width, c->tie) | NFABRIC_WCTRL_ENABLE;
-    nfabric_wr32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), ctrl);
+    wctrl = NFABRIC_WCTRL(c->path, c->width, c->tie) | NFABRIC_WCTRL_ENABLE;
+    nfabric_wr32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), wctrl);
     if ((rc = judged(d, i, before, "window enable"))) {
         return rc;
     }
@@ -787,15 +787,15 @@ int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c)
 
 int nfabric_window_disable(nfabric_dev *d, unsigned i)
 {
-    uint32_t before, ctrl;
+    uint32_t before, wctrl;
     int rc = check_win(d, i);
 
     if (rc) {
         return rc;
     }
     before = nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT);
-    ctrl = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
-    nfabric_wr32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), ctrl & ~NFABRIC_WCTRL_ENABLE);
+    wctrl = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
+    nfabric_wr32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), wctrl & ~NFABRIC_WCTRL_ENABLE);
     return judged(d, i, before, "window disable");
 }
 
@@ -826,7 +826,7 @@ int nfabric_windows_reset(nfabric_dev *d)
 
 int nfabric_window_get(const nfabric_dev *d, unsigned i, nfabric_win_state *s)
 {
-    uint32_t ctrl;
+    uint32_t wctrl;
 
     memset(s, 0, sizeof(*s));
     if (!nf_has_regs(d) || i >= nfabric_num_windows(d)) {
@@ -835,12 +835,12 @@ int nfabric_window_get(const nfabric_dev *d, unsigned i, nfabric_win_state *s)
     s->cfg.base = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE));
     s->cfg.size = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE));
     s->cfg.counters = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS));
-    ctrl = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
-    s->ctrl = ctrl;
-    s->enabled = ctrl & NFABRIC_WCTRL_ENABLE;
-    s->cfg.path = (ctrl & NFABRIC_WCTRL_PATH_MASK) >> NFABRIC_WCTRL_PATH_SHIFT;
-    s->cfg.width = (ctrl & NFABRIC_WCTRL_WIDTH_MASK) >> NFABRIC_WCTRL_WIDTH_SHIFT;
-    s->cfg.tie = (ctrl & NFABRIC_WCTRL_TIE_MASK) >> NFABRIC_WCTRL_TIE_SHIFT;
+    wctrl = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
+    s->wctrl = wctrl;
+    s->enabled = wctrl & NFABRIC_WCTRL_ENABLE;
+    s->cfg.path = (wctrl & NFABRIC_WCTRL_PATH_MASK) >> NFABRIC_WCTRL_PATH_SHIFT;
+    s->cfg.width = (wctrl & NFABRIC_WCTRL_WIDTH_MASK) >> NFABRIC_WCTRL_WIDTH_SHIFT;
+    s->cfg.tie = (wctrl & NFABRIC_WCTRL_TIE_MASK) >> NFABRIC_WCTRL_TIE_SHIFT;
     s->cfg.threshold = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD));
     s->error = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR));
     s->contrib_writes = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CONTRIB_WRITES));
@@ -864,7 +864,7 @@ unsigned nfabric_window_check(const nfabric_dev *d, unsigned i,
             continue;
         }
         table[j] = nfabric_window_cfg(s.cfg.base, s.cfg.size, s.cfg.counters,
-                                      s.ctrl, s.cfg.threshold);
+                                      s.wctrl, s.cfg.threshold);
         enabled |= 1u << j;
     }
     /* The controller's own rules (hw/mem/nfabric/nfabric_window.c). */
@@ -1213,6 +1213,61 @@ void nfabric_free(nfabric_dev *d)
         nfabric_close(d);
         free(d);
     }
+}
+
+const char *nfabric_pci_name(const nfabric_dev *d)
+{
+    return d->pci_name;
+}
+
+const char *nfabric_memdev_name(const nfabric_dev *d)
+{
+    return d->memdev;
+}
+
+const char *nfabric_region_name(const nfabric_dev *d)
+{
+    return d->region;
+}
+
+const char *nfabric_dax_name(const nfabric_dev *d)
+{
+    return d->dax_name;
+}
+
+const char *nfabric_access_name(const nfabric_dev *d)
+{
+    return d->access;
+}
+
+uint32_t nfabric_version(const nfabric_dev *d)
+{
+    return d->version;
+}
+
+uint32_t nfabric_caps(const nfabric_dev *d)
+{
+    return d->caps;
+}
+
+uint64_t nfabric_map_dpa(const nfabric_dev *d)
+{
+    return d->dpa_base;
+}
+
+uint64_t nfabric_map_size(const nfabric_dev *d)
+{
+    return d->mem ? d->mem_size : 0;
+}
+
+uint8_t *nfabric_map(const nfabric_dev *d)
+{
+    return d->mem;
+}
+
+volatile uint8_t *nfabric_regs_map(const nfabric_dev *d)
+{
+    return d->regs;
 }
 
 uint64_t nfabric_counter_size(unsigned path, unsigned width, uint64_t size)

@@ -44,8 +44,8 @@ static int bench(nfabric_dev *d, const char *name, int path, uint64_t bytes,
 
     if (path >= 0) {
         nfabric_win_cfg c = {
-            .base = d->dpa_base + BENCH_DATA, .size = bytes,
-            .counters = d->dpa_base + BENCH_COUNTERS, .path = (unsigned)path,
+            .base = nfabric_map_dpa(d) + BENCH_DATA, .size = bytes,
+            .counters = nfabric_map_dpa(d) + BENCH_COUNTERS, .path = (unsigned)path,
             .width = 8, .tie = NFABRIC_TIE_NEGATIVE, .threshold = 1,
         };
 
@@ -55,11 +55,11 @@ static int bench(nfabric_dev *d, const char *name, int path, uint64_t bytes,
             fprintf(stderr, "nfabric-bench: %s window: %s\n", name, nfabric_errmsg(d));
             return 1;
         }
-    } else if (d->regs) {
+    } else if (nfabric_regs_map(d)) {
         nfabric_windows_reset(d);
     }
-    p = nfabric_dpa_ptr(d, d->dpa_base + BENCH_DATA, bytes);
-    if (!p || (path > 0 && !nfabric_dpa_ptr(d, d->dpa_base + BENCH_COUNTERS,
+    p = nfabric_dpa_ptr(d, nfabric_map_dpa(d) + BENCH_DATA, bytes);
+    if (!p || (path > 0 && !nfabric_dpa_ptr(d, nfabric_map_dpa(d) + BENCH_COUNTERS,
                                             nfabric_counter_bytes((unsigned)path, 8, bytes)))) {
         fprintf(stderr, "nfabric-bench: device memory too small for %" PRIu64 " bytes\n",
                 bytes);
@@ -98,7 +98,7 @@ int main(int argc, char **argv)
     unsigned n = 0, reps = 3;
     uint64_t bytes = 4u << 20;
     bool stock = false;
-    nfabric_dev d;
+    nfabric_dev *d;
     int rc = 0;
 
     for (int a = 1; a < argc; a++) {
@@ -135,9 +135,15 @@ int main(int argc, char **argv)
             names[n++] = all[i];
         }
     }
-    rc = nfabric_open(&d, stock ? NFABRIC_OPEN_NO_REGS : 0);
+    d = nfabric_new();
+    if (!d) {
+        fprintf(stderr, "nfabric-bench: %s\n", strerror(ENOMEM));
+        return 1;
+    }
+    rc = nfabric_open(d, stock ? NFABRIC_OPEN_NO_REGS : 0);
     if (rc) {
-        fprintf(stderr, "nfabric-bench: %s\n", nfabric_errmsg(&d));
+        fprintf(stderr, "nfabric-bench: %s\n", nfabric_errmsg(d));
+        nfabric_free(d);
         return 1;
     }
     printf("bench_bytes=%" PRIu64 "\nbench_reps=%u\nbench_device=%s\n", bytes, reps,
@@ -145,14 +151,14 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < n && !rc; i++) {
         int path = strcmp(names[i], "plain") ? nfabric_path_parse(names[i]) : -1;
 
-        if (path >= 0 && !d.regs) {
+        if (path >= 0 && !nfabric_regs_map(d)) {
             fprintf(stderr, "nfabric-bench: %s needs the register block (not --stock)\n",
                     names[i]);
             rc = 1;
             break;
         }
-        rc = bench(&d, stock ? "stock" : names[i], path, bytes, reps);
+        rc = bench(d, stock ? "stock" : names[i], path, bytes, reps);
     }
-    nfabric_close(&d);
+    nfabric_free(d);
     return rc;
 }
