@@ -29,15 +29,18 @@ typedef struct Reg {
 } Reg;
 
 static Reg regs[] = {
-#define G(n, off, w, a, r, sc, c) { NFABRIC_REG_DESC(n, off, w, a, r, sc, c) GLOBAL, 0 },
-#define W(n, off, w, a, r, sc, c) { NFABRIC_REG_DESC(n, off, w, a, r, sc, c) WINDOW, 0 },
-#define R(n, off, w, a, r, sc, c) { NFABRIC_REG_DESC(n, off, w, a, r, sc, c) ROUND, 0 },
+#define ROW(kind, n, off, w, a, r, sc, c) \
+    { NFABRIC_REG_DESC(n, off, w, a, r, sc, c) kind, 0 },
+#define G(...) ROW(GLOBAL, __VA_ARGS__)
+#define W(...) ROW(WINDOW, __VA_ARGS__)
+#define R(...) ROW(ROUND, __VA_ARGS__)
     NFABRIC_GLOBAL_REGS(G)
     NFABRIC_WIN_REGS(W)
     NFABRIC_ROUND_REGS(R)
 #undef G
 #undef W
 #undef R
+#undef ROW
 };
 #define NREGS (sizeof(regs) / sizeof(regs[0]))
 

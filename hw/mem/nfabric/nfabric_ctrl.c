@@ -52,10 +52,10 @@ static inline bool nfabric_win_enabled(const NFabricCtrl *s, unsigned i)
     return s->sh->enabled_mask & (1u << i);
 }
 
-/* A window's configuration as the table rules see it. */
-static NFabricWindowCfg nfabric_win_cfg(const NFabricWindow *w, uint32_t ctrl)
+/* Window w's configuration with CTRL value wctrl, for the table rules. */
+static NFabricWindowCfg nfabric_win_cfg(const NFabricWindow *w, uint32_t wctrl)
 {
-    return nfabric_window_cfg(w->dpa_base, w->dpa_size, w->counters, ctrl,
+    return nfabric_window_cfg(w->dpa_base, w->dpa_size, w->counters, wctrl,
                               w->threshold);
 }
 
@@ -83,16 +83,16 @@ static void nfabric_set_error(NFabricCtrl *s, int win, uint32_t code,
 /* ---- the path-select table ------------------------------------------ */
 
 /*
- * Check window i's programmed configuration with CTRL value ctrl against
+ * Check window i's programmed configuration with CTRL value wctrl against
  * device memory and the other enabled windows (nfabric_window_validate, the
  * rules the guest library uses too).  Returns NFABRIC_ERR_NONE, filling in
  * cfg, or the error code.
  */
 static uint32_t nfabric_win_validate(NFabricCtrl *s, unsigned i,
-                                     uint32_t ctrl, NFabricAggCfg *cfg)
+                                     uint32_t wctrl, NFabricAggCfg *cfg)
 {
     NFabricWindowCfg table[NFABRIC_NUM_WINDOWS];
-    NFabricWindowCfg w = nfabric_win_cfg(&s->sh->win[i], ctrl);
+    NFabricWindowCfg w = nfabric_win_cfg(&s->sh->win[i], wctrl);
     uint32_t err;
 
     for (unsigned j = 0; j < NFABRIC_NUM_WINDOWS; j++) {

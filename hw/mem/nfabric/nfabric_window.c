@@ -81,7 +81,8 @@ uint32_t nfabric_window_validate(const NFabricWindowCfg *w, unsigned i,
             continue;
         }
         olen = nfabric_window_counter_len(o);
-        if (ranges_overlap(w->dpa_base, w->dpa_size, o->dpa_base, o->dpa_size) ||
+        if (ranges_overlap(w->dpa_base, w->dpa_size, o->dpa_base,
+                           o->dpa_size) ||
             ranges_overlap(w->dpa_base, w->dpa_size, o->counters, olen) ||
             ranges_overlap(w->counters, clen, o->dpa_base, o->dpa_size) ||
             ranges_overlap(w->counters, clen, o->counters, olen)) {

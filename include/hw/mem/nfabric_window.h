@@ -28,16 +28,16 @@ typedef struct NFabricWindowCfg {
     uint32_t threshold;         /* THRESHOLD */
 } NFabricWindowCfg;
 
-/* The configuration a window's CTRL value and other registers give. */
+/* The configuration a window's CTRL value wctrl and other registers give. */
 static inline NFabricWindowCfg nfabric_window_cfg(uint64_t dpa_base,
                                                   uint64_t dpa_size,
                                                   uint64_t counters,
-                                                  uint32_t ctrl,
+                                                  uint32_t wctrl,
                                                   uint32_t threshold)
 {
     NFabricWindowCfg c = {
-        dpa_base, dpa_size, counters, NFABRIC_WCTRL_PATH(ctrl),
-        NFABRIC_WCTRL_WIDTH(ctrl), NFABRIC_WCTRL_TIE(ctrl), threshold,
+        dpa_base, dpa_size, counters, NFABRIC_WCTRL_PATH(wctrl),
+        NFABRIC_WCTRL_WIDTH(wctrl), NFABRIC_WCTRL_TIE(wctrl), threshold,
     };
 
     return c;
