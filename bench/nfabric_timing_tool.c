@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "hw/mem/nfabric_timing.h"
-#include "hw/mem/nfabric_trace.h"
+#include "hw/mem/nfabric_record.h"
 
 static const char *const path_names[NFABRIC_NUM_PATHS] = {
     "fp32", "gbinary", "gternary",
@@ -299,7 +299,7 @@ static void shadow_init(NFabricTiming *sh, const NFabricTimingParams *p)
 static int replay(const Options *o, NFabricTiming *t, NFabricTiming *sh)
 {
     FILE *f = fopen(o->replay, "rb");
-    NFabricTraceHeader h;
+    NFabricRecordHeader h;
     NFabricTimingParams p;
     int64_t r;
 
@@ -310,12 +310,12 @@ static int replay(const Options *o, NFabricTiming *t, NFabricTiming *sh)
     }
     /* The header's parameters, those given on the command line replaced. */
     {
-        NFabricTraceReader rd;
-        int e = nfabric_trace_reader_open(&rd, f);
+        NFabricRecordReader rd;
+        int e = nfabric_record_reader_open(&rd, f);
 
         if (e) {
             fprintf(stderr, "nfabric-timing: %s: %s\n", o->replay,
-                    nfabric_trace_strerror(e));
+                    nfabric_record_strerror(e));
             fclose(f);
             return 1;
         }
@@ -330,34 +330,34 @@ static int replay(const Options *o, NFabricTiming *t, NFabricTiming *sh)
                    sizeof(uint32_t));
         }
     }
-    r = nfabric_trace_replay(f, t, &p, &h);
+    r = nfabric_record_replay(f, t, &p, &h);
     if (r < 0) {
         fprintf(stderr, "nfabric-timing: %s: %s\n", o->replay,
-                nfabric_trace_strerror((int)r));
+                nfabric_record_strerror((int)r));
         fclose(f);
         return 1;
     }
     /* Again without the datapath (the file read fine the first time). */
     {
-        NFabricTraceReader rd;
-        NFabricTraceRecord rec;
-        bool dep = h.flags & NFABRIC_TRACE_F_DEPENDENT;
+        NFabricRecordReader rd;
+        NFabricRecord rec;
+        bool dep = h.flags & NFABRIC_RECORD_F_DEPENDENT;
 
         rewind(f);
         shadow_init(sh, &p);
-        if (nfabric_trace_reader_open(&rd, f) == 0) {
-            while (nfabric_trace_read(&rd, &rec) > 0) {
+        if (nfabric_record_reader_open(&rd, f) == 0) {
+            while (nfabric_record_read(&rd, &rec) > 0) {
                 if (dep) {
                     rec.arrival_ps = nfabric_timing_now_ps(sh);
                 }
-                nfabric_trace_apply(sh, &rec);
+                nfabric_record_apply(sh, &rec);
             }
         }
     }
     fclose(f);
     printf("mode=replay\n");
     put_u64("records", (uint64_t)r);
-    printf("dependent=%u\n", h.flags & NFABRIC_TRACE_F_DEPENDENT ? 1 : 0);
+    printf("dependent=%u\n", h.flags & NFABRIC_RECORD_F_DEPENDENT ? 1 : 0);
     print_figures(t, sh);
     return 0;
 }
@@ -382,9 +382,9 @@ static int synthetic(const Options *o, NFabricTiming *t, NFabricTiming *sh)
                     strerror(errno));
             return 1;
         }
-        err = nfabric_trace_write_header(rec, &o->p,
+        err = nfabric_record_write_header(rec, &o->p,
                                          o->mode == MODE_DEPENDENT ?
-                                         NFABRIC_TRACE_F_DEPENDENT : 0);
+                                         NFABRIC_RECORD_F_DEPENDENT : 0);
     }
     for (uint64_t i = 0; i < o->count; i++) {
         /* Low-bit shares spread evenly: request i is low-bit when the
@@ -408,7 +408,7 @@ static int synthetic(const Options *o, NFabricTiming *t, NFabricTiming *sh)
         }
         last = arrival;
         if (rec && !err) {
-            err = nfabric_trace_write_access(rec, arrival, path, o->size,
+            err = nfabric_record_write_access(rec, arrival, path, o->size,
                                              true);
         }
         nfabric_timing_account_at(t, path, o->size, arrival);
@@ -418,11 +418,11 @@ static int synthetic(const Options *o, NFabricTiming *t, NFabricTiming *sh)
     }
     if (rec) {
         if (fclose(rec) && !err) {
-            err = NFABRIC_TRACE_EIO;
+            err = NFABRIC_RECORD_EIO;
         }
         if (err) {
             fprintf(stderr, "nfabric-timing: %s: %s\n", o->record,
-                    nfabric_trace_strerror(err));
+                    nfabric_record_strerror(err));
             return 1;
         }
     }

@@ -3,8 +3,9 @@
  * libnfabric: guest user-space access to a NEURON-Fabric CXL device.
  * See libnfabric.h and docs/guest.md.
  */
-#include "libnfabric.h"
+#include "nfabric_priv.h"
 #include "nfabric_drv.h"
+#include "hw/mem/nfabric_window.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -48,30 +49,10 @@ static int fail(nfabric_dev *d, int err, const char *fmt, ...)
 
 const char *nfabric_strerror(int err)
 {
-    static const char *const dev_err[] = {
-        [NFABRIC_ERR_NONE] = "no error",
-        [NFABRIC_ERR_OVERLAP] = "overlaps an enabled window or counter area",
-        [NFABRIC_ERR_RANGE] = "empty, wrapping or past device memory",
-        [NFABRIC_ERR_ALIGN] = "not 64-byte aligned",
-        [NFABRIC_ERR_PATH] = "unknown path",
-        [NFABRIC_ERR_WIDTH] = "unsupported counter width",
-        [NFABRIC_ERR_THRESHOLD] = "bad G-Ternary threshold",
-        [NFABRIC_ERR_TIE] = "unknown tie rule",
-        [NFABRIC_ERR_BUSY] = "configuration write while enabled",
-        [NFABRIC_ERR_READONLY] = "write to a read-only register",
-        [NFABRIC_ERR_UNMAPPED] = "access to an undefined register offset",
-        [NFABRIC_ERR_ACCESS] = "bad access size or alignment",
-        [NFABRIC_ERR_RESERVED_BITS] = "reserved bits set",
-        [NFABRIC_ERR_COMMAND] = "unknown command",
-        [NFABRIC_ERR_ROUND] = "not the window's current round",
-        [NFABRIC_ERR_HEAD] = "no such head",
-    };
-
     if (err >= 0) {
-        if (err <= NFABRIC_ERR_MAX && dev_err[err]) {
-            return dev_err[err];
-        }
-        return "unknown device error";
+        const char *text = nfabric_err_text((unsigned)err);
+
+        return text ? text : "unknown device error";
     }
     switch (err) {
     case NFLIB_ENODEV: return "no NEURON-Fabric device found";
@@ -88,7 +69,7 @@ const char *nfabric_strerror(int err)
     case NFLIB_EBUSY: return "memory in use by the kernel as System RAM";
     case NFLIB_EINTERLEAVE: return "the region is interleaved over several devices";
     case NFLIB_ESTALE: return "the round moved on";
-    default: return "unknown library error";
+    default: return strerror(-err);
     }
 }
 
@@ -99,34 +80,48 @@ const char *nfabric_errmsg(const nfabric_dev *d)
 
 const char *nfabric_path_name(unsigned path)
 {
-    switch (path) {
-    case NFABRIC_PATH_FP32: return "fp32";
-    case NFABRIC_PATH_GBINARY: return "gbinary";
-    case NFABRIC_PATH_GTERNARY: return "gternary";
-    default: return "?";
-    }
+    const char *name = nfabric_path_str(path);
+
+    return name ? name : "?";
 }
 
-int nfabric_path_parse(const char *s)
+const char *nfabric_tie_name(unsigned tie)
+{
+    const char *name = nfabric_tie_str(tie);
+
+    return name ? name : "?";
+}
+
+/* The value k < n with name_of(k) equal to s, or s as a number up to max. */
+static int parse_name(const char *s, const char *(*name_of)(unsigned),
+                      unsigned n, unsigned long max)
 {
     char *end;
     unsigned long v;
 
-    if (!strcmp(s, "fp32")) {
-        return NFABRIC_PATH_FP32;
-    }
-    if (!strcmp(s, "gbinary")) {
-        return NFABRIC_PATH_GBINARY;
-    }
-    if (!strcmp(s, "gternary")) {
-        return NFABRIC_PATH_GTERNARY;
+    for (unsigned k = 0; k < n; k++) {
+        if (!strcmp(s, name_of(k))) {
+            return (int)k;
+        }
     }
     errno = 0;
     v = strtoul(s, &end, 0);
-    if (errno || end == s || *end || v > 15) {
+    if (errno || end == s || *end || v > max) {
         return -1;
     }
     return (int)v;
+}
+
+int nfabric_path_parse(const char *s)
+{
+    return parse_name(s, nfabric_path_str, NFABRIC_NUM_PATHS,
+                      NFABRIC_WCTRL_PATH_MASK >> NFABRIC_WCTRL_PATH_SHIFT);
+}
+
+int nfabric_tie_parse(const char *s)
+{
+    return parse_name(s, nfabric_tie_str, NFABRIC_NUM_TIES,
+                      NFABRIC_WCTRL_TIE_MASK >> NFABRIC_WCTRL_TIE_SHIFT);
 }
 
 /* ---- sysfs helpers ---------------------------------------------------- */
@@ -759,7 +754,7 @@ static int check_window_memory(nfabric_dev *d, const nfabric_win_cfg *c)
 
 int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c)
 {
-    uint32_t before, ctrl;
+    uint32_t before, wctrl;
     int rc = check_win(d, i);
 
     if (rc) {
@@ -776,8 +771,8 @@ int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c)
     if ((rc = judged(d, i, before, "window configuration write"))) {
         return rc;
     }
-    ctrl = NFABRIC_WCTRL(c->path, c->width, c->tie) | NFABRIC_WCTRL_ENABLE;
-    nfabric_wr32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), ctrl);
+    wctrl = NFABRIC_WCTRL(c->path, c->width, c->tie) | NFABRIC_WCTRL_ENABLE;
+    nfabric_wr32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), wctrl);
     if ((rc = judged(d, i, before, "window enable"))) {
         return rc;
     }
@@ -792,15 +787,15 @@ int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c)
 
 int nfabric_window_disable(nfabric_dev *d, unsigned i)
 {
-    uint32_t before, ctrl;
+    uint32_t before, wctrl;
     int rc = check_win(d, i);
 
     if (rc) {
         return rc;
     }
     before = nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT);
-    ctrl = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
-    nfabric_wr32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), ctrl & ~NFABRIC_WCTRL_ENABLE);
+    wctrl = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
+    nfabric_wr32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), wctrl & ~NFABRIC_WCTRL_ENABLE);
     return judged(d, i, before, "window disable");
 }
 
@@ -831,7 +826,7 @@ int nfabric_windows_reset(nfabric_dev *d)
 
 int nfabric_window_get(const nfabric_dev *d, unsigned i, nfabric_win_state *s)
 {
-    uint32_t ctrl;
+    uint32_t wctrl;
 
     memset(s, 0, sizeof(*s));
     if (!nf_has_regs(d) || i >= nfabric_num_windows(d)) {
@@ -840,12 +835,12 @@ int nfabric_window_get(const nfabric_dev *d, unsigned i, nfabric_win_state *s)
     s->cfg.base = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE));
     s->cfg.size = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE));
     s->cfg.counters = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS));
-    ctrl = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
-    s->ctrl = ctrl;
-    s->enabled = ctrl & NFABRIC_WCTRL_ENABLE;
-    s->cfg.path = (ctrl & NFABRIC_WCTRL_PATH_MASK) >> NFABRIC_WCTRL_PATH_SHIFT;
-    s->cfg.width = (ctrl & NFABRIC_WCTRL_WIDTH_MASK) >> NFABRIC_WCTRL_WIDTH_SHIFT;
-    s->cfg.tie = (ctrl & NFABRIC_WCTRL_TIE_MASK) >> NFABRIC_WCTRL_TIE_SHIFT;
+    wctrl = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
+    s->wctrl = wctrl;
+    s->enabled = wctrl & NFABRIC_WCTRL_ENABLE;
+    s->cfg.path = (wctrl & NFABRIC_WCTRL_PATH_MASK) >> NFABRIC_WCTRL_PATH_SHIFT;
+    s->cfg.width = (wctrl & NFABRIC_WCTRL_WIDTH_MASK) >> NFABRIC_WCTRL_WIDTH_SHIFT;
+    s->cfg.tie = (wctrl & NFABRIC_WCTRL_TIE_MASK) >> NFABRIC_WCTRL_TIE_SHIFT;
     s->cfg.threshold = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD));
     s->error = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR));
     s->contrib_writes = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CONTRIB_WRITES));
@@ -854,61 +849,26 @@ int nfabric_window_get(const nfabric_dev *d, unsigned i, nfabric_win_state *s)
     return 0;
 }
 
-static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
-{
-    return alen && blen && a < b + blen && b < a + alen;
-}
-
 unsigned nfabric_window_check(const nfabric_dev *d, unsigned i,
                               const nfabric_win_cfg *c)
 {
-    bool agg = c->path == NFABRIC_PATH_GBINARY || c->path == NFABRIC_PATH_GTERNARY;
-    uint64_t cbytes, msize = d->dev_mem_size;
+    NFabricWindowCfg table[NFABRIC_NUM_WINDOWS] = { { 0 } };
+    NFabricWindowCfg w = {
+        c->base, c->size, c->counters, c->path, c->width, c->tie, c->threshold,
+    };
+    uint32_t enabled = 0;
     nfabric_win_state s;
 
-    if (c->path >= NFABRIC_NUM_PATHS) {
-        return NFABRIC_ERR_PATH;
-    }
-    if (agg && c->width != 8 && c->width != 16) {
-        return NFABRIC_ERR_WIDTH;
-    }
-    if (c->path == NFABRIC_PATH_GBINARY && c->tie >= NFABRIC_NUM_TIES) {
-        return NFABRIC_ERR_TIE;
-    }
-    if (c->path == NFABRIC_PATH_GTERNARY &&
-        (c->threshold == 0 || c->threshold > (1u << (c->width - 1)) - 1u)) {
-        return NFABRIC_ERR_THRESHOLD;
-    }
-    /* The device's order: range, counter range, alignment, overlap. */
-    cbytes = nfabric_counter_bytes(c->path, c->width, c->size);
-    if (!c->size || c->base > msize || c->size > msize - c->base) {
-        return NFABRIC_ERR_RANGE;
-    }
-    if (cbytes && (c->counters > msize || cbytes > msize - c->counters)) {
-        return NFABRIC_ERR_RANGE;
-    }
-    if (c->base % NFABRIC_ALIGN || c->size % NFABRIC_ALIGN ||
-        (cbytes && c->counters % NFABRIC_ALIGN)) {
-        return NFABRIC_ERR_ALIGN;
-    }
-    if (agg && overlaps(c->base, c->size, c->counters, cbytes)) {
-        return NFABRIC_ERR_OVERLAP;
-    }
     for (unsigned j = 0; j < nfabric_num_windows(d); j++) {
-        uint64_t jc;
-
         if (j == i || nfabric_window_get(d, j, &s) || !s.enabled) {
             continue;
         }
-        jc = nfabric_counter_bytes(s.cfg.path, s.cfg.width, s.cfg.size);
-        if (overlaps(c->base, c->size, s.cfg.base, s.cfg.size) ||
-            overlaps(c->base, c->size, s.cfg.counters, jc) ||
-            (agg && overlaps(c->counters, cbytes, s.cfg.base, s.cfg.size)) ||
-            (agg && overlaps(c->counters, cbytes, s.cfg.counters, jc))) {
-            return NFABRIC_ERR_OVERLAP;
-        }
+        table[j] = nfabric_window_cfg(s.cfg.base, s.cfg.size, s.cfg.counters,
+                                      s.wctrl, s.cfg.threshold);
+        enabled |= 1u << j;
     }
-    return NFABRIC_ERR_NONE;
+    /* The controller's own rules (hw/mem/nfabric/nfabric_window.c). */
+    return nfabric_window_validate(&w, i, d->dev_mem_size, table, enabled);
 }
 
 int nfabric_ctrl(nfabric_dev *d, uint32_t cmd)
@@ -927,17 +887,26 @@ int nfabric_ctrl(nfabric_dev *d, uint32_t cmd)
     return judged(d, NFABRIC_NUM_WINDOWS, before, "CTRL command");
 }
 
+/* The four statistics of every path from the block at base (STATS, POOL_STATS). */
+static void read_path_stats(const nfabric_dev *d, uint32_t base,
+                            nfabric_path_stats st[NFABRIC_NUM_PATHS])
+{
+    for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
+        uint32_t off = base + p * NFABRIC_STATS_STRIDE;
+
+        st[p].reads = nfabric_rd64(d, off + NFABRIC_STATS_READS);
+        st[p].writes = nfabric_rd64(d, off + NFABRIC_STATS_WRITES);
+        st[p].read_bytes = nfabric_rd64(d, off + NFABRIC_STATS_READ_BYTES);
+        st[p].write_bytes = nfabric_rd64(d, off + NFABRIC_STATS_WRITE_BYTES);
+    }
+}
+
 int nfabric_stats(const nfabric_dev *d, nfabric_path_stats st[NFABRIC_NUM_PATHS])
 {
     if (!nf_has_regs(d)) {
         return NFLIB_ENOREGS;
     }
-    for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
-        st[p].reads = nfabric_rd64(d, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_READS));
-        st[p].writes = nfabric_rd64(d, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_WRITES));
-        st[p].read_bytes = nfabric_rd64(d, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_READ_BYTES));
-        st[p].write_bytes = nfabric_rd64(d, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_WRITE_BYTES));
-    }
+    read_path_stats(d, NFABRIC_REG_STATS, st);
     return 0;
 }
 
@@ -997,15 +966,8 @@ int nfabric_pool_stats(const nfabric_dev *d,
     if (!nf_has_regs(d)) {
         return NFLIB_ENOREGS;
     }
-    if (!has_heads(d)) {
-        return nfabric_stats(d, st);
-    }
-    for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
-        st[p].reads = nfabric_rd64(d, NFABRIC_REG_POOL_STATS_PATH(p, NFABRIC_STATS_READS));
-        st[p].writes = nfabric_rd64(d, NFABRIC_REG_POOL_STATS_PATH(p, NFABRIC_STATS_WRITES));
-        st[p].read_bytes = nfabric_rd64(d, NFABRIC_REG_POOL_STATS_PATH(p, NFABRIC_STATS_READ_BYTES));
-        st[p].write_bytes = nfabric_rd64(d, NFABRIC_REG_POOL_STATS_PATH(p, NFABRIC_STATS_WRITE_BYTES));
-    }
+    read_path_stats(d, has_heads(d) ? NFABRIC_REG_POOL_STATS : NFABRIC_REG_STATS,
+                    st);
     return 0;
 }
 
@@ -1251,6 +1213,61 @@ void nfabric_free(nfabric_dev *d)
         nfabric_close(d);
         free(d);
     }
+}
+
+const char *nfabric_pci_name(const nfabric_dev *d)
+{
+    return d->pci_name;
+}
+
+const char *nfabric_memdev_name(const nfabric_dev *d)
+{
+    return d->memdev;
+}
+
+const char *nfabric_region_name(const nfabric_dev *d)
+{
+    return d->region;
+}
+
+const char *nfabric_dax_name(const nfabric_dev *d)
+{
+    return d->dax_name;
+}
+
+const char *nfabric_access_name(const nfabric_dev *d)
+{
+    return d->access;
+}
+
+uint32_t nfabric_version(const nfabric_dev *d)
+{
+    return d->version;
+}
+
+uint32_t nfabric_caps(const nfabric_dev *d)
+{
+    return d->caps;
+}
+
+uint64_t nfabric_map_dpa(const nfabric_dev *d)
+{
+    return d->dpa_base;
+}
+
+uint64_t nfabric_map_size(const nfabric_dev *d)
+{
+    return d->mem ? d->mem_size : 0;
+}
+
+uint8_t *nfabric_map(const nfabric_dev *d)
+{
+    return d->mem;
+}
+
+volatile uint8_t *nfabric_regs_map(const nfabric_dev *d)
+{
+    return d->regs;
 }
 
 uint64_t nfabric_counter_size(unsigned path, unsigned width, uint64_t size)

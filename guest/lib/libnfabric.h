@@ -7,76 +7,58 @@
  * device memory of its CXL RAM region (/dev/daxX.Y), and programs the
  * path-select windows.  Plain C11 + POSIX; docs/guest.md describes it.
  *
- * Return values: 0 on success; a positive value is an error code reported
- * by the device (NFABRIC_ERR_*, include/hw/mem/nfabric_regs.h); a negative
- * value is a library error (NFLIB_E*).  nfabric_strerror() names both;
- * nfabric_errmsg() gives the last failure's message with its detail.
+ * In the style of ndctl's libcxl: an opaque context (nfabric_new(),
+ * nfabric_free()), library errors as negative errno values with the
+ * message of the last failure kept in the context (nfabric_errmsg()).
+ * Return values: 0 on success; a negative errno value is a library error
+ * (the NFLIB_E* names below say what each means here); a positive value is
+ * the device's answer to a refused register write, its error code
+ * (NFABRIC_ERR_*, include/hw/mem/nfabric_regs.h), which has no errno.
+ * nfabric_strerror() names both.
+ *
+ * It walks sysfs itself rather than linking libcxl: the guest programs are
+ * static binaries for a busybox initramfs without shared libraries, and
+ * libcxl comes as a shared library with libkmod, libudev and json-c behind
+ * it; the few sysfs files needed (docs/registers.md, "From a DPA to an
+ * offset in /dev/daxX.Y") are read directly.
  */
 #ifndef NFABRIC_GUEST_LIB_H
 #define NFABRIC_GUEST_LIB_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "hw/mem/nfabric_regs.h"
 
-/* Library errors (negative). */
-#define NFLIB_ENODEV      (-1)  /* no device with the NEURON-Fabric PCI ID */
-#define NFLIB_EOPEN       (-2)  /* a sysfs or /dev file could not be opened */
-#define NFLIB_EMMAP       (-3)  /* mmap failed */
-#define NFLIB_EMAGIC      (-4)  /* register block has the wrong magic */
-#define NFLIB_EVERSION    (-5)  /* unsupported register layout version */
-#define NFLIB_ENODAX      (-6)  /* no dax device for the device's region */
-#define NFLIB_EINVAL      (-7)  /* invalid argument */
-#define NFLIB_ENOREGS     (-8)  /* opened without registers */
-#define NFLIB_ENOMEM      (-9)  /* opened without device memory */
-#define NFLIB_ESYSFS      (-10) /* unexpected sysfs content */
-#define NFLIB_ETIMEDOUT   (-11) /* a wait timed out */
-#define NFLIB_ESTALE      (-12) /* the round moved on (another head cleared) */
-#define NFLIB_EBUSY       (-13) /* the memory is in use by the kernel (System RAM) */
-#define NFLIB_EINTERLEAVE (-14) /* the region is interleaved over several devices */
+/* Library errors: negative errno values. */
+#define NFLIB_ENODEV      (-ENODEV)     /* no device with the NEURON-Fabric PCI ID */
+#define NFLIB_EOPEN       (-ENOENT)     /* a sysfs or /dev file could not be opened */
+#define NFLIB_EMMAP       (-ENOMEM)     /* mmap failed */
+#define NFLIB_EMAGIC      (-EPROTO)     /* register block has the wrong magic */
+#define NFLIB_EVERSION    (-EPROTONOSUPPORT) /* unsupported register layout version */
+#define NFLIB_ENODAX      (-ENXIO)      /* no dax device for the device's region */
+#define NFLIB_EINVAL      (-EINVAL)     /* invalid argument */
+#define NFLIB_ENOREGS     (-EOPNOTSUPP) /* opened without registers */
+#define NFLIB_ENOMEM      (-ENOMEDIUM)  /* opened without device memory */
+#define NFLIB_ESYSFS      (-EIO)        /* unexpected sysfs content */
+#define NFLIB_ETIMEDOUT   (-ETIMEDOUT)  /* a wait timed out */
+#define NFLIB_ESTALE      (-ESTALE)     /* the round moved on (another head cleared) */
+#define NFLIB_EBUSY       (-EBUSY)      /* the memory is in use by the kernel (System RAM) */
+#define NFLIB_EINTERLEAVE (-EXDEV)      /* the region is interleaved over several devices */
 
 /* nfabric_open() flags. */
 #define NFABRIC_OPEN_NO_REGS  (1u << 0) /* memory only (e.g. stock cxl-type3) */
 #define NFABRIC_OPEN_NO_MEM   (1u << 1) /* registers only */
 
 /*
- * How a device is reached when it is not mapped: registers and memory
- * accesses through functions (nfabric_host.c: the controller model on the
- * host, a head of a shared device, no VM).
+ * A library context: one device (or one head of a shared device), its
+ * mappings and the message of its last failure.  Opaque: nfabric_new()
+ * makes one, nfabric_free() ends it; the accessors below read what
+ * callers may know of it.
  */
-typedef struct nfabric_transport {
-    uint32_t (*rd32)(void *priv, uint32_t off);
-    void (*wr32)(void *priv, uint32_t off, uint32_t v);
-    /* len bytes at dpa as accesses of at most 8 bytes; 0 or -1 (range) */
-    int (*mem)(void *priv, uint64_t dpa, void *buf, uint64_t len, bool write);
-    void (*close)(void *priv);
-} nfabric_transport;
-
-typedef struct nfabric_dev {
-    unsigned flags;
-    const nfabric_transport *xport;     /* NULL: mapped (guest) */
-    void *xport_priv;
-    char pci_name[64];          /* e.g. "0000:0d:00.0" (empty: none) */
-    char memdev[32];            /* e.g. "mem0" */
-    char region[32];            /* e.g. "region0" */
-    char dax_name[32];          /* e.g. "dax0.0" */
-    /* Registers. */
-    int bar_fd;
-    void *bar;
-    size_t bar_size;
-    volatile uint8_t *regs;     /* bar + NFABRIC_REGS_OFFSET (or bar: driver) */
-    char access[64];            /* how: "driver /dev/nfabricN" or "resource0 (...)" */
-    uint32_t version, caps;
-    uint64_t dev_mem_size;      /* NFABRIC_REG_MEM_SIZE */
-    /* Device memory (the dax mapping). */
-    int dax_fd;
-    uint8_t *mem;
-    size_t mem_size;
-    uint64_t dpa_base;          /* DPA of mem[0] */
-    char errmsg[512];
-} nfabric_dev;
+typedef struct nfabric_dev nfabric_dev;
 
 /* What a window is programmed with. */
 typedef struct nfabric_win_cfg {
@@ -92,7 +74,7 @@ typedef struct nfabric_win_cfg {
 /* What a window reports. */
 typedef struct nfabric_win_state {
     nfabric_win_cfg cfg;
-    uint32_t ctrl;              /* raw WIN_CTRL */
+    uint32_t wctrl;             /* the window's CTRL register, raw */
     bool enabled;
     uint32_t error;             /* WIN_ERROR */
     uint64_t contrib_writes;    /* writes since the round was cleared */
@@ -133,9 +115,15 @@ typedef struct nfabric_round {
 
 const char *nfabric_strerror(int err);
 const char *nfabric_errmsg(const nfabric_dev *d);
+/* A path's and a tie rule's name ("fp32", "neg"), "?" if unknown. */
 const char *nfabric_path_name(unsigned path);
-/* Parse "fp32", "gbinary", "gternary" (or a number); -1 if unknown. */
+const char *nfabric_tie_name(unsigned tie);
+/*
+ * Parse a path's name ("fp32", "gbinary", "gternary") or a tie rule's ("neg",
+ * "pos"), or a number that fits the CTRL field; -1 if neither.
+ */
 int nfabric_path_parse(const char *s);
+int nfabric_tie_parse(const char *s);
 
 /*
  * Open the first NEURON-Fabric device (or, with NFABRIC_OPEN_NO_REGS, the
@@ -187,9 +175,10 @@ int nfabric_window_get(const nfabric_dev *d, unsigned i, nfabric_win_state *s);
 int nfabric_windows_reset(nfabric_dev *d);
 
 /*
- * The error code the device should give for c in window i, judged here
- * from the documented rules against the other enabled windows (a cross
- * check for tests and for the tool's diagnostics).
+ * The error code the device should give for c in window i against the
+ * other enabled windows: the controller's own rules
+ * (nfabric_window_validate, hw/mem/nfabric/nfabric_window.c), for the
+ * tool's diagnostics and the tests' cross checks.
  */
 unsigned nfabric_window_check(const nfabric_dev *d, unsigned i,
                               const nfabric_win_cfg *c);
@@ -243,9 +232,29 @@ uint32_t nfabric_enabled_mask(const nfabric_dev *d);
 /* Bytes of counter area a window needs (nfabric_counter_bytes, exported). */
 uint64_t nfabric_counter_size(unsigned path, unsigned width, uint64_t size);
 
-/* An nfabric_dev on the heap (for bindings: no struct layout needed). */
+/* A new context (NULL if out of memory), and its end (closes it too). */
 nfabric_dev *nfabric_new(void);
-void nfabric_free(nfabric_dev *d);       /* closes it too */
+void nfabric_free(nfabric_dev *d);
+
+/*
+ * What an opened context found ("" or 0 where it found nothing): the PCI
+ * address ("0000:0d:00.0"), the CXL memdev ("mem0"), region ("region0")
+ * and dax device ("dax0.0"), how the registers are reached ("driver
+ * /dev/nfabric0", "resource0 (...)"), VERSION and CAPS.
+ */
+const char *nfabric_pci_name(const nfabric_dev *d);
+const char *nfabric_memdev_name(const nfabric_dev *d);
+const char *nfabric_region_name(const nfabric_dev *d);
+const char *nfabric_dax_name(const nfabric_dev *d);
+const char *nfabric_access_name(const nfabric_dev *d);
+uint32_t nfabric_version(const nfabric_dev *d);
+uint32_t nfabric_caps(const nfabric_dev *d);
+/* The dax mapping: its first byte's DPA, its length, its address. */
+uint64_t nfabric_map_dpa(const nfabric_dev *d);
+uint64_t nfabric_map_size(const nfabric_dev *d);
+uint8_t *nfabric_map(const nfabric_dev *d);
+/* The mapped register block (NULL when reached through a transport). */
+volatile uint8_t *nfabric_regs_map(const nfabric_dev *d);
 
 /* Device memory: pointer to DPA dpa (NULL if outside the mapping). */
 void *nfabric_dpa_ptr(const nfabric_dev *d, uint64_t dpa, uint64_t len);

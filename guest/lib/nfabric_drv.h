@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "libnfabric.h"
+#include "nfabric_priv.h"
 
 /*
  * Map the register block of d->pci_name through /dev/nfabricN (mmap of

@@ -17,6 +17,7 @@
 
 #include "hw/mem/nfabric_ctrl.h"
 #include "nfabric_host.h"
+#include "nfabric_priv.h"
 
 typedef struct nfabric_host {
     NFabricCtrl ctrl;

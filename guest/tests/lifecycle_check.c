@@ -84,7 +84,7 @@ static uint64_t mix(uint64_t x)
 
 static volatile uint64_t *word_at(nfabric_dev *d, uint64_t dpa)
 {
-    volatile uint64_t *p = nfabric_dpa_ptr(d, d->dpa_base + dpa, 8);
+    volatile uint64_t *p = nfabric_dpa_ptr(d, nfabric_map_dpa(d) + dpa, 8);
 
     if (!p) {
         fprintf(stderr, "nfabric-lifecycle-check: DPA 0x%" PRIx64 " outside the mapping\n", dpa);
@@ -134,13 +134,19 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int open_dev(nfabric_dev *d)
+/* The device, opened; NULL if it cannot be (a failed check). */
+static nfabric_dev *open_dev(void)
 {
-    int rc = nfabric_open(d, 0);
+    nfabric_dev *d = nfabric_new();
+    int rc = d ? nfabric_open(d, 0) : -ENOMEM;
 
     check(rc == 0, "open the device: registers, region, dax (%s)",
-          rc ? nfabric_errmsg(d) : d->dax_name);
-    return rc;
+          !d ? strerror(ENOMEM) : rc ? nfabric_errmsg(d) : nfabric_dax_name(d));
+    if (rc) {
+        nfabric_free(d);
+        return NULL;
+    }
+    return d;
 }
 
 /* The words of contribution k, and the FP32 words of iteration k. */
@@ -157,12 +163,12 @@ static uint64_t fp_word(uint64_t k, uint64_t w)
 static int set_windows(nfabric_dev *d)
 {
     nfabric_win_cfg gb = {
-        .base = d->dpa_base + GB_BASE, .size = GB_SIZE,
-        .counters = d->dpa_base + GB_COUNTERS, .path = NFABRIC_PATH_GBINARY,
+        .base = nfabric_map_dpa(d) + GB_BASE, .size = GB_SIZE,
+        .counters = nfabric_map_dpa(d) + GB_COUNTERS, .path = NFABRIC_PATH_GBINARY,
         .width = 16, .tie = NFABRIC_TIE_POSITIVE,
     };
     nfabric_win_cfg fp = {
-        .base = d->dpa_base + FP_BASE, .size = FP_SIZE,
+        .base = nfabric_map_dpa(d) + FP_BASE, .size = FP_SIZE,
         .path = NFABRIC_PATH_FP32, .width = 8,
     };
     int rc;
@@ -188,7 +194,7 @@ static int cmd_migrate(void)
 {
     static int32_t ref[GB_ELEMS];
     static uint64_t fp_last[FP_CHUNKS];     /* iteration + 1 of last write */
-    nfabric_dev d;
+    nfabric_dev *d;
     nfabric_path_stats st[NFABRIC_NUM_PATHS];
     nfabric_win_state ws;
     nfabric_timing tm;
@@ -196,15 +202,15 @@ static int cmd_migrate(void)
     double t0;
     unsigned p;
 
-    if (open_dev(&d)) {
+    if (!(d = open_dev())) {
         return 1;
     }
-    if (set_windows(&d)) {
+    if (set_windows(d)) {
         return 1;
     }
-    nfabric_ctrl(&d, NFABRIC_CTRL_CLEAR_STATS | NFABRIC_CTRL_CLEAR_TIMING |
+    nfabric_ctrl(d, NFABRIC_CTRL_CLEAR_STATS | NFABRIC_CTRL_CLEAR_TIMING |
                  NFABRIC_CTRL_CLEAR_ERROR);
-    st64(&d, PLAIN, STOP_DPA, 0);
+    st64(d, PLAIN, STOP_DPA, 0);
 
     /* The loop: one G-Binary contribution and one FP32 chunk per pass. */
     t0 = now_s();
@@ -212,7 +218,7 @@ static int cmd_migrate(void)
         for (w = 0; w < GB_WORDS; w++) {
             uint64_t v = gb_word(k, w);
 
-            st64(&d, NFABRIC_PATH_GBINARY, GB_BASE + w * 8, v);
+            st64(d, NFABRIC_PATH_GBINARY, GB_BASE + w * 8, v);
             for (unsigned b = 0; b < 64; b++) {
                 ref[w * 64 + b] += (v >> b) & 1 ? 1 : -1;
             }
@@ -220,7 +226,7 @@ static int cmd_migrate(void)
         for (w = 0; w < FP_CHUNK / 8; w++) {
             uint64_t c = k % FP_CHUNKS;
 
-            st64(&d, NFABRIC_PATH_FP32, FP_BASE + c * FP_CHUNK + w * 8,
+            st64(d, NFABRIC_PATH_FP32, FP_BASE + c * FP_CHUNK + w * 8,
                  fp_word(k, w));
             fp_last[c] = k + 1;
         }
@@ -229,7 +235,7 @@ static int cmd_migrate(void)
             printf("LC-MIGRATE-READY\n");
             fflush(stdout);
         }
-        stop = ld64(&d, PLAIN, STOP_DPA);
+        stop = ld64(d, PLAIN, STOP_DPA);
         if (stop == STOP_MAGIC) {
             break;
         }
@@ -243,10 +249,10 @@ static int cmd_migrate(void)
           " passes (%.1f s)", k, now_s() - t0);
 
     /* Registers first, before the checks below read device memory. */
-    nfabric_stats(&d, st);
-    nfabric_timing_read(&d, &tm);
+    nfabric_stats(d, st);
+    nfabric_timing_read(d, &tm);
     for (p = 0; p < NFABRIC_NUM_PATHS; p++) {
-        uint64_t ta = nfabric_rd64(&d, NFABRIC_REG_T_ACCESSES_PATH(p));
+        uint64_t ta = nfabric_rd64(d, NFABRIC_REG_T_ACCESSES_PATH(p));
 
         check(st[p].reads == want_rd(p) && st[p].writes == want_wr(p) &&
               st[p].read_bytes == want_rd(p) * 8 &&
@@ -262,32 +268,32 @@ static int cmd_migrate(void)
     check(tm.total_ps > 0 && tm.total_ps == tm.path_time_ps[0] +
           tm.path_time_ps[1] + tm.path_time_ps[2],
           "timing: total %" PRIu64 " ps is the sum of the paths", tm.total_ps);
-    check(nfabric_rd32(&d, NFABRIC_REG_ENABLED_MASK) == 0x3 &&
-          nfabric_rd32(&d, NFABRIC_REG_ERROR_COUNT) == 0 &&
-          nfabric_rd32(&d, NFABRIC_REG_LAST_ERROR) == 0,
+    check(nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK) == 0x3 &&
+          nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT) == 0 &&
+          nfabric_rd32(d, NFABRIC_REG_LAST_ERROR) == 0,
           "ENABLED_MASK 0x%x, ERROR_COUNT %u, LAST_ERROR %u (want 0x3, 0, 0)",
-          nfabric_rd32(&d, NFABRIC_REG_ENABLED_MASK),
-          nfabric_rd32(&d, NFABRIC_REG_ERROR_COUNT),
-          nfabric_rd32(&d, NFABRIC_REG_LAST_ERROR));
-    nfabric_window_get(&d, 0, &ws);
-    check(ws.enabled && ws.error == 0 && ws.cfg.base == d.dpa_base + GB_BASE &&
-          ws.cfg.size == GB_SIZE && ws.cfg.counters == d.dpa_base + GB_COUNTERS &&
+          nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK),
+          nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT),
+          nfabric_rd32(d, NFABRIC_REG_LAST_ERROR));
+    nfabric_window_get(d, 0, &ws);
+    check(ws.enabled && ws.error == 0 && ws.cfg.base == nfabric_map_dpa(d) + GB_BASE &&
+          ws.cfg.size == GB_SIZE && ws.cfg.counters == nfabric_map_dpa(d) + GB_COUNTERS &&
           ws.cfg.path == NFABRIC_PATH_GBINARY && ws.cfg.width == 16 &&
           ws.cfg.tie == NFABRIC_TIE_POSITIVE,
-          "window 0 registers as programmed (ctrl 0x%x)", ws.ctrl);
+          "window 0 registers as programmed (ctrl 0x%x)", ws.wctrl);
     check(ws.contrib_writes == k * GB_WORDS && ws.contrib_bytes == k * GB_SIZE,
           "window 0: %" PRIu64 " contributed writes, %" PRIu64 " bytes (want %"
           PRIu64 ", %" PRIu64 ")", ws.contrib_writes, ws.contrib_bytes,
           k * GB_WORDS, k * GB_SIZE);
-    nfabric_window_get(&d, 1, &ws);
+    nfabric_window_get(d, 1, &ws);
     check(ws.enabled && ws.error == 0 && ws.cfg.path == NFABRIC_PATH_FP32 &&
-          ws.cfg.base == d.dpa_base + FP_BASE && ws.cfg.size == FP_SIZE,
-          "window 1 registers as programmed (ctrl 0x%x)", ws.ctrl);
+          ws.cfg.base == nfabric_map_dpa(d) + FP_BASE && ws.cfg.size == FP_SIZE,
+          "window 1 registers as programmed (ctrl 0x%x)", ws.wctrl);
 
     /* Counters (plain memory) and the majority read-back. */
     bad = 0;
     for (e = 0; e < GB_ELEMS; e += 4) {
-        uint64_t v = ld64(&d, NFABRIC_PATH_FP32, GB_COUNTERS + e * 2);
+        uint64_t v = ld64(d, NFABRIC_PATH_FP32, GB_COUNTERS + e * 2);
 
         for (unsigned i = 0; i < 4; i++) {
             bad += (int16_t)(v >> (16 * i)) != ref[e + i];
@@ -297,7 +303,7 @@ static int cmd_migrate(void)
           PRIu64 " differ)", (uint64_t)GB_ELEMS, bad);
     bad = 0;
     for (w = 0; w < GB_WORDS; w++) {
-        uint64_t v = ld64(&d, NFABRIC_PATH_GBINARY, GB_BASE + w * 8), want = 0;
+        uint64_t v = ld64(d, NFABRIC_PATH_GBINARY, GB_BASE + w * 8), want = 0;
 
         for (unsigned b = 0; b < 64; b++) {
             want |= (uint64_t)(ref[w * 64 + b] >= 0) << b;
@@ -311,7 +317,7 @@ static int cmd_migrate(void)
     bad = 0;
     for (uint64_t c = 0; c < FP_CHUNKS; c++) {
         for (w = 0; w < FP_CHUNK / 8; w++) {
-            uint64_t v = ld64(&d, NFABRIC_PATH_FP32, FP_BASE + c * FP_CHUNK + w * 8);
+            uint64_t v = ld64(d, NFABRIC_PATH_FP32, FP_BASE + c * FP_CHUNK + w * 8);
             uint64_t want = fp_last[c] ? fp_word(fp_last[c] - 1, w) : 0;
 
             bad += v != want;
@@ -320,10 +326,10 @@ static int cmd_migrate(void)
     check(bad == 0, "FP32 area: every byte as last written (%" PRIu64
           " words differ)", bad);
 
-    nfabric_windows_reset(&d);
-    check(nfabric_rd32(&d, NFABRIC_REG_ENABLED_MASK) == 0,
+    nfabric_windows_reset(d);
+    check(nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK) == 0,
           "windows can be disabled after the run");
-    nfabric_close(&d);
+    nfabric_free(d);
     printf("LC checks=%d failed=%d\n", checks, failures);
     return failures ? 1 : 0;
 }
@@ -332,15 +338,15 @@ static int cmd_migrate(void)
 
 static int cmd_boot(void)
 {
-    nfabric_dev d;
+    nfabric_dev *d;
     nfabric_path_stats st[NFABRIC_NUM_PATHS];
     uint64_t stage_word, stage, bad = 0, w, v;
     int rc;
 
-    if (open_dev(&d)) {
+    if (!(d = open_dev())) {
         return 1;
     }
-    stage_word = *word_at(&d, STAGE_DPA);
+    stage_word = *word_at(d, STAGE_DPA);
     stage = (stage_word & ~0xffffull) == STAGE_MAGIC ? (stage_word & 0xffff) : 0;
     stage++;
     printf("LC-BOOT %" PRIu64 "\n", stage);
@@ -350,10 +356,10 @@ static int cmd_boot(void)
      * exactly the one read of the stage word above (plain memory: none with
      * the direct map).
      */
-    nfabric_stats(&d, st);
-    check(nfabric_rd32(&d, NFABRIC_REG_ENABLED_MASK) == 0 &&
-          nfabric_rd32(&d, NFABRIC_REG_ERROR_COUNT) == 0 &&
-          nfabric_rd32(&d, NFABRIC_REG_LAST_ERROR) == 0 &&
+    nfabric_stats(d, st);
+    check(nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK) == 0 &&
+          nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT) == 0 &&
+          nfabric_rd32(d, NFABRIC_REG_LAST_ERROR) == 0 &&
           st[NFABRIC_PATH_FP32].reads == (direct_map ? 0 : 1) &&
           st[NFABRIC_PATH_FP32].writes == 0 &&
           st[NFABRIC_PATH_GBINARY].reads + st[NFABRIC_PATH_GBINARY].writes +
@@ -365,46 +371,46 @@ static int cmd_boot(void)
     /* Memory written by the previous boot survived the reset. */
     if (stage > 1) {
         for (w = 0; w < KEEP_SIZE / 8; w++) {
-            bad += *word_at(&d, KEEP_DPA + w * 8) != fp_word(stage - 1, w);
+            bad += *word_at(d, KEEP_DPA + w * 8) != fp_word(stage - 1, w);
         }
         check(bad == 0, "boot %" PRIu64 ": device memory kept across the reset (%"
               PRIu64 " words differ)", stage, bad);
     }
     for (w = 0; w < KEEP_SIZE / 8; w++) {
-        *word_at(&d, KEEP_DPA + w * 8) = fp_word(stage, w);
+        *word_at(d, KEEP_DPA + w * 8) = fp_word(stage, w);
     }
 
     /* A G-Binary round: contributions ff, ff, 00 read back as ff. */
-    rc = set_windows(&d);
+    rc = set_windows(d);
     if (rc == 0) {
         for (unsigned j = 0; j < 3; j++) {
             for (w = 0; w < GB_WORDS; w++) {
-                *word_at(&d, GB_BASE + w * 8) = j < 2 ? ~0ull : 0;
+                *word_at(d, GB_BASE + w * 8) = j < 2 ? ~0ull : 0;
             }
         }
         bad = 0;
         for (w = 0; w < GB_WORDS; w++) {
-            bad += *word_at(&d, GB_BASE + w * 8) != ~0ull;
+            bad += *word_at(d, GB_BASE + w * 8) != ~0ull;
         }
         check(bad == 0, "boot %" PRIu64 ": G-Binary round ff, ff, 00 reads ff "
               "(%" PRIu64 " words differ)", stage, bad);
-        v = *word_at(&d, GB_COUNTERS);
+        v = *word_at(d, GB_COUNTERS);
         check((int16_t)v == 1, "boot %" PRIu64 ": counter 0 is +1 (reads %d)",
               stage, (int16_t)v);
         for (w = 0; w < 64; w++) {
-            *word_at(&d, FP_BASE + w * 8) = fp_word(stage + 100, w);
+            *word_at(d, FP_BASE + w * 8) = fp_word(stage + 100, w);
         }
         bad = 0;
         for (w = 0; w < 64; w++) {
-            bad += *word_at(&d, FP_BASE + w * 8) != fp_word(stage + 100, w);
+            bad += *word_at(d, FP_BASE + w * 8) != fp_word(stage + 100, w);
         }
         check(bad == 0, "boot %" PRIu64 ": FP32 window identity", stage);
-        nfabric_windows_reset(&d);
-        check(nfabric_rd32(&d, NFABRIC_REG_ENABLED_MASK) == 0,
+        nfabric_windows_reset(d);
+        check(nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK) == 0,
               "boot %" PRIu64 ": windows disabled again", stage);
     }
-    *word_at(&d, STAGE_DPA) = STAGE_MAGIC | stage;
-    nfabric_close(&d);
+    *word_at(d, STAGE_DPA) = STAGE_MAGIC | stage;
+    nfabric_free(d);
     printf("LC-BOOT-DONE %" PRIu64 " failed=%d\n", stage, failures);
     if (failures) {
         return 1;

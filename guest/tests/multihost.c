@@ -50,7 +50,7 @@ static uint64_t seed_base = 0x4d48u;     /* --seed */
 
 #define WAIT_MS         300000u         /* any wait for other hosts */
 
-static nfabric_dev dev;
+static nfabric_dev *dev;
 static unsigned rank, hosts, procs = 2, iters = 200;
 static uint64_t bench_bytes = 1u << 20;
 
@@ -85,7 +85,7 @@ static double now(void)
 
 static volatile uint8_t *mem(uint64_t dpa, uint64_t len)
 {
-    volatile uint8_t *p = nfabric_dpa_ptr(&dev, dpa, len);
+    volatile uint8_t *p = nfabric_dpa_ptr(dev, dpa, len);
 
     if (!p) {
         fprintf(stderr, "nfabric-multihost: DPA 0x%" PRIx64 "+0x%" PRIx64
@@ -107,7 +107,7 @@ static void st(volatile uint8_t *p, unsigned size, uint64_t v)
 
 static void die(const char *what, int rc)
 {
-    printf("not ok - [rank %u] %s: %s\n", rank, what, nfabric_errmsg(&dev));
+    printf("not ok - [rank %u] %s: %s\n", rank, what, nfabric_errmsg(dev));
     printf("NFABRIC-MH-FAILED rc=%d\n", rc);
     fflush(stdout);
     exit(1);
@@ -126,21 +126,21 @@ static void barrier(const char *name)
     uint32_t seq;
     int rc;
 
-    if ((rc = nfabric_round_read(&dev, BAR_WIN, &r))) {
+    if ((rc = nfabric_round_read(dev, BAR_WIN, &r))) {
         die("barrier: read the round", rc);
     }
     seq = r.seq;
-    if ((rc = nfabric_round_complete(&dev, BAR_WIN, seq))) {
+    if ((rc = nfabric_round_complete(dev, BAR_WIN, seq))) {
         die("barrier: complete", rc);
     }
     if (rank == 0) {
-        if ((rc = nfabric_round_wait(&dev, BAR_WIN, seq, WAIT_MS, &r))) {
+        if ((rc = nfabric_round_wait(dev, BAR_WIN, seq, WAIT_MS, &r))) {
             die(name, rc);
         }
-        if ((rc = nfabric_window_clear(&dev, BAR_WIN))) {
+        if ((rc = nfabric_window_clear(dev, BAR_WIN))) {
             die("barrier: clear", rc);
         }
-    } else if ((rc = nfabric_round_wait_next(&dev, BAR_WIN, seq, WAIT_MS))) {
+    } else if ((rc = nfabric_round_wait_next(dev, BAR_WIN, seq, WAIT_MS))) {
         die(name, rc);
     }
 }
@@ -156,8 +156,8 @@ static void setup(void)
     if (rank == 0) {
         nfabric_win_state ws;
 
-        nfabric_window_get(&dev, BAR_WIN, &ws);
-        if (!ws.enabled && (rc = nfabric_window_set(&dev, BAR_WIN, &bar))) {
+        nfabric_window_get(dev, BAR_WIN, &ws);
+        if (!ws.enabled && (rc = nfabric_window_set(dev, BAR_WIN, &bar))) {
             die("set up the barrier window", rc);
         }
         return;
@@ -165,7 +165,7 @@ static void setup(void)
     for (;;) {
         nfabric_win_state ws;
 
-        nfabric_window_get(&dev, BAR_WIN, &ws);
+        nfabric_window_get(dev, BAR_WIN, &ws);
         if (ws.enabled && ws.cfg.base == BAR_BASE && ws.cfg.size == BAR_SIZE) {
             return;
         }
@@ -285,7 +285,7 @@ static bool check_result(const Case *c, const int32_t *sums, const char *what)
         memcpy(got + i, &v, 8);
     }
     for (uint64_t e = 0; e < AGG_SIZE * epb; e++) {
-        if (nfabric_counter(&dev, AGG_CTRS, c->width, e) != sums[e]) {
+        if (nfabric_counter(dev, AGG_CTRS, c->width, e) != sums[e]) {
             if (!bad_elems++) {
                 first = e;
             }
@@ -311,11 +311,11 @@ static void agg_window(const Case *c, uint64_t size)
     nfabric_win_state ws;
     int rc;
 
-    nfabric_window_get(&dev, AGG_WIN, &ws);
-    if (ws.enabled && (rc = nfabric_window_disable(&dev, AGG_WIN))) {
+    nfabric_window_get(dev, AGG_WIN, &ws);
+    if (ws.enabled && (rc = nfabric_window_disable(dev, AGG_WIN))) {
         die("disable the aggregation window", rc);
     }
-    if ((rc = nfabric_window_set(&dev, AGG_WIN, &cfg))) {
+    if ((rc = nfabric_window_set(dev, AGG_WIN, &cfg))) {
         die("set the aggregation window", rc);
     }
 }
@@ -342,15 +342,15 @@ static void case_agg(void)
                 agg_window(&c, AGG_SIZE);
             }
             barrier("agg: configured");
-            nfabric_round_read(&dev, AGG_WIN, &r);
+            nfabric_round_read(dev, AGG_WIN, &r);
             seq = r.seq;
             input(rank, p, c.tag, buf, AGG_SIZE);
             mine = write_mixed(mem(AGG_BASE, AGG_SIZE), buf,
                                extent(rank, AGG_SIZE));
-            if ((rc = nfabric_round_complete(&dev, AGG_WIN, seq))) {
+            if ((rc = nfabric_round_complete(dev, AGG_WIN, seq))) {
                 die("agg: complete", rc);
             }
-            rc = nfabric_round_wait(&dev, AGG_WIN, seq, WAIT_MS, &r);
+            rc = nfabric_round_wait(dev, AGG_WIN, seq, WAIT_MS, &r);
             TAP_CHECK(rc == 0 && r.all_done && !r.incomplete &&
                       r.ndone == hosts && r.nexpected == hosts,
                       "[rank %u] agg %s/%u: round %u done by all %u heads "
@@ -367,11 +367,11 @@ static void case_agg(void)
                 for (unsigned h = 0; h < hosts; h++) {
                     uint64_t wr = 0;
 
-                    ok &= nfabric_head_contrib(&dev, h, AGG_WIN, &wr) == 0 &&
+                    ok &= nfabric_head_contrib(dev, h, AGG_WIN, &wr) == 0 &&
                           wr == stores_of(extent(h, AGG_SIZE));
                     total += stores_of(extent(h, AGG_SIZE));
                 }
-                nfabric_window_get(&dev, AGG_WIN, &ws);
+                nfabric_window_get(dev, AGG_WIN, &ws);
                 TAP_CHECK(ok && ws.contrib_writes == total,
                           "[rank %u] agg %s/%u: per-head contribution counts "
                           "(mine %" PRIu64 ") and total %" PRIu64, rank,
@@ -383,8 +383,8 @@ static void case_agg(void)
     /* Statistics of the pool: at least every host's G-Binary stores. */
     {
         nfabric_path_stats own[NFABRIC_NUM_PATHS], pool[NFABRIC_NUM_PATHS];
-        bool ok = nfabric_stats(&dev, own) == 0 &&
-                  nfabric_pool_stats(&dev, pool) == 0;
+        bool ok = nfabric_stats(dev, own) == 0 &&
+                  nfabric_pool_stats(dev, pool) == 0;
 
         for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
             ok &= pool[p].writes >= own[p].writes;
@@ -430,16 +430,16 @@ static void case_hammer(void)
         return;
     }
     if (rank == 0) {
-        nfabric_window_get(&dev, HAM_WIN, &ws);
+        nfabric_window_get(dev, HAM_WIN, &ws);
         if (ws.enabled) {
-            nfabric_window_disable(&dev, HAM_WIN);
+            nfabric_window_disable(dev, HAM_WIN);
         }
-        if ((rc = nfabric_window_set(&dev, HAM_WIN, &cfg))) {
+        if ((rc = nfabric_window_set(dev, HAM_WIN, &cfg))) {
             die("hammer: set the window", rc);
         }
     }
     barrier("hammer: configured");
-    nfabric_round_read(&dev, HAM_WIN, &r);
+    nfabric_round_read(dev, HAM_WIN, &r);
     seq = r.seq;
     t0 = now();
     for (unsigned p = 0; p < procs; p++) {
@@ -469,8 +469,8 @@ static void case_hammer(void)
     }
     diag("hammer: %u processes x %u passes in %.2f s", procs, iters,
          now() - t0);
-    nfabric_round_complete(&dev, HAM_WIN, seq);
-    rc = nfabric_round_wait(&dev, HAM_WIN, seq, WAIT_MS, &r);
+    nfabric_round_complete(dev, HAM_WIN, seq);
+    rc = nfabric_round_wait(dev, HAM_WIN, seq, WAIT_MS, &r);
     TAP_CHECK(rc == 0 && bad == 0 && !r.incomplete, "[rank %u] hammer: %u "
               "hosts x %u processes done (rc %d)", rank, hosts, procs, rc);
     /* Every element's count: iters times the sum of every writer's sign. */
@@ -485,10 +485,10 @@ static void case_hammer(void)
                 want += ((v >> (e % 64)) & 1) ? (int32_t)iters : -(int32_t)iters;
             }
         }
-        bad += nfabric_counter(&dev, HAM_CTRS, 16, e) != want;
+        bad += nfabric_counter(dev, HAM_CTRS, 16, e) != want;
     }
-    nfabric_window_get(&dev, HAM_WIN, &ws);
-    nfabric_head_contrib(&dev, rank, HAM_WIN, &own);
+    nfabric_window_get(dev, HAM_WIN, &ws);
+    nfabric_head_contrib(dev, rank, HAM_WIN, &own);
     TAP_CHECK(bad == 0, "[rank %u] hammer: all %llu counts exact (%" PRIu64
               " differ)", rank, (unsigned long long)HAM_SIZE * 8, bad);
     TAP_CHECK(ws.contrib_writes == (uint64_t)hosts * procs * per_proc &&
@@ -533,7 +533,7 @@ static uint32_t victim_round(const Case *c, size_t half, const char *name,
     }
     snprintf(what, sizeof(what), "%s: configured", name);
     barrier(what);
-    nfabric_round_read(&dev, AGG_WIN, &r);
+    nfabric_round_read(dev, AGG_WIN, &r);
     if (rank != 0) {
         contribute(c, half);
         if (before) {
@@ -561,10 +561,10 @@ static void case_kill(void)
 
     seq = victim_round(c, half, "kill", NULL);   /* the victim is killed */
     contribute(c, extent(0, AGG_SIZE));
-    nfabric_round_complete(&dev, AGG_WIN, seq);
+    nfabric_round_complete(dev, AGG_WIN, seq);
     t0 = now();
-    rc = nfabric_round_wait(&dev, AGG_WIN, seq, WAIT_MS, &r);
-    nfabric_heads_read(&dev, &hd);
+    rc = nfabric_round_wait(dev, AGG_WIN, seq, WAIT_MS, &r);
+    nfabric_heads_read(dev, &hd);
     TAP_CHECK(rc == 0 && r.all_done && r.incomplete &&
               (hd.lost & ~1u) && !(hd.live & ~1u),
               "[rank 0] kill: the round finishes without the killed host and "
@@ -577,14 +577,14 @@ static void case_kill(void)
            "what was written\n", now() - t0);
 
     /* The next round works without it. */
-    if ((rc = nfabric_window_clear(&dev, AGG_WIN))) {
+    if ((rc = nfabric_window_clear(dev, AGG_WIN))) {
         die("kill: clear", rc);
     }
-    nfabric_round_read(&dev, AGG_WIN, &r);
+    nfabric_round_read(dev, AGG_WIN, &r);
     seq = r.seq;
     contribute(c, extent(0, AGG_SIZE));
-    nfabric_round_complete(&dev, AGG_WIN, seq);
-    rc = nfabric_round_wait(&dev, AGG_WIN, seq, WAIT_MS, &r);
+    nfabric_round_complete(dev, AGG_WIN, seq);
+    rc = nfabric_round_wait(dev, AGG_WIN, seq, WAIT_MS, &r);
     TAP_CHECK(rc == 0 && r.all_done && !r.incomplete && r.nexpected == 1,
               "[rank 0] kill: the next round completes with the live head "
               "alone (rc %d, status 0x%x)", rc, r.status);
@@ -594,7 +594,7 @@ static void case_kill(void)
     /* The killed host comes back. */
     t0 = now();
     do {
-        nfabric_heads_read(&dev, &hd);
+        nfabric_heads_read(dev, &hd);
         if (hd.live & 2) {
             break;
         }
@@ -602,15 +602,15 @@ static void case_kill(void)
     } while (now() - t0 < WAIT_MS / 1000.0);
     TAP_CHECK(hd.live & 2, "[rank 0] kill: head 1 rejoined (live 0x%x, lost "
               "0x%x) after %.1f s", hd.live, hd.lost, now() - t0);
-    if ((rc = nfabric_window_clear(&dev, AGG_WIN))) {
+    if ((rc = nfabric_window_clear(dev, AGG_WIN))) {
         die("rejoin: clear", rc);
     }
     barrier("rejoin: both");
-    nfabric_round_read(&dev, AGG_WIN, &r);
+    nfabric_round_read(dev, AGG_WIN, &r);
     seq = r.seq;
     contribute(c, extent(0, AGG_SIZE));
-    nfabric_round_complete(&dev, AGG_WIN, seq);
-    rc = nfabric_round_wait(&dev, AGG_WIN, seq, WAIT_MS, &r);
+    nfabric_round_complete(dev, AGG_WIN, seq);
+    rc = nfabric_round_wait(dev, AGG_WIN, seq, WAIT_MS, &r);
     TAP_CHECK(rc == 0 && r.all_done && !r.incomplete && r.nexpected == hosts,
               "[rank 0] rejoin: a round with the rejoined host completes "
               "(rc %d, status 0x%x)", rc, r.status);
@@ -629,15 +629,15 @@ static void case_rejoin(void)
     uint32_t seq;
     int rc;
 
-    nfabric_heads_read(&dev, &hd);
+    nfabric_heads_read(dev, &hd);
     TAP_CHECK(hd.live & (1u << rank), "[rank %u] rejoin: attached again "
               "(live 0x%x)", rank, hd.live);
     barrier("rejoin: both");
-    nfabric_round_read(&dev, AGG_WIN, &r);
+    nfabric_round_read(dev, AGG_WIN, &r);
     seq = r.seq;
     contribute(c, extent(rank, AGG_SIZE));
-    nfabric_round_complete(&dev, AGG_WIN, seq);
-    rc = nfabric_round_wait(&dev, AGG_WIN, seq, WAIT_MS, &r);
+    nfabric_round_complete(dev, AGG_WIN, seq);
+    rc = nfabric_round_wait(dev, AGG_WIN, seq, WAIT_MS, &r);
     TAP_CHECK(rc == 0 && r.all_done && !r.incomplete,
               "[rank %u] rejoin: the round completes (rc %d, status 0x%x)",
               rank, rc, r.status);
@@ -669,20 +669,20 @@ static void case_reset(bool have_mem)
     if (rank != 0) {
         /* After the reset this host may have no region: registers only. */
         if (!have_mem) {
-            nfabric_round_read(&dev, AGG_WIN, &r);
+            nfabric_round_read(dev, AGG_WIN, &r);
             diag("reset: second boot without device memory, round %u", r.seq);
-            rc = nfabric_round_complete(&dev, AGG_WIN, r.seq);
+            rc = nfabric_round_complete(dev, AGG_WIN, r.seq);
             TAP_CHECK(rc == 0, "[rank %u] reset: completes round %u after its "
                       "reset (rc %d)", rank, r.seq, rc);
             return;
         }
         marker = (volatile uint64_t *)mem(SCRATCH, 8);
         if (*marker == RESET_MARK) {
-            nfabric_round_read(&dev, AGG_WIN, &r);
-            rc = nfabric_round_complete(&dev, AGG_WIN, r.seq);
+            nfabric_round_read(dev, AGG_WIN, &r);
+            rc = nfabric_round_complete(dev, AGG_WIN, r.seq);
             TAP_CHECK(rc == 0, "[rank %u] reset: completes round %u after its "
                       "reset (rc %d)", rank, r.seq, rc);
-            rc = nfabric_round_wait(&dev, AGG_WIN, r.seq, WAIT_MS, &r2);
+            rc = nfabric_round_wait(dev, AGG_WIN, r.seq, WAIT_MS, &r2);
             expect(c, (1u << hosts) - 1, rank, half, sums);
             check_result(c, sums, "reset: after this host's reset");
             return;
@@ -690,11 +690,11 @@ static void case_reset(bool have_mem)
     }
     seq = victim_round(c, half, "reset", mark_reset);   /* the victim is reset */
     contribute(c, extent(0, AGG_SIZE));
-    nfabric_round_complete(&dev, AGG_WIN, seq);
-    mask = nfabric_rd32(&dev, NFABRIC_REG_ENABLED_MASK);
-    rc = nfabric_round_wait(&dev, AGG_WIN, seq, WAIT_MS, &r);
+    nfabric_round_complete(dev, AGG_WIN, seq);
+    mask = nfabric_rd32(dev, NFABRIC_REG_ENABLED_MASK);
+    rc = nfabric_round_wait(dev, AGG_WIN, seq, WAIT_MS, &r);
     TAP_CHECK(rc == 0 && r.all_done && !r.incomplete && r.seq == seq &&
-              nfabric_rd32(&dev, NFABRIC_REG_ENABLED_MASK) == mask,
+              nfabric_rd32(dev, NFABRIC_REG_ENABLED_MASK) == mask,
               "[rank 0] reset: the round survives another host's reset and "
               "completes (rc %d, round %u, status 0x%x, windows 0x%x)", rc,
               r.seq, r.status, mask);
@@ -742,25 +742,25 @@ static void bench_run(bool shared)
         if (rank == 0) {
             nfabric_win_state ws;
 
-            nfabric_window_get(&dev, 2, &ws);
+            nfabric_window_get(dev, 2, &ws);
             if (ws.enabled) {
-                nfabric_window_disable(&dev, 2);
+                nfabric_window_disable(dev, 2);
             }
-            if ((rc = nfabric_window_set(&dev, 2, &cfg))) {
+            if ((rc = nfabric_window_set(dev, 2, &cfg))) {
                 die("bench: set the window", rc);
             }
         }
         if (shared) {
             barrier("bench: configured");
         }
-        nfabric_round_read(&dev, 2, &r);
+        nfabric_round_read(dev, 2, &r);
         t0 = now();
         for (uint64_t i = 0; i < n; i++) {
             w[i % (cfg.size / 8)] = v;
         }
         t1 = now();
-        nfabric_round_complete(&dev, 2, r.seq);
-        nfabric_round_wait(&dev, 2, r.seq, WAIT_MS, &r);
+        nfabric_round_complete(dev, 2, r.seq);
+        nfabric_round_wait(dev, 2, r.seq, WAIT_MS, &r);
         printf("mh_bench rank=%u path=%s bytes=%" PRIu64 " seconds=%.6f "
                "mbps=%.3f\n", rank, nfabric_path_name(cfg.path), n * 8,
                t1 - t0, n * 8 / (t1 - t0) / 1e6);
@@ -841,24 +841,30 @@ int main(int argc, char **argv)
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    rc = nfabric_open(&dev, 0);
+    dev = nfabric_new();
+    if (!dev) {
+        printf("not ok - [rank %u] open the device: %s\n", rank,
+               strerror(ENOMEM));
+        return 1;
+    }
+    rc = nfabric_open(dev, 0);
     if (rc && !strcmp(mode, "reset") && rank != 0) {
         /* A host after a warm reset may not have its region back. */
-        diag("no device memory (%s): registers only", nfabric_errmsg(&dev));
-        nfabric_close(&dev);
-        rc = nfabric_open(&dev, NFABRIC_OPEN_NO_MEM);
+        diag("no device memory (%s): registers only", nfabric_errmsg(dev));
+        nfabric_close(dev);
+        rc = nfabric_open(dev, NFABRIC_OPEN_NO_MEM);
         have_mem = false;
     }
     if (rc) {
         printf("not ok - [rank %u] open the device: %s\n", rank,
-               nfabric_errmsg(&dev));
+               nfabric_errmsg(dev));
         return 1;
     }
-    nfabric_heads_read(&dev, &hd);
+    nfabric_heads_read(dev, &hd);
     if (!strcmp(mode, "bench") && !hd.shared && hosts == 1) {
         /* The baseline: the same loop on a device that is not shared. */
         case_bench_single();
-        nfabric_close(&dev);
+        nfabric_free(dev);
         return tap_done();
     }
     TAP_CHECK(hd.shared && hd.count == hosts && hd.index == rank,
@@ -890,6 +896,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "nfabric-multihost: unknown case \"%s\"\n", mode);
         return 2;
     }
-    nfabric_close(&dev);
+    nfabric_free(dev);
     return tap_done();
 }

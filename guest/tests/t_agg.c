@@ -94,7 +94,7 @@ static int agg_worker(unsigned j, void *arg)
 {
     const agg_run *r = arg;
     uint8_t *buf = malloc(r->size);
-    volatile uint8_t *m = gt_mem(gt_dev->dpa_base + r->base, r->size);
+    volatile uint8_t *m = gt_mem(nfabric_map_dpa(gt_dev) + r->base, r->size);
     uint64_t off, len;
     unsigned acc;
 
@@ -112,8 +112,8 @@ static int agg_worker(unsigned j, void *arg)
 static int program(const agg_run *r, unsigned win)
 {
     nfabric_win_cfg c = {
-        .base = gt_dev->dpa_base + r->base, .size = r->size,
-        .counters = gt_dev->dpa_base + r->counters, .path = r->path,
+        .base = nfabric_map_dpa(gt_dev) + r->base, .size = r->size,
+        .counters = nfabric_map_dpa(gt_dev) + r->counters, .path = r->path,
         .width = r->width, .tie = r->tie, .threshold = r->threshold,
     };
 
@@ -127,7 +127,7 @@ static void read_counters(const agg_run *r, int32_t *sums)
     uint64_t elems = r->size * ref_epb(r->path);
     uint64_t cbytes = nfabric_counter_bytes(r->path, r->width, r->size);
     uint8_t *raw = malloc(cbytes);
-    volatile uint8_t *m = gt_mem(gt_dev->dpa_base + r->counters, cbytes);
+    volatile uint8_t *m = gt_mem(nfabric_map_dpa(gt_dev) + r->counters, cbytes);
 
     gt_read_bytes(raw, m, cbytes, 8);
     for (uint64_t e = 0; e < elems; e++) {
@@ -159,7 +159,7 @@ static bool verify(const agg_run *r, unsigned win, const int32_t *want,
     ok &= CHECK(bad == 0, "%s: %" PRIu64 " counters equal the reference (range %d..%d; "
                 "%" PRIu64 " differ, first e=%" PRIu64 ": %d, want %d)", r->label, elems,
                 lo, hi, bad, first, bad ? got[first] : 0, bad ? want[first] : 0);
-    gt_read_bytes(out, gt_mem(gt_dev->dpa_base + r->base, r->size), r->size, 8);
+    gt_read_bytes(out, gt_mem(nfabric_map_dpa(gt_dev) + r->base, r->size), r->size, 8);
     ref_readout(r->path, r->tie, r->threshold, want, 0, ref, r->size);
     bad = 0;
     for (uint64_t b = 0; b < r->size; b++) {
@@ -309,7 +309,7 @@ void gt_group_gternary(void)
         agg_run r = runs[1];
         uint64_t elems = r.size * 4;
         int32_t *want = calloc(elems, sizeof(*want));
-        volatile uint8_t *m = gt_mem(gt_dev->dpa_base + r.base, r.size);
+        volatile uint8_t *m = gt_mem(nfabric_map_dpa(gt_dev) + r.base, r.size);
         uint8_t word[8];
         uint64_t reserved;
 
@@ -345,7 +345,7 @@ static float head_value(unsigned j, unsigned k)
 static int mixed_worker(unsigned j, void *arg)
 {
     const agg_run *bb = arg;
-    volatile uint8_t *head = gt_mem(gt_dev->dpa_base + MX_HEAD + (uint64_t)j * MX_HEAD_SLOT,
+    volatile uint8_t *head = gt_mem(nfabric_map_dpa(gt_dev) + MX_HEAD + (uint64_t)j * MX_HEAD_SLOT,
                                     MX_HEAD_SLOT);
     uint8_t tmp[MX_HEAD_SLOT];
 
@@ -367,7 +367,7 @@ void gt_group_mixed(void)
                    MX_BACKBONE, MX_BACKBONE_BYTES, MX_COUNTERS, GT_WORKERS, MODE_FULL8,
                    gt_seed + 300 };
     nfabric_win_cfg head = {
-        .base = gt_dev->dpa_base + MX_HEAD, .size = (uint64_t)GT_WORKERS * MX_HEAD_SLOT,
+        .base = nfabric_map_dpa(gt_dev) + MX_HEAD, .size = (uint64_t)GT_WORKERS * MX_HEAD_SLOT,
         .path = NFABRIC_PATH_FP32, .width = 8,
     };
     uint64_t elems = (uint64_t)MX_BACKBONE_BYTES * 8, bad = 0;
@@ -404,7 +404,7 @@ void gt_group_mixed(void)
     ratio = (double)(fp32_bytes + low_bytes) / (double)full;
 
     for (unsigned j = 0; j < GT_WORKERS; j++) {
-        volatile uint8_t *h = gt_mem(gt_dev->dpa_base + MX_HEAD + (uint64_t)j * MX_HEAD_SLOT,
+        volatile uint8_t *h = gt_mem(nfabric_map_dpa(gt_dev) + MX_HEAD + (uint64_t)j * MX_HEAD_SLOT,
                                      MX_HEAD_SLOT);
         uint8_t got[MX_HEAD_SLOT];
 

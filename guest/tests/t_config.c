@@ -25,7 +25,7 @@ typedef struct snapshot {
 
 static void snap(snapshot *s)
 {
-    volatile uint8_t *c = gt_mem(gt_dev->dpa_base + CF_COUNTERS, 32768);
+    volatile uint8_t *c = gt_mem(nfabric_map_dpa(gt_dev) + CF_COUNTERS, 32768);
 
     memset(s, 0, sizeof(*s));
     s->enabled_mask = nfabric_rd32(gt_dev, NFABRIC_REG_ENABLED_MASK);
@@ -119,7 +119,7 @@ static void try_write(const char *what, uint32_t off, uint32_t val, unsigned wan
 
 void gt_group_config(void)
 {
-    uint64_t B = gt_dev->dpa_base, msize;
+    uint64_t B = nfabric_map_dpa(gt_dev), msize;
     nfabric_win_cfg w0 = {
         .base = B + CF_BASE, .size = 4096, .counters = B + CF_COUNTERS,
         .path = NFABRIC_PATH_GBINARY, .width = 8, .tie = NFABRIC_TIE_NEGATIVE,
@@ -131,7 +131,7 @@ void gt_group_config(void)
     if (!gt_need_regs("config")) {
         return;
     }
-    msize = gt_dev->dev_mem_size;
+    msize = nfabric_mem_size(gt_dev);
     nfabric_ctrl(gt_dev, NFABRIC_CTRL_CLEAR_ERROR);
     rc = nfabric_window_set(gt_dev, 0, &w0);
     if (!CHECK(rc == 0, "config: window 0 G-Binary at 0x%" PRIx64 " enabled: %s",
@@ -235,7 +235,7 @@ void gt_group_config(void)
     try_write("write to undefined offset 0x0f0", 0x0f0, 0, NFABRIC_ERR_UNMAPPED, -1);
     {
         uint32_t cnt0 = nfabric_rd32(gt_dev, NFABRIC_REG_ERROR_COUNT);
-        uint8_t v = *(volatile uint8_t *)(gt_dev->regs + NFABRIC_REG_MAGIC);
+        uint8_t v = *(volatile uint8_t *)(nfabric_regs_map(gt_dev) + NFABRIC_REG_MAGIC);
 
         CHECK(nfabric_rd32(gt_dev, NFABRIC_REG_LAST_ERROR) == NFABRIC_ERR_ACCESS &&
               nfabric_rd32(gt_dev, NFABRIC_REG_ERROR_COUNT) == cnt0 + 1 && v == 0,
@@ -289,7 +289,7 @@ void gt_group_stats(void)
         { NFABRIC_PATH_GBINARY, false, 8, 16 }, { NFABRIC_PATH_GTERNARY, true, 8, 48 },
         { NFABRIC_PATH_GTERNARY, false, 2, 20 },
     };
-    uint64_t B = gt_dev->dpa_base, base[NFABRIC_NUM_PATHS] = { ST_FP32, ST_GB, ST_GT };
+    uint64_t B = nfabric_map_dpa(gt_dev), base[NFABRIC_NUM_PATHS] = { ST_FP32, ST_GB, ST_GT };
     nfabric_path_stats want[NFABRIC_NUM_PATHS] = { { 0 } }, got[NFABRIC_NUM_PATHS];
     nfabric_win_cfg gb = { .base = B + ST_GB, .size = 4096, .counters = B + ST_GBC,
                            .path = NFABRIC_PATH_GBINARY, .width = 8 };

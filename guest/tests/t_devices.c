@@ -95,7 +95,7 @@ void gt_group_devices(void)
         .base = 0x100000, .size = 0x1000, .counters = 0x200000,
         .path = NFABRIC_PATH_GBINARY, .width = 8,
     };
-    nfabric_dev a, b;
+    nfabric_dev *a, *b;
     int n = nfabric_list(names, 8, false), rc;
     bool ok;
 
@@ -104,30 +104,39 @@ void gt_group_devices(void)
     if (n != 2) {
         return;
     }
+    a = nfabric_new();
+    b = nfabric_new();
+    if (!a || !b) {
+        CHECK(0, "devices: library contexts: %s", strerror(ENOMEM));
+        nfabric_free(a);
+        nfabric_free(b);
+        return;
+    }
     for (int i = 0; i < 2; i++) {
-        nfabric_dev d;
-
-        rc = nfabric_open_dev(&d, names[i], NFABRIC_OPEN_NO_MEM);
-        CHECK(rc == 0 && !strcmp(d.pci_name, names[i]),
+        rc = nfabric_open_dev(a, names[i], NFABRIC_OPEN_NO_MEM);
+        CHECK(rc == 0 && !strcmp(nfabric_pci_name(a), names[i]),
               "devices: opens %s by its PCI address", names[i]);
-        nfabric_close(&d);
+        nfabric_close(a);
     }
     /* By memdev name: mem0 and mem1 are children of the two PCI devices. */
-    rc = nfabric_open_dev(&a, "mem0", NFABRIC_OPEN_NO_MEM) |
-         nfabric_open_dev(&b, "mem1", NFABRIC_OPEN_NO_MEM);
-    CHECK(rc == 0 && strcmp(a.pci_name, b.pci_name) &&
-          (!strcmp(a.pci_name, names[0]) || !strcmp(a.pci_name, names[1])),
-          "devices: opens mem0 (%s) and mem1 (%s), two devices", a.pci_name,
-          b.pci_name);
+    rc = nfabric_open_dev(a, "mem0", NFABRIC_OPEN_NO_MEM) |
+         nfabric_open_dev(b, "mem1", NFABRIC_OPEN_NO_MEM);
+    CHECK(rc == 0 && strcmp(nfabric_pci_name(a), nfabric_pci_name(b)) &&
+          (!strcmp(nfabric_pci_name(a), names[0]) ||
+           !strcmp(nfabric_pci_name(a), names[1])),
+          "devices: opens mem0 (%s) and mem1 (%s), two devices",
+          nfabric_pci_name(a), nfabric_pci_name(b));
     if (rc) {
+        nfabric_free(a);
+        nfabric_free(b);
         return;
     }
     /* A window on one device only. */
-    rc = nfabric_window_set(&b, 3, &gb);
-    CHECK(rc == 0 && (nfabric_rd32(&b, NFABRIC_REG_ENABLED_MASK) & 8) &&
-          !(nfabric_rd32(&a, NFABRIC_REG_ENABLED_MASK) & 8),
+    rc = nfabric_window_set(b, 3, &gb);
+    CHECK(rc == 0 && (nfabric_rd32(b, NFABRIC_REG_ENABLED_MASK) & 8) &&
+          !(nfabric_rd32(a, NFABRIC_REG_ENABLED_MASK) & 8),
           "devices: window 3 set on mem1's device is not on mem0's (rc %d)", rc);
-    nfabric_window_disable(&b, 3);
+    nfabric_window_disable(b, 3);
 
     /* A 1-way region on mem0: its decoders allow the direct map. */
     {
@@ -136,7 +145,7 @@ void gt_group_devices(void)
 
         rc = system("cxl create-region -m -t ram -d decoder0.0 -w 1 mem0 "
                     ">/tmp/region1.log 2>&1 || cat /tmp/region1.log");
-        ok = rc == 0 && dm_dax(dax, sizeof(dax)) && dm_plain(dax, &a, &b, &counted);
+        ok = rc == 0 && dm_dax(dax, sizeof(dax)) && dm_plain(dax, a, b, &counted);
         CHECK(ok && counted == 0, "devices: a 1-way region on mem0 (%s), routed by the "
               "host bridge's decoder: %u plain stores and loads read back and none "
               "reached the devices' statistics (%" PRIu64 "): mapped directly", dax,
@@ -145,18 +154,19 @@ void gt_group_devices(void)
                      "cxl disable-region $r && cxl destroy-region $r || exit 1; "
                      "done") == 0, "devices: the 1-way region destroyed");
     }
-    nfabric_close(&a);
+    nfabric_close(a);
     /* $NFABRIC_DEVICE. */
     setenv("NFABRIC_DEVICE", names[1], 1);
-    rc = nfabric_open(&a, NFABRIC_OPEN_NO_MEM);
-    CHECK(rc == 0 && !strcmp(a.pci_name, names[1]),
-          "devices: $NFABRIC_DEVICE=%s picks it (%s)", names[1], a.pci_name);
-    nfabric_close(&a);
+    rc = nfabric_open(a, NFABRIC_OPEN_NO_MEM);
+    CHECK(rc == 0 && !strcmp(nfabric_pci_name(a), names[1]),
+          "devices: $NFABRIC_DEVICE=%s picks it (%s)", names[1],
+          nfabric_pci_name(a));
+    nfabric_close(a);
     unsetenv("NFABRIC_DEVICE");
-    rc = nfabric_open_dev(&a, "mem7", NFABRIC_OPEN_NO_MEM);
-    CHECK(rc == NFLIB_ENODEV && strstr(nfabric_errmsg(&a), "have: "),
-          "devices: an unknown name is refused: %s", nfabric_errmsg(&a));
-    nfabric_close(&a);
+    rc = nfabric_open_dev(a, "mem7", NFABRIC_OPEN_NO_MEM);
+    CHECK(rc == NFLIB_ENODEV && strstr(nfabric_errmsg(a), "have: "),
+          "devices: an unknown name is refused: %s", nfabric_errmsg(a));
+    nfabric_close(a);
     CHECK(system("nfabricctl --dev mem1 windows >/dev/null") == 0 &&
           system("nfabricctl --dev nosuch info >/dev/null 2>&1") != 0 &&
           system("nfabricctl list") == 0,
@@ -172,24 +182,25 @@ void gt_group_devices(void)
         char dax[64] = "";
         uint64_t counted = 0;
 
-        rc = nfabric_open_dev(&a, "mem0", NFABRIC_OPEN_NO_MEM);
-        ok = rc == 0 && dm_dax(dax, sizeof(dax)) && dm_plain(dax, &a, &b, &counted);
+        rc = nfabric_open_dev(a, "mem0", NFABRIC_OPEN_NO_MEM);
+        ok = rc == 0 && dm_dax(dax, sizeof(dax)) && dm_plain(dax, a, b, &counted);
         CHECK(ok && counted == 2 * DM_WORDS, "devices: on the interleaved region (%s) "
               "the %u plain stores and loads read back and every one reached a "
               "device (%" PRIu64 " counted): interleave keeps the I/O path", dax,
               2 * DM_WORDS, counted);
         if (rc == 0) {
-            nfabric_close(&a);
+            nfabric_close(a);
         }
     }
-    rc = nfabric_window_set(&b, 0, &gb);
-    CHECK(rc == NFLIB_EINTERLEAVE && !(nfabric_rd32(&b, NFABRIC_REG_ENABLED_MASK) & 1),
+    rc = nfabric_window_set(b, 0, &gb);
+    CHECK(rc == NFLIB_EINTERLEAVE && !(nfabric_rd32(b, NFABRIC_REG_ENABLED_MASK) & 1),
           "devices: a G-Binary window on an interleaved region is refused, "
-          "nothing enabled: %s", nfabric_errmsg(&b));
+          "nothing enabled: %s", nfabric_errmsg(b));
     CHECK(system("nfabricctl --dev mem0 set-window 0 --base 0x100000 --size 4096 "
                  "--counters 0x200000 --path gbinary") != 0,
           "devices: so does nfabricctl set-window (exit status 1)");
-    nfabric_close(&b);
+    nfabric_free(a);
+    nfabric_free(b);
     gt_summary("devices: 2 devices listed and addressed by PCI address, memdev "
                "and $NFABRIC_DEVICE; windows on an interleaved region refused");
 }

@@ -32,8 +32,8 @@ static size_t page_slot(uint64_t page)
 /* An 8-byte tag in every page (and the last 8 bytes): catches aliasing. */
 static void page_sweep(unsigned pass, const char *what)
 {
-    volatile uint8_t *m = gt_dev->mem;
-    size_t size = gt_dev->mem_size, pages = size / 4096, bad = 0;
+    volatile uint8_t *m = nfabric_map(gt_dev);
+    size_t size = nfabric_map_size(gt_dev), pages = size / 4096, bad = 0;
     uint64_t last = page_tag(pages, pass), first_bad = 0;
 
     for (size_t p = 0; p < pages; p++) {
@@ -61,7 +61,7 @@ static void page_sweep(unsigned pass, const char *what)
 /* One (size, alignment) case at block off; returns the bad bytes. */
 static unsigned one_case(size_t off, unsigned size, unsigned align, uint64_t *rng)
 {
-    volatile uint8_t *b = gt_dev->mem + off;
+    volatile uint8_t *b = nfabric_map(gt_dev) + off;
     uint8_t want[BLOCK], got[BLOCK], pat[SPAN];
     unsigned bad = 0;
 
@@ -92,7 +92,7 @@ static unsigned one_case(size_t off, unsigned size, unsigned align, uint64_t *rn
 static void size_align(unsigned pass, const char *what)
 {
     static const unsigned sizes[] = { 1, 2, 4, 8 };
-    size_t size = gt_dev->mem_size, stride = size / NLOC;
+    size_t size = nfabric_map_size(gt_dev), stride = size / NLOC;
     uint64_t rng = gt_seed ^ (0xa5a5ull + pass);
     size_t locs[NLOC + 2];
     unsigned n = 0;
@@ -128,21 +128,21 @@ void gt_group_fp32(void)
 {
     double t0 = gt_now();
 
-    if (!CHECK(gt_dev->mem && gt_dev->mem_size >= (1u << 20),
-               "fp32: device memory mapped (%zu bytes)", gt_dev->mem_size)) {
+    if (!CHECK(nfabric_map(gt_dev) && nfabric_map_size(gt_dev) >= (1u << 20),
+               "fp32: device memory mapped (%zu bytes)", (size_t)nfabric_map_size(gt_dev))) {
         return;
     }
     page_sweep(0, "fp32 plain");
     size_align(0, "fp32 plain");
     if (gt_need_regs("fp32 window")) {
         nfabric_win_cfg c = {
-            .base = gt_dev->dpa_base, .size = gt_dev->mem_size,
+            .base = nfabric_map_dpa(gt_dev), .size = nfabric_map_size(gt_dev),
             .path = NFABRIC_PATH_FP32, .width = 8,
         };
         int rc = nfabric_window_set(gt_dev, 0, &c);
 
         if (CHECK(rc == 0, "fp32: window 0 = FP32 over all %zu MiB: %s",
-                  gt_dev->mem_size >> 20, rc ? nfabric_errmsg(gt_dev) : "enabled")) {
+                  (size_t)nfabric_map_size(gt_dev) >> 20, rc ? nfabric_errmsg(gt_dev) : "enabled")) {
             page_sweep(1, "fp32 window");
             size_align(1, "fp32 window");
         }
@@ -150,5 +150,5 @@ void gt_group_fp32(void)
     }
     gt_summary("fp32: plain memory and an FP32 window over all %zu MiB: sizes 1/2/4/8 "
                "at alignments 0..7 in %u places, a tag in every 4 KiB page (%.1f s)",
-               gt_dev->mem_size >> 20, NLOC + 2, gt_now() - t0);
+               (size_t)nfabric_map_size(gt_dev) >> 20, NLOC + 2, gt_now() - t0);
 }

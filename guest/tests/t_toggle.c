@@ -69,7 +69,7 @@ static uint64_t tg_plain_word(unsigned c, unsigned w, uint64_t i)
 
 static void tg_writer(tg_ctl *ctl, unsigned w)
 {
-    volatile uint64_t *m = (volatile uint64_t *)gt_mem(gt_dev->dpa_base + TG_BASE,
+    volatile uint64_t *m = (volatile uint64_t *)gt_mem(nfabric_map_dpa(gt_dev) + TG_BASE,
                                                        TG_SIZE);
     uint32_t seen = 0;
 
@@ -114,10 +114,10 @@ static void tg_writer(tg_ctl *ctl, unsigned w)
 static void tg_hammer(tg_ctl *ctl, unsigned h)
 {
     uint64_t dpa = h == 0 ? TG_BASE - TG_GUARD : TG_BASE + TG_SIZE;
-    volatile uint64_t *m = (volatile uint64_t *)gt_mem(gt_dev->dpa_base + dpa,
+    volatile uint64_t *m = (volatile uint64_t *)gt_mem(nfabric_map_dpa(gt_dev) + dpa,
                                                        TG_GUARD);
     volatile uint64_t *after = (volatile uint64_t *)gt_mem(
-        gt_dev->dpa_base + TG_COUNTERS + TG_SIZE * 8, TG_GUARD);
+        nfabric_map_dpa(gt_dev) + TG_COUNTERS + TG_SIZE * 8, TG_GUARD);
     uint64_t k = 0;
 
     while (tg_load(&ctl->step) % 4 != PH_STOP) {
@@ -157,7 +157,7 @@ static bool tg_check_enabled(unsigned c, uint64_t *contrib_writes)
 {
     static int32_t sums[TG_SIZE * 8];
     static uint8_t data[TG_SIZE], want[TG_SIZE], got[TG_SIZE];
-    volatile int8_t *cnt = (volatile int8_t *)gt_mem(gt_dev->dpa_base + TG_COUNTERS,
+    volatile int8_t *cnt = (volatile int8_t *)gt_mem(nfabric_map_dpa(gt_dev) + TG_COUNTERS,
                                                      TG_SIZE * 8);
     nfabric_win_state st;
     bool ok = true;
@@ -177,7 +177,7 @@ static bool tg_check_enabled(unsigned c, uint64_t *contrib_writes)
         }
     }
     ref_readout(NFABRIC_PATH_GBINARY, NFABRIC_TIE_NEGATIVE, 0, sums, 0, want, TG_SIZE);
-    gt_read_bytes(got, gt_mem(gt_dev->dpa_base + TG_BASE, TG_SIZE), TG_SIZE, 8);
+    gt_read_bytes(got, gt_mem(nfabric_map_dpa(gt_dev) + TG_BASE, TG_SIZE), TG_SIZE, 8);
     ok = ok && memcmp(got, want, TG_SIZE) == 0;
     ok = ok && nfabric_window_get(gt_dev, TG_WIN, &st) == 0;
     *contrib_writes = st.contrib_writes;
@@ -201,8 +201,8 @@ void gt_group_toggle(void)
         return;
     }
     memset(ctl, 0, sizeof(*ctl));
-    if (!CHECK(gt_mem(gt_dev->dpa_base + TG_COUNTERS + TG_SIZE * 8, TG_GUARD) &&
-               gt_mem(gt_dev->dpa_base + TG_BASE - TG_GUARD, TG_SIZE + 2 * TG_GUARD),
+    if (!CHECK(gt_mem(nfabric_map_dpa(gt_dev) + TG_COUNTERS + TG_SIZE * 8, TG_GUARD) &&
+               gt_mem(nfabric_map_dpa(gt_dev) + TG_BASE - TG_GUARD, TG_SIZE + 2 * TG_GUARD),
                "toggle: device memory holds the window, its counters and the guards")) {
         return;
     }
@@ -224,8 +224,8 @@ void gt_group_toggle(void)
     ok = np == TG_WRITERS + TG_HAMMERS;
     for (unsigned c = 1; c <= TG_CYCLES && ok; c++) {
         nfabric_win_cfg cfg = {
-            .base = gt_dev->dpa_base + TG_BASE, .size = TG_SIZE,
-            .counters = gt_dev->dpa_base + TG_COUNTERS,
+            .base = nfabric_map_dpa(gt_dev) + TG_BASE, .size = TG_SIZE,
+            .counters = nfabric_map_dpa(gt_dev) + TG_COUNTERS,
             .path = NFABRIC_PATH_GBINARY, .width = 8, .tie = NFABRIC_TIE_NEGATIVE,
         };
         int rc = nfabric_window_set(gt_dev, TG_WIN, &cfg);

@@ -21,6 +21,8 @@
 #include "gt.h"
 
 nfabric_dev *gt_dev;
+/* Why the register block could not be opened (gt_have_regs false). */
+static char no_regs_why[512];
 bool gt_have_regs;
 uint64_t gt_seed = 0x4e464142u;
 
@@ -65,7 +67,7 @@ bool gt_need_regs(const char *group)
         return true;
     }
     CHECK(0, "%s: needs the NEURON-Fabric register block: %s", group,
-          nfabric_errmsg(gt_dev));
+          no_regs_why);
     return false;
 }
 
@@ -188,7 +190,6 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    static nfabric_dev dev;
     bool want[NGROUPS];
     const char *only = NULL;
     int rc;
@@ -240,26 +241,30 @@ int main(int argc, char **argv)
     }
 
     setvbuf(stdout, NULL, _IOLBF, 0);
-    gt_dev = &dev;
+    gt_dev = nfabric_new();
+    if (!gt_dev) {
+        TAP_CHECK(0, "open the NEURON-Fabric device: %s", strerror(ENOMEM));
+        return tap_done();
+    }
     /* The devices group runs before any region exists: registers only. */
-    rc = nfabric_open(&dev, only && !strcmp(only, "devices") ?
+    rc = nfabric_open(gt_dev, only && !strcmp(only, "devices") ?
                       NFABRIC_OPEN_NO_MEM : 0);
     gt_have_regs = rc == 0;
     if (rc) {
-        char why[sizeof(dev.errmsg)];
-
-        snprintf(why, sizeof(why), "%s", nfabric_errmsg(&dev));
+        snprintf(no_regs_why, sizeof(no_regs_why), "%s", nfabric_errmsg(gt_dev));
         /* The memory alone (a stock cxl-type3): the FP32 checks still run. */
-        rc = nfabric_open(&dev, NFABRIC_OPEN_NO_REGS);
-        snprintf(dev.errmsg, sizeof(dev.errmsg), "%s", why);
-        TAP_CHECK(0, "open the NEURON-Fabric device: %s", why);
+        rc = nfabric_open(gt_dev, NFABRIC_OPEN_NO_REGS);
+        TAP_CHECK(0, "open the NEURON-Fabric device: %s", no_regs_why);
         if (rc) {
+            nfabric_free(gt_dev);
             return tap_done();
         }
     } else {
         TAP_CHECK(1, "open %s: %s, /dev/%s %zu MiB at DPA 0x%" PRIx64 ", version %u.%u",
-                  dev.pci_name, dev.region, dev.dax_name, dev.mem_size >> 20,
-                  dev.dpa_base, dev.version >> 16, dev.version & 0xffff);
+                  nfabric_pci_name(gt_dev), nfabric_region_name(gt_dev),
+                  nfabric_dax_name(gt_dev), (size_t)nfabric_map_size(gt_dev) >> 20,
+                  nfabric_map_dpa(gt_dev), nfabric_version(gt_dev) >> 16,
+                  nfabric_version(gt_dev) & 0xffff);
     }
     gt_diag("seed 0x%" PRIx64, gt_seed);
     for (unsigned g = 0; g < NGROUPS; g++) {
@@ -271,14 +276,14 @@ int main(int argc, char **argv)
         gt_diag("group %s: %s", groups[g].name, groups[g].what);
         t0 = gt_now();
         if (gt_have_regs) {
-            nfabric_windows_reset(&dev);
+            nfabric_windows_reset(gt_dev);
         }
         groups[g].fn();
         if (gt_have_regs) {
-            nfabric_windows_reset(&dev);
+            nfabric_windows_reset(gt_dev);
         }
         gt_diag("group %s took %.2f s", groups[g].name, gt_now() - t0);
     }
-    nfabric_close(&dev);
+    nfabric_free(gt_dev);
     return tap_done();
 }

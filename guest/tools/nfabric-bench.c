@@ -14,6 +14,7 @@
  * (L_pages_node, L_pages_on_node): run under nfabric-membind to measure
  * memory of one node, e.g. CXL memory onlined as System RAM.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -158,8 +159,8 @@ static int bench(nfabric_dev *d, const char *name, int path, uint64_t bytes,
 
     if (path >= 0) {
         nfabric_win_cfg c = {
-            .base = d->dpa_base + BENCH_DATA, .size = bytes,
-            .counters = d->dpa_base + BENCH_COUNTERS, .path = (unsigned)path,
+            .base = nfabric_map_dpa(d) + BENCH_DATA, .size = bytes,
+            .counters = nfabric_map_dpa(d) + BENCH_COUNTERS, .path = (unsigned)path,
             .width = 8, .tie = NFABRIC_TIE_NEGATIVE, .threshold = 1,
         };
 
@@ -169,11 +170,11 @@ static int bench(nfabric_dev *d, const char *name, int path, uint64_t bytes,
             fprintf(stderr, "nfabric-bench: %s window: %s\n", name, nfabric_errmsg(d));
             return 1;
         }
-    } else if (d->regs) {
+    } else if (nfabric_regs_map(d)) {
         nfabric_windows_reset(d);
     }
-    p = nfabric_dpa_ptr(d, d->dpa_base + BENCH_DATA, bytes);
-    if (!p || (path > 0 && !nfabric_dpa_ptr(d, d->dpa_base + BENCH_COUNTERS,
+    p = nfabric_dpa_ptr(d, nfabric_map_dpa(d) + BENCH_DATA, bytes);
+    if (!p || (path > 0 && !nfabric_dpa_ptr(d, nfabric_map_dpa(d) + BENCH_COUNTERS,
                                             nfabric_counter_bytes((unsigned)path, 8, bytes)))) {
         fprintf(stderr, "nfabric-bench: device memory too small for %" PRIu64 " bytes\n",
                 bytes);
@@ -194,7 +195,7 @@ int main(int argc, char **argv)
     uint64_t bytes = 4u << 20;
     const char *label = "ram";
     bool stock = false, need_dev = false;
-    nfabric_dev d;
+    nfabric_dev *d = NULL;
     int rc = 0;
 
     for (int a = 1; a < argc; a++) {
@@ -246,9 +247,15 @@ int main(int argc, char **argv)
         need_dev |= strcmp(names[i], "ram") != 0;
     }
     if (need_dev) {
-        rc = nfabric_open(&d, stock ? NFABRIC_OPEN_NO_REGS : 0);
+        d = nfabric_new();
+        if (!d) {
+            fprintf(stderr, "nfabric-bench: %s\n", strerror(ENOMEM));
+            return 1;
+        }
+        rc = nfabric_open(d, stock ? NFABRIC_OPEN_NO_REGS : 0);
         if (rc) {
-            fprintf(stderr, "nfabric-bench: %s\n", nfabric_errmsg(&d));
+            fprintf(stderr, "nfabric-bench: %s\n", nfabric_errmsg(d));
+            nfabric_free(d);
             return 1;
         }
     }
@@ -261,16 +268,14 @@ int main(int argc, char **argv)
             rc = bench_ram(label, bytes, reps);
             continue;
         }
-        if (path >= 0 && !d.regs) {
+        if (path >= 0 && !nfabric_regs_map(d)) {
             fprintf(stderr, "nfabric-bench: %s needs the register block (not --stock)\n",
                     names[i]);
             rc = 1;
             break;
         }
-        rc = bench(&d, stock ? "stock" : names[i], path, bytes, reps);
+        rc = bench(d, stock ? "stock" : names[i], path, bytes, reps);
     }
-    if (need_dev) {
-        nfabric_close(&d);
-    }
+    nfabric_free(d);
     return rc;
 }

@@ -3,6 +3,7 @@
  * nfabricctl: inspect and program a NEURON-Fabric device from the guest.
  * `nfabricctl --help` lists the commands; docs/guest.md has examples.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -85,14 +86,28 @@ static int parse_u64(const char *s, uint64_t *v)
     return 0;
 }
 
-static int open_dev(nfabric_dev *d, unsigned flags)
+/* A library context, or NULL when the library could not make one. */
+static nfabric_dev *new_ctx(void)
 {
-    int rc = nfabric_open(d, flags);
+    nfabric_dev *d = nfabric_new();
 
-    if (rc) {
-        fprintf(stderr, "nfabricctl: %s\n", nfabric_errmsg(d));
+    if (!d) {
+        fprintf(stderr, "nfabricctl: %s\n", strerror(ENOMEM));
     }
-    return rc;
+    return d;
+}
+
+/* The device opened with flags, or NULL (the reason printed). */
+static nfabric_dev *open_dev(unsigned flags)
+{
+    nfabric_dev *d = new_ctx();
+
+    if (d && nfabric_open(d, flags)) {
+        fprintf(stderr, "nfabricctl: %s\n", nfabric_errmsg(d));
+        nfabric_free(d);
+        d = NULL;
+    }
+    return d;
 }
 
 static int parse_index(const nfabric_dev *d, const char *s, unsigned *i)
@@ -113,83 +128,85 @@ static int parse_index(const nfabric_dev *d, const char *s, unsigned *i)
 
 static int cmd_info(void)
 {
-    nfabric_dev d;
-    int rc = nfabric_open(&d, NFABRIC_OPEN_NO_MEM);
+    nfabric_dev *d = open_dev(NFABRIC_OPEN_NO_MEM);
+    uint32_t version, caps;
+    int rc;
 
-    if (rc) {
-        fprintf(stderr, "nfabricctl: %s\n", nfabric_errmsg(&d));
+    if (!d) {
         return 1;
     }
-    printf("pci: %s\n", d.pci_name);
-    printf("registers: %s\n", d.access);
-    printf("version: %u.%u\n", d.version >> 16, d.version & 0xffff);
-    printf("caps: 0x%08x (windows %u, paths", d.caps, nfabric_num_windows(&d));
+    version = nfabric_version(d);
+    caps = nfabric_caps(d);
+    printf("pci: %s\n", nfabric_pci_name(d));
+    printf("registers: %s\n", nfabric_access_name(d));
+    printf("version: %u.%u\n", version >> 16, version & 0xffff);
+    printf("caps: 0x%08x (windows %u, paths", caps, nfabric_num_windows(d));
     for (unsigned p = 0; p < 8; p++) {
-        if (d.caps & (1u << (NFABRIC_CAPS_PATHS_SHIFT + p))) {
+        if (caps & (1u << (NFABRIC_CAPS_PATHS_SHIFT + p))) {
             printf(" %s", nfabric_path_name(p));
         }
     }
     printf(", widths");
     for (unsigned k = 0; k < 8; k++) {
-        if (d.caps & (1u << (NFABRIC_CAPS_WIDTHS_SHIFT + k))) {
+        if (caps & (1u << (NFABRIC_CAPS_WIDTHS_SHIFT + k))) {
             printf(" %u", 8u << k);
         }
     }
     printf(", ties");
     for (unsigned t = 0; t < 8; t++) {
-        if (d.caps & (1u << (NFABRIC_CAPS_TIES_SHIFT + t))) {
-            printf(" %s", t == NFABRIC_TIE_NEGATIVE ? "neg" : t == NFABRIC_TIE_POSITIVE ? "pos" : "?");
+        if (caps & (1u << (NFABRIC_CAPS_TIES_SHIFT + t))) {
+            printf(" %s", nfabric_tie_name(t));
         }
     }
     printf(")\n");
-    printf("device-memory: %" PRIu64 " bytes\n", d.dev_mem_size);
-    printf("enabled-mask: 0x%08x\n", nfabric_rd32(&d, NFABRIC_REG_ENABLED_MASK));
-    printf("last-error: %u (%s)\n", nfabric_rd32(&d, NFABRIC_REG_LAST_ERROR),
-           nfabric_strerror((int)nfabric_rd32(&d, NFABRIC_REG_LAST_ERROR)));
-    printf("error-count: %u\n", nfabric_rd32(&d, NFABRIC_REG_ERROR_COUNT));
+    printf("device-memory: %" PRIu64 " bytes\n", nfabric_mem_size(d));
+    printf("enabled-mask: 0x%08x\n", nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK));
+    printf("last-error: %u (%s)\n", nfabric_rd32(d, NFABRIC_REG_LAST_ERROR),
+           nfabric_strerror((int)nfabric_rd32(d, NFABRIC_REG_LAST_ERROR)));
+    printf("error-count: %u\n", nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT));
     {
         nfabric_heads h;
 
-        nfabric_heads_read(&d, &h);
+        nfabric_heads_read(d, &h);
         printf("head: %u of %u (%s), live 0x%x, lost 0x%x\n", h.index, h.count,
                h.shared ? "shared device" : "not shared", h.live, h.lost);
     }
-    nfabric_close(&d);
+    nfabric_close(d);
     /* The memory side separately, so that a missing region is reported. */
-    rc = nfabric_open(&d, 0);
+    rc = nfabric_open(d, 0);
     if (rc) {
-        printf("mapping: none (%s)\n", nfabric_errmsg(&d));
-        return 1;
+        printf("mapping: none (%s)\n", nfabric_errmsg(d));
+    } else {
+        printf("memdev: %s\nregion: %s\ndax: /dev/%s (%" PRIu64 " bytes, DPA 0x%"
+               PRIx64 ")\n", nfabric_memdev_name(d), nfabric_region_name(d),
+               nfabric_dax_name(d), nfabric_map_size(d), nfabric_map_dpa(d));
     }
-    printf("memdev: %s\nregion: %s\ndax: /dev/%s (%zu bytes, DPA 0x%" PRIx64 ")\n",
-           d.memdev, d.region, d.dax_name, d.mem_size, d.dpa_base);
-    nfabric_close(&d);
-    return 0;
+    nfabric_free(d);
+    return rc ? 1 : 0;
 }
 
 static int cmd_windows(void)
 {
-    nfabric_dev d;
+    nfabric_dev *d;
     nfabric_win_state s;
 
-    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+    if (!(d = open_dev(NFABRIC_OPEN_NO_MEM))) {
         return 1;
     }
     printf("%-3s %-3s %-8s %-12s %-12s %-12s %-5s %-3s %-9s %-5s %-10s %-12s %s\n",
            "win", "on", "path", "base", "size", "counters", "width", "tie",
            "threshold", "error", "writes", "bytes", "reserved");
-    for (unsigned i = 0; i < nfabric_num_windows(&d); i++) {
-        nfabric_window_get(&d, i, &s);
+    for (unsigned i = 0; i < nfabric_num_windows(d); i++) {
+        nfabric_window_get(d, i, &s);
         printf("%-3u %-3s %-8s 0x%-10" PRIx64 " 0x%-10" PRIx64 " 0x%-10" PRIx64
                " %-5u %-3s %-9u %-5u %-10" PRIu64 " %-12" PRIu64 " %u\n",
                i, s.enabled ? "yes" : "no", nfabric_path_name(s.cfg.path),
                s.cfg.base, s.cfg.size, s.cfg.counters, s.cfg.width,
-               s.cfg.tie == NFABRIC_TIE_NEGATIVE ? "neg" :
-               s.cfg.tie == NFABRIC_TIE_POSITIVE ? "pos" : "?",
+               nfabric_tie_name(s.cfg.tie),
                s.cfg.threshold, s.error, s.contrib_writes, s.contrib_bytes,
                s.reserved_codes);
     }
-    nfabric_close(&d);
+    nfabric_free(d);
     return 0;
 }
 
@@ -197,7 +214,7 @@ static int cmd_set_window(int argc, char **argv)
 {
     nfabric_win_cfg c = { .width = 8, .tie = NFABRIC_TIE_NEGATIVE, .threshold = 1 };
     bool have_base = false, have_size = false, have_path = false;
-    nfabric_dev d;
+    nfabric_dev *d;
     unsigned i;
     uint64_t v;
     int rc;
@@ -227,15 +244,12 @@ static int cmd_set_window(int argc, char **argv)
                 return bad("bad --counters \"%s\"", val);
             }
         } else if (!strcmp(opt, "--path")) {
-            if (!strcmp(val, "fp32")) {
-                c.path = NFABRIC_PATH_FP32;
-            } else if (!strcmp(val, "gbinary")) {
-                c.path = NFABRIC_PATH_GBINARY;
-            } else if (!strcmp(val, "gternary")) {
-                c.path = NFABRIC_PATH_GTERNARY;
-            } else {
+            int p = nfabric_path_parse(val);
+
+            if (p < 0 || p >= NFABRIC_NUM_PATHS || isdigit((unsigned char)*val)) {
                 return bad("bad --path \"%s\" (fp32, gbinary or gternary)", val);
             }
+            c.path = (unsigned)p;
             have_path = true;
         } else if (!strcmp(opt, "--width")) {
             if (parse_u64(val, &v) || (v != 8 && v != 16)) {
@@ -243,13 +257,12 @@ static int cmd_set_window(int argc, char **argv)
             }
             c.width = (unsigned)v;
         } else if (!strcmp(opt, "--tie")) {
-            if (!strcmp(val, "neg")) {
-                c.tie = NFABRIC_TIE_NEGATIVE;
-            } else if (!strcmp(val, "pos")) {
-                c.tie = NFABRIC_TIE_POSITIVE;
-            } else {
+            int t = nfabric_tie_parse(val);
+
+            if (t < 0 || t >= NFABRIC_NUM_TIES || isdigit((unsigned char)*val)) {
                 return bad("bad --tie \"%s\" (neg or pos)", val);
             }
+            c.tie = (unsigned)t;
         } else if (!strcmp(opt, "--threshold")) {
             if (parse_u64(val, &v) || v > UINT32_MAX) {
                 return bad("bad --threshold \"%s\"", val);
@@ -262,49 +275,49 @@ static int cmd_set_window(int argc, char **argv)
     if (!have_base || !have_size || !have_path) {
         return bad("%s: --base, --size and --path are required", "set-window");
     }
-    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+    if (!(d = open_dev(NFABRIC_OPEN_NO_MEM))) {
         return 1;
     }
-    if ((rc = parse_index(&d, argv[1], &i))) {
-        nfabric_close(&d);
+    if ((rc = parse_index(d, argv[1], &i))) {
+        nfabric_free(d);
         return rc;
     }
-    rc = nfabric_window_set(&d, i, &c);
+    rc = nfabric_window_set(d, i, &c);
     if (rc) {
-        fprintf(stderr, "nfabricctl: set-window %u: %s\n", i, nfabric_errmsg(&d));
+        fprintf(stderr, "nfabricctl: set-window %u: %s\n", i, nfabric_errmsg(d));
     } else {
         printf("window %u: %s base 0x%" PRIx64 " size 0x%" PRIx64 " counters 0x%"
                PRIx64 " (%" PRIu64 " bytes) enabled\n", i, nfabric_path_name(c.path),
                c.base, c.size, c.counters,
                nfabric_counter_bytes(c.path, c.width, c.size));
     }
-    nfabric_close(&d);
+    nfabric_free(d);
     return rc ? 1 : 0;
 }
 
 static int cmd_window_op(int argc, char **argv, int (*op)(nfabric_dev *, unsigned))
 {
-    nfabric_dev d;
+    nfabric_dev *d;
     unsigned i;
     int rc;
 
     if (argc != 2) {
         return bad("%s: needs exactly one window index", argv[0]);
     }
-    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+    if (!(d = open_dev(NFABRIC_OPEN_NO_MEM))) {
         return 1;
     }
-    if ((rc = parse_index(&d, argv[1], &i))) {
-        nfabric_close(&d);
+    if ((rc = parse_index(d, argv[1], &i))) {
+        nfabric_free(d);
         return rc;
     }
-    rc = op(&d, i);
+    rc = op(d, i);
     if (rc) {
-        fprintf(stderr, "nfabricctl: %s %u: %s\n", argv[0], i, nfabric_errmsg(&d));
+        fprintf(stderr, "nfabricctl: %s %u: %s\n", argv[0], i, nfabric_errmsg(d));
     } else {
         printf("window %u: %s\n", i, !strcmp(argv[0], "clear") ? "cleared" : "disabled");
     }
-    nfabric_close(&d);
+    nfabric_free(d);
     return rc ? 1 : 0;
 }
 
@@ -322,7 +335,7 @@ static int clear_opt(int argc, char **argv, bool *clear)
 static int cmd_stats(int argc, char **argv)
 {
     nfabric_path_stats st[NFABRIC_NUM_PATHS];
-    nfabric_dev d;
+    nfabric_dev *d;
     bool clear = false, pool = false;
     int rc = 0;
 
@@ -335,13 +348,13 @@ static int cmd_stats(int argc, char **argv)
             return bad("stats: unknown option \"%s\" (--pool, --clear)", argv[a]);
         }
     }
-    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+    if (!(d = open_dev(NFABRIC_OPEN_NO_MEM))) {
         return 1;
     }
     if (pool) {
-        nfabric_pool_stats(&d, st);
+        nfabric_pool_stats(d, st);
     } else {
-        nfabric_stats(&d, st);
+        nfabric_stats(d, st);
     }
     printf("%-9s %12s %12s %14s %14s\n", "path", "reads", "writes", "read_bytes",
            "write_bytes");
@@ -350,42 +363,42 @@ static int cmd_stats(int argc, char **argv)
                nfabric_path_name(p), st[p].reads, st[p].writes, st[p].read_bytes,
                st[p].write_bytes);
     }
-    if (clear && (rc = nfabric_ctrl(&d, NFABRIC_CTRL_CLEAR_STATS))) {
-        fprintf(stderr, "nfabricctl: %s\n", nfabric_errmsg(&d));
+    if (clear && (rc = nfabric_ctrl(d, NFABRIC_CTRL_CLEAR_STATS))) {
+        fprintf(stderr, "nfabricctl: %s\n", nfabric_errmsg(d));
     }
-    nfabric_close(&d);
+    nfabric_free(d);
     return rc ? 1 : 0;
 }
 
 static int cmd_heads(int argc)
 {
     nfabric_heads h;
-    nfabric_dev d;
+    nfabric_dev *d;
     uint32_t mask;
 
     if (argc != 1) {
         return bad("%s takes no arguments", "heads");
     }
-    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+    if (!(d = open_dev(NFABRIC_OPEN_NO_MEM))) {
         return 1;
     }
-    nfabric_heads_read(&d, &h);
+    nfabric_heads_read(d, &h);
     printf("head=%u\nheads=%u\nshared=%s\nlive=0x%x\nlost=0x%x\n", h.index,
            h.count, h.shared ? "yes" : "no", h.live, h.lost);
-    mask = nfabric_rd32(&d, NFABRIC_REG_ENABLED_MASK);
-    for (unsigned i = 0; i < nfabric_num_windows(&d); i++) {
+    mask = nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK);
+    for (unsigned i = 0; i < nfabric_num_windows(d); i++) {
         if (!(mask & (1u << i))) {
             continue;
         }
         for (unsigned k = 0; k < h.count; k++) {
             uint64_t w = 0;
 
-            if (nfabric_head_contrib(&d, k, i, &w) == 0) {
+            if (nfabric_head_contrib(d, k, i, &w) == 0) {
                 printf("window%u_head%u_writes=%" PRIu64 "\n", i, k, w);
             }
         }
     }
-    nfabric_close(&d);
+    nfabric_free(d);
     return 0;
 }
 
@@ -405,7 +418,7 @@ static int cmd_round(int argc, char **argv)
     bool have_seq = false;
     uint32_t seq = 0;
     nfabric_round r;
-    nfabric_dev d;
+    nfabric_dev *d;
     uint64_t v;
     int rc;
 
@@ -428,50 +441,50 @@ static int cmd_round(int argc, char **argv)
             return bad("bad argument \"%s\"", argv[a]);
         }
     }
-    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+    if (!(d = open_dev(NFABRIC_OPEN_NO_MEM))) {
         return 1;
     }
-    if ((rc = parse_index(&d, argv[1], &i))) {
-        nfabric_close(&d);
+    if ((rc = parse_index(d, argv[1], &i))) {
+        nfabric_free(d);
         return rc;
     }
-    if ((rc = nfabric_round_read(&d, i, &r))) {
+    if ((rc = nfabric_round_read(d, i, &r))) {
         fprintf(stderr, "nfabricctl: %s %u: %s\n", cmd, i, nfabric_strerror(rc));
-        nfabric_close(&d);
+        nfabric_free(d);
         return 1;
     }
     if (!have_seq) {
         seq = r.seq;
     }
     if (!strcmp(cmd, "complete")) {
-        rc = nfabric_round_complete(&d, i, seq);
+        rc = nfabric_round_complete(d, i, seq);
     } else if (!strcmp(cmd, "wait")) {
-        rc = nfabric_round_wait(&d, i, seq, timeout, &r);
+        rc = nfabric_round_wait(d, i, seq, timeout, &r);
     }
     if (rc) {
-        fprintf(stderr, "nfabricctl: %s %u: %s\n", cmd, i, nfabric_errmsg(&d));
+        fprintf(stderr, "nfabricctl: %s %u: %s\n", cmd, i, nfabric_errmsg(d));
     } else {
-        nfabric_round_read(&d, i, &r);
+        nfabric_round_read(d, i, &r);
         print_round(i, &r);
     }
-    nfabric_close(&d);
+    nfabric_free(d);
     return rc ? 1 : 0;
 }
 
 static int cmd_timing(int argc, char **argv)
 {
     nfabric_timing t;
-    nfabric_dev d;
+    nfabric_dev *d;
     bool clear;
     int rc;
 
     if ((rc = clear_opt(argc, argv, &clear))) {
         return rc;
     }
-    if (open_dev(&d, NFABRIC_OPEN_NO_MEM)) {
+    if (!(d = open_dev(NFABRIC_OPEN_NO_MEM))) {
         return 1;
     }
-    nfabric_timing_read(&d, &t);
+    nfabric_timing_read(d, &t);
     printf("clock_mhz=%u\ndepth_cycles=%u\nservice_ns=%u\nlink_mbps=%u\n",
            t.clock_mhz, t.depth, t.service_ns, t.link_mbps);
     printf("total_ps=%" PRIu64 "\nexposed_ppm=%u\nexposed_percent=%.4f\n",
@@ -481,10 +494,10 @@ static int cmd_timing(int argc, char **argv)
                nfabric_path_name(p), t.path_time_ps[p], nfabric_path_name(p),
                t.path_exposed_ps[p]);
     }
-    if (clear && (rc = nfabric_ctrl(&d, NFABRIC_CTRL_CLEAR_TIMING))) {
-        fprintf(stderr, "nfabricctl: %s\n", nfabric_errmsg(&d));
+    if (clear && (rc = nfabric_ctrl(d, NFABRIC_CTRL_CLEAR_TIMING))) {
+        fprintf(stderr, "nfabricctl: %s\n", nfabric_errmsg(d));
     }
-    nfabric_close(&d);
+    nfabric_free(d);
     return rc ? 1 : 0;
 }
 
@@ -503,24 +516,31 @@ static int cmd_list(int argc)
         return 1;
     }
     for (int i = 0; i < n && i < 32; i++) {
-        nfabric_dev d;
+        nfabric_dev *d = new_ctx();
         nfabric_heads h;
-        int rc = nfabric_open_dev(&d, names[i], NFABRIC_OPEN_NO_MEM);
+        int rc;
 
+        if (!d) {
+            return 1;
+        }
+        rc = nfabric_open_dev(d, names[i], NFABRIC_OPEN_NO_MEM);
         if (rc) {
-            printf("%s: %s\n", names[i], nfabric_errmsg(&d));
+            printf("%s: %s\n", names[i], nfabric_errmsg(d));
+            nfabric_free(d);
             continue;
         }
-        nfabric_heads_read(&d, &h);
-        printf("%s version %u.%u head %u of %u", names[i], d.version >> 16,
-               d.version & 0xffff, h.index, h.count);
-        nfabric_close(&d);
-        if (nfabric_open_dev(&d, names[i], 0) == 0) {
-            printf(" %s %s /dev/%s\n", d.memdev, d.region, d.dax_name);
+        nfabric_heads_read(d, &h);
+        printf("%s version %u.%u head %u of %u", names[i],
+               nfabric_version(d) >> 16, nfabric_version(d) & 0xffff, h.index,
+               h.count);
+        nfabric_close(d);
+        if (nfabric_open_dev(d, names[i], 0) == 0) {
+            printf(" %s %s /dev/%s\n", nfabric_memdev_name(d),
+                   nfabric_region_name(d), nfabric_dax_name(d));
         } else {
-            printf(" (no mapping: %s)\n", nfabric_errmsg(&d));
+            printf(" (no mapping: %s)\n", nfabric_errmsg(d));
         }
-        nfabric_close(&d);
+        nfabric_free(d);
     }
     if (n == 0) {
         printf("no NEURON-Fabric device\n");

@@ -171,7 +171,7 @@ int nft_fabric_engine_open(NftFabric *f, const uint64_t size[NFT_NWIN],
 /* ---- device backend --------------------------------------------------- */
 
 typedef struct DevPriv {
-    nfabric_dev d;
+    nfabric_dev *d;
     nfabric_win_cfg cfg[NFT_NWIN];  /* window i = NFT_WIN_* */
     volatile uint64_t *data[NFT_NWIN];
     nfabric_path_stats base[NFABRIC_NUM_PATHS];
@@ -183,7 +183,7 @@ static int dev_fail(NftFabric *f, const char *what)
 {
     DevPriv *p = f->priv;
 
-    snprintf(f->err, sizeof(f->err), "%s: %s", what, nfabric_errmsg(&p->d));
+    snprintf(f->err, sizeof(f->err), "%s: %s", what, nfabric_errmsg(p->d));
     return -1;
 }
 
@@ -194,15 +194,15 @@ static int dev_round(NftFabric *f, unsigned tie)
     if (tie != p->tie) {
         /* The tie rule is window configuration: re-enable (which clears). */
         p->cfg[NFT_WIN_GB].tie = tie;
-        if (nfabric_window_disable(&p->d, NFT_WIN_GB) ||
-            nfabric_window_set(&p->d, NFT_WIN_GB, &p->cfg[NFT_WIN_GB])) {
+        if (nfabric_window_disable(p->d, NFT_WIN_GB) ||
+            nfabric_window_set(p->d, NFT_WIN_GB, &p->cfg[NFT_WIN_GB])) {
             return dev_fail(f, "G-Binary window tie change");
         }
         p->tie = tie;
-    } else if (nfabric_window_clear(&p->d, NFT_WIN_GB)) {
+    } else if (nfabric_window_clear(p->d, NFT_WIN_GB)) {
         return dev_fail(f, "G-Binary window clear");
     }
-    if (nfabric_window_clear(&p->d, NFT_WIN_GT)) {
+    if (nfabric_window_clear(p->d, NFT_WIN_GT)) {
         return dev_fail(f, "G-Ternary window clear");
     }
     return 0;
@@ -250,7 +250,7 @@ static int dev_stats(NftFabric *f, uint64_t wr[3], uint64_t rd[3])
     DevPriv *p = f->priv;
     nfabric_path_stats st[NFABRIC_NUM_PATHS];
 
-    if (nfabric_stats(&p->d, st)) {
+    if (nfabric_stats(p->d, st)) {
         return dev_fail(f, "statistics");
     }
     for (int k = 0; k < NFABRIC_NUM_PATHS; k++) {
@@ -266,9 +266,9 @@ static void dev_close(NftFabric *f)
 
     if (p) {
         if (p->open) {
-            nfabric_windows_reset(&p->d);
-            nfabric_close(&p->d);
+            nfabric_windows_reset(p->d);
         }
+        nfabric_free(p->d);
         free(p);
     }
     f->priv = NULL;
@@ -290,16 +290,16 @@ int nft_fabric_device_open(NftFabric *f, const uint64_t size[NFT_NWIN],
     f->close = dev_close;
     p = calloc(1, sizeof(*p));
     f->priv = p;
-    if (!p) {
+    if (!p || !(p->d = nfabric_new())) {
         snprintf(f->err, sizeof(f->err), "out of memory");
         return -1;
     }
-    if (nfabric_open(&p->d, 0)) {
-        snprintf(f->err, sizeof(f->err), "nfabric_open: %s", nfabric_errmsg(&p->d));
+    if (nfabric_open(p->d, 0)) {
+        snprintf(f->err, sizeof(f->err), "nfabric_open: %s", nfabric_errmsg(p->d));
         return -1;
     }
     p->open = true;
-    if (nfabric_windows_reset(&p->d)) {
+    if (nfabric_windows_reset(p->d)) {
         return dev_fail(f, "window reset");
     }
     /* Data and counter areas, 4 KiB apart, from the start of the region. */
@@ -310,33 +310,33 @@ int nft_fabric_device_open(NftFabric *f, const uint64_t size[NFT_NWIN],
         c->width = width;
         c->tie = NFABRIC_TIE_NEGATIVE;
         c->threshold = w == NFT_WIN_GT ? threshold : 1;
-        c->base = p->d.dpa_base + off;
+        c->base = nfabric_map_dpa(p->d) + off;
         c->size = f->size[w];
         off += (f->size[w] + 4095) & ~4095ull;
         need = nfabric_counter_bytes(c->path, width, c->size);
-        c->counters = need ? p->d.dpa_base + off : 0;
+        c->counters = need ? nfabric_map_dpa(p->d) + off : 0;
         off += (need + 4095) & ~4095ull;
     }
-    if (off > p->d.mem_size) {
+    if (off > nfabric_map_size(p->d)) {
         snprintf(f->err, sizeof(f->err), "the windows need %" PRIu64 " bytes of device "
-                 "memory, the dax mapping has %zu", off, p->d.mem_size);
+                 "memory, the dax mapping has %zu", off, (size_t)nfabric_map_size(p->d));
         return -1;
     }
     for (int w = 0; w < NFT_NWIN; w++) {
         char what[64];
 
-        p->data[w] = nfabric_dpa_ptr(&p->d, p->cfg[w].base, p->cfg[w].size);
+        p->data[w] = nfabric_dpa_ptr(p->d, p->cfg[w].base, p->cfg[w].size);
         if (!p->data[w]) {
             snprintf(f->err, sizeof(f->err), "window %d outside the dax mapping", w);
             return -1;
         }
-        if (nfabric_window_set(&p->d, (unsigned)w, &p->cfg[w])) {
+        if (nfabric_window_set(p->d, (unsigned)w, &p->cfg[w])) {
             snprintf(what, sizeof(what), "%s window", nfabric_path_name(win_path[w]));
             return dev_fail(f, what);
         }
     }
     p->tie = NFABRIC_TIE_NEGATIVE;
-    if (nfabric_stats(&p->d, p->base)) {
+    if (nfabric_stats(p->d, p->base)) {
         return dev_fail(f, "statistics");
     }
     return 0;

@@ -20,7 +20,8 @@ NF_QEMU_LINKS=(
     include/hw/mem/nfabric_regs.h
     include/hw/mem/nfabric_shared.h
     include/hw/mem/nfabric_timing.h
-    include/hw/mem/nfabric_trace.h
+    include/hw/mem/nfabric_window.h
+    include/hw/mem/nfabric_record.h
     tests/qtest/nfabric-qtest.h
     tests/qtest/nfabric-test.c
     tests/qtest/nfabric-migration-test.c

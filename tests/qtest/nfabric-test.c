@@ -16,7 +16,7 @@
 #include "hw/pci/pci_regs.h"
 #include "hw/mem/nfabric_regs.h"
 #include "hw/mem/nfabric_timing.h"
-#include "hw/mem/nfabric_trace.h"
+#include "hw/mem/nfabric_record.h"
 
 #define NF_CMDLINE \
     "-machine q35,cxl=on -m 128M " \
@@ -947,7 +947,7 @@ static void test_record_replay(void)
 
     f = fopen(path, "rb");
     g_assert(f);
-    records = nfabric_trace_replay(f, t, NULL, NULL);
+    records = nfabric_record_replay(f, t, NULL, NULL);
     fclose(f);
     unlink(path);
     g_assert_cmpint(records, >, 27);

@@ -1381,6 +1381,37 @@ static void test_stats_timing_clear(void)
               "(%u ranges)", hook_dirty);
 }
 
+/*
+ * The device's stream is dependent: every access arrives when the previous
+ * one completed, so the model's queue figures cannot pass one request in
+ * flight, and nothing waits for the link; a low-bit access waits only for
+ * its datapath, which T_MAX_QUEUED and T_QUEUED_PS count
+ * (docs/registers.md, "Timing model").
+ */
+static void test_dependent_queue(void)
+{
+    bool ok;
+
+    fresh();
+    ok = rd(0x214, 4) == 0 && rd(0x268, 4) == 0;
+    for (unsigned k = 0; k < 1000; k++) {
+        mem_wr64(0x8000 + 8 * (k % 64), k);
+        mem_rd(0x9000 + 4 * (k % 16), 4);
+    }
+    ok &= rd(0x214, 4) == 1 && rd(0x268, 4) == 0 && rd(0x258, 8) == 0;
+    accept(0, 0x1000, 0x40, 0x2000, GT, 8, 0, 2);
+    for (unsigned k = 0; k < 1000; k++) {
+        mem_wr64(0x1000 + 8 * (k % 8), k);
+        mem_wr64(0x8000 + 8 * (k % 64), k);
+    }
+    ok &= rd(0x214, 4) == 1 && rd(0x268, 4) == 1 &&
+          rd(0x258, 8) == rd(NFABRIC_REG_T_PATH_FIELD(GT, 8), 8) &&
+          rd(0x250, 8) == rd(0x218, 8) && rd(0x218, 8) != 0;
+    TAP_CHECK(ok, "a dependent stream: T_MAX_IN_FLIGHT 1; T_MAX_QUEUED and "
+              "T_QUEUED_PS 0 on FP32, then 1 and the datapath's exposed time "
+              "with a low-bit window; T_RUNTIME_PS = T_TOTAL_PS");
+}
+
 /* ---- reset ----------------------------------------------------------------- */
 
 static void test_reset(void)
@@ -1623,6 +1654,7 @@ int main(void)
     test_straddle();
     test_trap_ranges();
     test_stats_timing_clear();
+    test_dependent_queue();
     test_reset();
     test_post_load_good();
     test_post_load_corrupt();

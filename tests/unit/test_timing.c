@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "hw/mem/nfabric_timing.h"
-#include "hw/mem/nfabric_trace.h"
+#include "hw/mem/nfabric_record.h"
 #include "tap.h"
 
 static NFabricTiming timing_defaults(void)
@@ -534,70 +534,70 @@ static void test_queue_occupancy(void)
 
 /* ---- records ----------------------------------------------------------- */
 
-static void test_trace_format(void)
+static void test_record_format(void)
 {
-    static const uint8_t want_hdr[NFABRIC_TRACE_HEADER_SIZE] = {
+    static const uint8_t want_hdr[NFABRIC_RECORD_HEADER_SIZE] = {
         'N', 'F', 'T', 'R', 1, 0, 32, 0, 16, 0, 1, 0,
         0xe8, 0x03, 0, 0, 5, 0, 0, 0, 0x2c, 0x01, 0, 0, 0x00, 0x7d, 0, 0,
         0, 0, 0, 0,
     };
-    static const uint8_t want_rec[NFABRIC_TRACE_RECORD_SIZE] = {
+    static const uint8_t want_rec[NFABRIC_RECORD_SIZE] = {
         8, 7, 6, 5, 4, 3, 2, 1, 0x40, 0, 0, 0, 2, 1, 0, 0,
     };
-    uint8_t buf[NFABRIC_TRACE_HEADER_SIZE];
+    uint8_t buf[NFABRIC_RECORD_HEADER_SIZE];
     NFabricTimingParams p;
-    NFabricTraceHeader h;
-    NFabricTraceRecord r = { 0x0102030405060708ull, 64,
-                             NFABRIC_PATH_GTERNARY, NFABRIC_TRACE_WRITE };
-    NFabricTraceRecord back;
+    NFabricRecordHeader h;
+    NFabricRecord r = { 0x0102030405060708ull, 64,
+                             NFABRIC_PATH_GTERNARY, NFABRIC_RECORD_WRITE };
+    NFabricRecord back;
 
     nfabric_timing_defaults(&p);
-    nfabric_trace_encode_header(buf, &p, NFABRIC_TRACE_F_DEPENDENT);
+    nfabric_record_encode_header(buf, &p, NFABRIC_RECORD_F_DEPENDENT);
     TAP_CHECK(!memcmp(buf, want_hdr, sizeof(buf)),
               "header bytes: NFTR, v1, 32, 16, flags 1, 1000/5/300/32000 LE");
-    TAP_CHECK(nfabric_trace_decode_header(buf, &h) == 0 && h.version == 1 &&
+    TAP_CHECK(nfabric_record_decode_header(buf, &h) == 0 && h.version == 1 &&
               h.flags == 1 && !memcmp(&h.params, &p, sizeof(p)),
               "header decodes back");
-    nfabric_trace_encode(buf, &r);
-    TAP_CHECK(!memcmp(buf, want_rec, NFABRIC_TRACE_RECORD_SIZE),
+    nfabric_record_encode(buf, &r);
+    TAP_CHECK(!memcmp(buf, want_rec, NFABRIC_RECORD_SIZE),
               "record bytes: u64 arrival, u32 bytes, path, kind, 0 LE");
-    TAP_CHECK(nfabric_trace_decode(buf, &back) == 0 &&
+    TAP_CHECK(nfabric_record_decode(buf, &back) == 0 &&
               back.arrival_ps == r.arrival_ps && back.bytes == 64 &&
               back.path == 2 && back.kind == 1, "record decodes back");
 
-    buf[13] = NFABRIC_TRACE_NUM_KINDS;
-    TAP_CHECK(nfabric_trace_decode(buf, &back) == NFABRIC_TRACE_EBAD,
+    buf[13] = NFABRIC_RECORD_NUM_KINDS;
+    TAP_CHECK(nfabric_record_decode(buf, &back) == NFABRIC_RECORD_EBAD,
               "unknown kind refused");
-    buf[13] = NFABRIC_TRACE_READ;
+    buf[13] = NFABRIC_RECORD_READ;
     buf[12] = NFABRIC_NUM_PATHS;
-    TAP_CHECK(nfabric_trace_decode(buf, &back) == NFABRIC_TRACE_EBAD,
+    TAP_CHECK(nfabric_record_decode(buf, &back) == NFABRIC_RECORD_EBAD,
               "unknown path refused");
     buf[12] = 0;
     buf[15] = 1;
-    TAP_CHECK(nfabric_trace_decode(buf, &back) == NFABRIC_TRACE_EBAD,
+    TAP_CHECK(nfabric_record_decode(buf, &back) == NFABRIC_RECORD_EBAD,
               "reserved bits refused");
     buf[15] = 0;
-    buf[13] = NFABRIC_TRACE_CLEAR;
-    TAP_CHECK(nfabric_trace_decode(buf, &back) == NFABRIC_TRACE_EBAD,
+    buf[13] = NFABRIC_RECORD_CLEAR;
+    TAP_CHECK(nfabric_record_decode(buf, &back) == NFABRIC_RECORD_EBAD,
               "CLEAR with fields set refused");
 
     memcpy(buf, want_hdr, sizeof(buf));
     buf[0] ^= 1;
-    TAP_CHECK(nfabric_trace_decode_header(buf, &h) == NFABRIC_TRACE_EMAGIC,
+    TAP_CHECK(nfabric_record_decode_header(buf, &h) == NFABRIC_RECORD_EMAGIC,
               "bad magic refused");
     memcpy(buf, want_hdr, sizeof(buf));
     buf[4] = 2;
-    TAP_CHECK(nfabric_trace_decode_header(buf, &h) == NFABRIC_TRACE_EVERSION,
+    TAP_CHECK(nfabric_record_decode_header(buf, &h) == NFABRIC_RECORD_EVERSION,
               "version 2 refused");
     memcpy(buf, want_hdr, sizeof(buf));
     buf[8] = 8;
-    TAP_CHECK(nfabric_trace_decode_header(buf, &h) == NFABRIC_TRACE_EVERSION,
+    TAP_CHECK(nfabric_record_decode_header(buf, &h) == NFABRIC_RECORD_EVERSION,
               "record size below 16 refused");
     memcpy(buf, want_hdr, sizeof(buf));
     buf[12] = buf[13] = 0;
-    TAP_CHECK(nfabric_trace_decode_header(buf, &h) == NFABRIC_TRACE_EPARAMS,
+    TAP_CHECK(nfabric_record_decode_header(buf, &h) == NFABRIC_RECORD_EPARAMS,
               "clock 0 in the header refused");
-    TAP_CHECK(strcmp(nfabric_trace_strerror(NFABRIC_TRACE_ETRUNC),
+    TAP_CHECK(strcmp(nfabric_record_strerror(NFABRIC_RECORD_ETRUNC),
                      "unknown error") != 0, "errors have messages");
 }
 
@@ -612,44 +612,44 @@ static FILE *must_tmpfile(void)
     return f;
 }
 
-static void test_trace_roundtrip(void)
+static void test_record_roundtrip(void)
 {
     NFabricTimingParams p = { 2000, 8, 150, 64000 };
-    NFabricTraceReader rd;
-    NFabricTraceRecord r;
+    NFabricRecordReader rd;
+    NFabricRecord r;
     FILE *f = must_tmpfile();
     bool ok = true;
     int n = 0, e;
 
-    ok &= nfabric_trace_write_header(f, &p, 0) == 0;
+    ok &= nfabric_record_write_header(f, &p, 0) == 0;
     for (int i = 0; i < 1000; i++) {
-        ok &= nfabric_trace_write_access(f, (uint64_t)i * 1234567u, i % 3,
+        ok &= nfabric_record_write_access(f, (uint64_t)i * 1234567u, i % 3,
                                          1 + i % 8, i & 1) == 0;
     }
-    ok &= nfabric_trace_write_clear(f) == 0;
-    ok &= nfabric_trace_write_access(f, UINT64_MAX, 1, UINT32_MAX, false) == 0;
+    ok &= nfabric_record_write_clear(f) == 0;
+    ok &= nfabric_record_write_access(f, UINT64_MAX, 1, UINT32_MAX, false) == 0;
     TAP_CHECK(ok, "writer: header, 1000 accesses, clear, extreme access");
-    TAP_CHECK(nfabric_trace_write_access(f, 0, 3, 8, true) ==
-              NFABRIC_TRACE_EBAD &&
-              nfabric_trace_write_access(f, 0, 0, 1ull << 32, true) ==
-              NFABRIC_TRACE_EBAD, "writer refuses bad path and size");
+    TAP_CHECK(nfabric_record_write_access(f, 0, 3, 8, true) ==
+              NFABRIC_RECORD_EBAD &&
+              nfabric_record_write_access(f, 0, 0, 1ull << 32, true) ==
+              NFABRIC_RECORD_EBAD, "writer refuses bad path and size");
     TAP_CHECK(ftell(f) == 32 + 1002 * 16, "file size 32 + 1002 x 16 bytes");
 
     rewind(f);
-    ok = nfabric_trace_reader_open(&rd, f) == 0 &&
+    ok = nfabric_record_reader_open(&rd, f) == 0 &&
          !memcmp(&rd.h.params, &p, sizeof(p)) && rd.h.flags == 0;
     TAP_CHECK(ok, "reader: header with the parameters written");
     ok = true;
-    while ((e = nfabric_trace_read(&rd, &r)) > 0) {
+    while ((e = nfabric_record_read(&rd, &r)) > 0) {
         if (n < 1000) {
             ok &= r.arrival_ps == (uint64_t)n * 1234567u &&
                   r.path == n % 3 && r.bytes == 1u + n % 8 &&
-                  r.kind == (n & 1 ? NFABRIC_TRACE_WRITE : NFABRIC_TRACE_READ);
+                  r.kind == (n & 1 ? NFABRIC_RECORD_WRITE : NFABRIC_RECORD_READ);
         } else if (n == 1000) {
-            ok &= r.kind == NFABRIC_TRACE_CLEAR;
+            ok &= r.kind == NFABRIC_RECORD_CLEAR;
         } else {
             ok &= r.arrival_ps == UINT64_MAX && r.bytes == UINT32_MAX &&
-                  r.path == 1 && r.kind == NFABRIC_TRACE_READ;
+                  r.path == 1 && r.kind == NFABRIC_RECORD_READ;
         }
         n++;
     }
@@ -659,40 +659,40 @@ static void test_trace_roundtrip(void)
 
     /* A truncated record; an empty file; a larger header and record. */
     f = must_tmpfile();
-    nfabric_trace_write_header(f, &p, 0);
-    nfabric_trace_write_access(f, 1, 0, 8, true);
+    nfabric_record_write_header(f, &p, 0);
+    nfabric_record_write_access(f, 1, 0, 8, true);
     fwrite("abc", 1, 3, f);
     rewind(f);
-    nfabric_trace_reader_open(&rd, f);
-    TAP_CHECK(nfabric_trace_read(&rd, &r) == 1 &&
-              nfabric_trace_read(&rd, &r) == NFABRIC_TRACE_ETRUNC,
+    nfabric_record_reader_open(&rd, f);
+    TAP_CHECK(nfabric_record_read(&rd, &r) == 1 &&
+              nfabric_record_read(&rd, &r) == NFABRIC_RECORD_ETRUNC,
               "truncated last record: ETRUNC");
     fclose(f);
     f = must_tmpfile();
-    TAP_CHECK(nfabric_trace_reader_open(&rd, f) == NFABRIC_TRACE_ETRUNC,
+    TAP_CHECK(nfabric_record_reader_open(&rd, f) == NFABRIC_RECORD_ETRUNC,
               "empty file: ETRUNC");
     fclose(f);
 
     f = must_tmpfile();
     {
-        uint8_t hdr[NFABRIC_TRACE_HEADER_SIZE + 8] = { 0 };
-        uint8_t rec[NFABRIC_TRACE_RECORD_SIZE + 4] = { 0 };
-        NFabricTraceRecord w = { 777, 4, 2, NFABRIC_TRACE_WRITE };
+        uint8_t hdr[NFABRIC_RECORD_HEADER_SIZE + 8] = { 0 };
+        uint8_t rec[NFABRIC_RECORD_SIZE + 4] = { 0 };
+        NFabricRecord w = { 777, 4, 2, NFABRIC_RECORD_WRITE };
 
-        nfabric_trace_encode_header(hdr, &p, 0);
+        nfabric_record_encode_header(hdr, &p, 0);
         hdr[6] = sizeof(hdr);
         hdr[8] = sizeof(rec);
         fwrite(hdr, sizeof(hdr), 1, f);
         for (int i = 0; i < 2; i++) {
-            nfabric_trace_encode(rec, &w);
+            nfabric_record_encode(rec, &w);
             fwrite(rec, sizeof(rec), 1, f);
         }
     }
     rewind(f);
-    ok = nfabric_trace_reader_open(&rd, f) == 0;
-    ok &= nfabric_trace_read(&rd, &r) == 1 && r.arrival_ps == 777 &&
-          nfabric_trace_read(&rd, &r) == 1 && r.bytes == 4 &&
-          nfabric_trace_read(&rd, &r) == 0;
+    ok = nfabric_record_reader_open(&rd, f) == 0;
+    ok &= nfabric_record_read(&rd, &r) == 1 && r.arrival_ps == 777 &&
+          nfabric_record_read(&rd, &r) == 1 && r.bytes == 4 &&
+          nfabric_record_read(&rd, &r) == 0;
     TAP_CHECK(ok, "larger header and records (a later version) are skipped");
     fclose(f);
 }
@@ -714,11 +714,11 @@ static bool same_figures(const NFabricTiming *a, const NFabricTiming *b)
            nfabric_timing_exposed_ppm(a) == nfabric_timing_exposed_ppm(b);
 }
 
-static void test_trace_replay(void)
+static void test_record_replay(void)
 {
     static NFabricTiming live, again;
     NFabricTimingParams p, other;
-    NFabricTraceHeader h;
+    NFabricRecordHeader h;
     uint64_t rng = 12345, arrival = 0;
     FILE *f;
     int64_t n;
@@ -731,22 +731,22 @@ static void test_trace_replay(void)
     nfabric_timing_defaults(&p);
     nfabric_timing_init(&live, &p);
     f = must_tmpfile();
-    nfabric_trace_write_header(f, &p, NFABRIC_TRACE_F_DEPENDENT);
+    nfabric_record_write_header(f, &p, NFABRIC_RECORD_F_DEPENDENT);
     for (int i = 0; i < 3000; i++) {
         unsigned path = (unsigned)(rng >> 33) % 3, len = 1 + (rng >> 40) % 8;
 
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
         if (i == 1000) {
             nfabric_timing_clear(&live);
-            nfabric_trace_write_clear(f);
+            nfabric_record_write_clear(f);
         }
-        nfabric_trace_write_access(f, nfabric_timing_now_ps(&live), path,
+        nfabric_record_write_access(f, nfabric_timing_now_ps(&live), path,
                                    len, rng & 1);
         nfabric_timing_account(&live, path, len);
     }
     rewind(f);
-    n = nfabric_trace_replay(f, &again, NULL, &h);
-    TAP_CHECK(n == 3001 && (h.flags & NFABRIC_TRACE_F_DEPENDENT),
+    n = nfabric_record_replay(f, &again, NULL, &h);
+    TAP_CHECK(n == 3001 && (h.flags & NFABRIC_RECORD_F_DEPENDENT),
               "replay: 3001 records (got %lld)", (long long)n);
     TAP_CHECK(same_figures(&live, &again),
               "dependent stream: replay gives the live figures exactly "
@@ -758,31 +758,31 @@ static void test_trace_replay(void)
     other = p;
     other.depth = 10;
     rewind(f);
-    nfabric_trace_replay(f, &again, &other, NULL);
+    nfabric_record_replay(f, &again, &other, NULL);
     TAP_CHECK(again.p.depth == 10 &&
               nfabric_timing_exposed_total_ps(&again) >
               nfabric_timing_exposed_total_ps(&live),
               "replay with depth 10 instead of 5 exposes more");
     other.clock_mhz = 0;
     rewind(f);
-    TAP_CHECK(nfabric_trace_replay(f, &again, &other, NULL) ==
-              NFABRIC_TRACE_EPARAMS, "replay refuses bad parameters");
+    TAP_CHECK(nfabric_record_replay(f, &again, &other, NULL) ==
+              NFABRIC_RECORD_EPARAMS, "replay refuses bad parameters");
     fclose(f);
 
     /* Open arrivals near link bandwidth, mixed paths, 64-byte lines. */
     nfabric_timing_init(&live, &p);
     f = must_tmpfile();
-    nfabric_trace_write_header(f, &p, 0);
+    nfabric_record_write_header(f, &p, 0);
     for (int i = 0; i < 5000; i++) {
         unsigned path = (unsigned)(rng >> 33) % 3;
 
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
         arrival += (rng >> 32) % 4000;  /* mean 2000 ps: load ~1 */
-        nfabric_trace_write_access(f, arrival, path, 64, true);
+        nfabric_record_write_access(f, arrival, path, 64, true);
         nfabric_timing_account_at(&live, path, 64, arrival);
     }
     rewind(f);
-    n = nfabric_trace_replay(f, &again, NULL, NULL);
+    n = nfabric_record_replay(f, &again, NULL, NULL);
     TAP_CHECK(n == 5000 && same_figures(&live, &again),
               "open stream near bandwidth: replay gives the live figures "
               "exactly (max in flight %u)", again.max_in_flight);
@@ -826,9 +826,9 @@ int main(void)
     test_queue_burst();
     test_queue_dependent();
     test_queue_occupancy();
-    test_trace_format();
-    test_trace_roundtrip();
-    test_trace_replay();
+    test_record_format();
+    test_record_roundtrip();
+    test_record_replay();
     test_regimes();
     return tap_done();
 }

@@ -272,10 +272,24 @@ static void t_info(int fd, const char *name)
     check(strtoul(buf, NULL, 0) == NFABRIC_PCI_VENDOR_ID, "PCI vendor %s", buf);
 }
 
+/* libnfabric's context with the device memory mapped, or NULL (a failed check). */
+static nfabric_dev *open_mem(void)
+{
+    nfabric_dev *m = nfabric_new();
+    int rc = m ? nfabric_open(m, NFABRIC_OPEN_NO_REGS) : -ENOMEM;
+
+    if (!check(rc == 0, "device memory mapped (%s)", !m ? strerror(ENOMEM) :
+               rc ? nfabric_errmsg(m) : nfabric_dax_name(m))) {
+        nfabric_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 /* The windows: each ioctl's effect, with traffic through the dax mapping. */
 static void t_window(int fd, const char *name)
 {
-    nfabric_dev m;
+    nfabric_dev *m;
     struct nfabric_ioc_window w, g;
     struct nfabric_ioc_window_cmd c;
     const uint64_t base = 40ull << 20, cnt = 44ull << 20;
@@ -283,8 +297,8 @@ static void t_window(int fd, const char *name)
     int rc;
 
     disable_all(fd, info.num_windows);
-    rc = nfabric_open(&m, NFABRIC_OPEN_NO_REGS);
-    if (!check(rc == 0, "device memory mapped (%s)", rc ? nfabric_errmsg(&m) : m.dax_name)) {
+    m = open_mem();
+    if (!m) {
         return;
     }
     w = win(3, NFABRIC_PATH_GBINARY, base, 4096, cnt, 8, NFABRIC_TIE_POSITIVE, 0);
@@ -299,7 +313,7 @@ static void t_window(int fd, const char *name)
           g.width, g.tie, g.base, g.length, g.counters, g.error);
     check(sysfs_u64(name, "stats/enabled_mask") == (1u << 3), "sysfs stats/enabled_mask 0x%" PRIx64,
           sysfs_u64(name, "stats/enabled_mask"));
-    p = nfabric_dpa_ptr(&m, base, 4096);
+    p = nfabric_dpa_ptr(m, base, 4096);
     if (p) {
         p[0] = 0xff;
         p[1] = 0x00;
@@ -309,16 +323,16 @@ static void t_window(int fd, const char *name)
     check(p && rc == 0 && g.contrib_writes == 3 && g.contrib_bytes == 3,
           "3 byte stores through the dax mapping: contrib_writes %" PRIu64 " bytes %" PRIu64,
           g.contrib_writes, g.contrib_bytes);
-    check(p && nfabric_counter(&m, cnt, 8, 0) == 1 && nfabric_counter(&m, cnt, 8, 8) == -1,
-          "counters: element 0 %d, element 8 %d", p ? nfabric_counter(&m, cnt, 8, 0) : 0,
-          p ? nfabric_counter(&m, cnt, 8, 8) : 0);
+    check(p && nfabric_counter(m, cnt, 8, 0) == 1 && nfabric_counter(m, cnt, 8, 8) == -1,
+          "counters: element 0 %d, element 8 %d", p ? nfabric_counter(m, cnt, 8, 0) : 0,
+          p ? nfabric_counter(m, cnt, 8, 8) : 0);
     c = wcmd(3);
     rc = xioctl(fd, NFABRIC_IOC_WIN_CLEAR, &c);
     win_get(fd, 3, &g);
     check(rc == 0 && g.enabled && g.contrib_writes == 0 && g.contrib_bytes == 0 &&
-          nfabric_counter(&m, cnt, 8, 0) == 0,
+          nfabric_counter(m, cnt, 8, 0) == 0,
           "WIN_CLEAR: %s, contrib_writes %" PRIu64 ", counter 0 %d, still enabled",
-          rc ? strerror(-rc) : "0", g.contrib_writes, nfabric_counter(&m, cnt, 8, 0));
+          rc ? strerror(-rc) : "0", g.contrib_writes, nfabric_counter(m, cnt, 8, 0));
     w = win(3, NFABRIC_PATH_FP32, 0, 4096, 0, 0, 0, 0);
     rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
     check(rc == -EBUSY, "WIN_SET on the enabled window 3: %s (want EBUSY)", strerror(-rc));
@@ -347,24 +361,24 @@ static void t_window(int fd, const char *name)
     check(p && p[100] == 0x5a, "FP32 window reads back a store");
     disable_all(fd, info.num_windows);
     check(sysfs_u64(name, "stats/enabled_mask") == 0, "all windows disabled");
-    nfabric_close(&m);
+    nfabric_free(m);
 }
 
 static void t_stats(int fd, const char *name)
 {
     struct nfabric_ioc_stats st;
     struct nfabric_ioc_timing t;
-    nfabric_dev m;
+    nfabric_dev *m;
     volatile uint64_t *p;
     uint64_t sum = 0;
     int rc;
 
     disable_all(fd, info.num_windows);
-    rc = nfabric_open(&m, NFABRIC_OPEN_NO_REGS);
-    if (!check(rc == 0, "device memory mapped (%s)", rc ? nfabric_errmsg(&m) : m.dax_name)) {
+    m = open_mem();
+    if (!m) {
         return;
     }
-    p = nfabric_dpa_ptr(&m, 48ull << 20, 4096);
+    p = nfabric_dpa_ptr(m, 48ull << 20, 4096);
     /*
      * FP32 accesses are counted inside an FP32 window: plain memory
      * outside windows is mapped directly by the device (docs/device.md,
@@ -434,7 +448,7 @@ static void t_stats(int fd, const char *name)
     check(rc == 0 && st.error_count == 0 && sysfs_u64(name, "stats/error_count") == 0,
           "STATS F_CLEAR_ERRORS zeroed error_count (%u)", st.error_count);
     disable_all(fd, info.num_windows);
-    nfabric_close(&m);
+    nfabric_free(m);
 }
 
 static struct nfabric_ioc_round rnd(unsigned idx, uint32_t seq, uint32_t timeout_ms)

@@ -14,6 +14,7 @@ Nothing of libnfabric's logic is repeated here: every call is the C one.
 """
 import ctypes
 import ctypes.util
+import errno
 import os
 
 import numpy as np
@@ -22,7 +23,8 @@ __all__ = ["Device", "NFabricError", "Round", "Heads", "library_path"]
 
 
 class NFabricError(RuntimeError):
-    """A refusal by the device (code > 0) or the library (code < 0)."""
+    """A refusal by the device (code > 0: NFABRIC_ERR_*) or a library error
+    (code < 0: a negative errno value)."""
 
     def __init__(self, code, message):
         super().__init__(message)
@@ -87,7 +89,7 @@ def library_path():
             return os.path.normpath(cand)
     found = ctypes.util.find_library("nfabric")
     if not found:
-        raise NFabricError(-1, "libnfabric.so not found: build it (scripts/nfabric "
+        raise NFabricError(-errno.ENOENT, "libnfabric.so not found: build it (scripts/nfabric "
                            "setup) or set NFABRIC_LIB")
     return found
 

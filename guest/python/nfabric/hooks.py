@@ -31,6 +31,7 @@ exchange is one round of the set's FP32 window (every rank completes it and
 waits for all); rank 0 clears a set before its next use, which every rank
 waits for.
 """
+import errno
 import math
 
 import numpy as np
@@ -84,7 +85,7 @@ class FabricJob:
         self.dev, self.rank, self.world = dev, rank, world
         heads = dev.heads()
         if heads.count != world or heads.index != rank:
-            raise NFabricError(-7, "rank %d of %d, but this is head %d of a "
+            raise NFabricError(-errno.EINVAL, "rank %d of %d, but this is head %d of a "
                                "%d-head device: one head per rank" %
                                (rank, world, heads.index, heads.count))
         self.mode, self.low, self.warmup = mode, low, warmup
@@ -133,12 +134,12 @@ class FabricJob:
         total = dpa - base
         have = self.dev.mem_size()
         if dpa > have:
-            raise NFabricError(-7, "the job needs %d bytes of device memory from "
+            raise NFabricError(-errno.EINVAL, "the job needs %d bytes of device memory from "
                                "DPA 0x%x (%d elements x %d ranks), the device has "
                                "%d (0x%x bytes left)" % (total, base, e, world,
                                                           have, max(0, have - base)))
         if w0 + len(plan) > self.dev.num_windows():
-            raise NFabricError(-7, "the job needs windows %d..%d, the device has "
+            raise NFabricError(-errno.EINVAL, "the job needs windows %d..%d, the device has "
                                "%d" % (w0, w0 + len(plan) - 1,
                                        self.dev.num_windows()))
 
@@ -171,7 +172,7 @@ class FabricJob:
             if self.dev.enabled_mask() & (1 << bar[0]):
                 return
             time.sleep(0.002)
-        raise NFabricError(-11, "rank 0 never set up the job's windows")
+        raise NFabricError(-errno.ETIMEDOUT, "rank 0 never set up the job's windows")
 
     def barrier(self):
         """Every rank: complete the barrier window's round; rank 0 clears it."""
@@ -198,7 +199,7 @@ class FabricJob:
 
         def waiting(what):
             if time.monotonic() - t0 > self.timeout_ms / 1000:
-                raise NFabricError(-11, "closing the job: %s" % what)
+                raise NFabricError(-errno.ETIMEDOUT, "closing the job: %s" % what)
             time.sleep(0.002)
 
         if self.rank == 0:
@@ -231,7 +232,7 @@ class FabricJob:
                 self.dev.wait_next(fpw, seq - 1, self.timeout_ms)
         r = self.dev.round(fpw)
         if r.seq != seq:
-            raise NFabricError(-12, "exchange %d: window %d is at round %d, "
+            raise NFabricError(-errno.ESTALE, "exchange %d: window %d is at round %d, "
                                "expected %d" % (self.exchanges, fpw, r.seq, seq))
         self.expected[s] = seq + 1
         return s, fpw, seq
@@ -259,7 +260,7 @@ class FabricJob:
         self.dev.complete(fpw, seq)
         r = self.dev.wait(fpw, seq, self.timeout_ms)
         if r.incomplete:
-            raise NFabricError(-12, "exchange %d: a rank died mid-round "
+            raise NFabricError(-errno.ESTALE, "exchange %d: a rank died mid-round "
                                "(INCOMPLETE)" % self.exchanges)
         # Every rank's scales in one read, when a low-bit path needs them.
         scales = None

@@ -398,8 +398,8 @@ static FILE *nfabric_record_open(CXLNFabricState *s, Error **errp)
         f ? fclose(f) : close(fd);
         return NULL;
     }
-    if (nfabric_trace_write_header(f, &s->tparams,
-                                   NFABRIC_TRACE_F_DEPENDENT) != 0) {
+    if (nfabric_record_write_header(f, &s->tparams,
+                                   NFABRIC_RECORD_F_DEPENDENT) != 0) {
         error_setg(errp, "%s: property 'record': cannot write '%s'",
                    TYPE_CXL_NFABRIC, s->record_path);
         fclose(f);
@@ -779,9 +779,10 @@ static const NFabricFigure nfabric_figures[] = {
     { "stats-" pname "-write-bytes", \
       NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_WRITE_BYTES), 8, \
       "bytes written" }
-    PATH_FIGURES(NFABRIC_PATH_FP32, "fp32"),
-    PATH_FIGURES(NFABRIC_PATH_GBINARY, "gbinary"),
-    PATH_FIGURES(NFABRIC_PATH_GTERNARY, "gternary"),
+    /* Every path of the register contract, by its name. */
+#define PATH_ROW(n, p, pname) PATH_FIGURES(p, pname),
+    NFABRIC_PATHS(PATH_ROW)
+#undef PATH_ROW
 #undef PATH_FIGURES
     { "timing-total-ps", NFABRIC_REG_T_TOTAL_PS, 8,
       "modelled time of all accesses, ps" },

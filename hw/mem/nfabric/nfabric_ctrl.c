@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "hw/mem/nfabric_ctrl.h"
+#include "hw/mem/nfabric_window.h"
 
 static unsigned nfabric_ctz(uint32_t v)
 {
@@ -41,35 +42,29 @@ static void nfabric_win_event(NFabricCtrl *s, NFabricWinEvent ev,
     }
 }
 
+#define NFABRIC_X_PATH_NAME(n, v, str) [v] = str,
 const char *const nfabric_path_names[NFABRIC_NUM_PATHS] = {
-    [NFABRIC_PATH_FP32] = "fp32",
-    [NFABRIC_PATH_GBINARY] = "gbinary",
-    [NFABRIC_PATH_GTERNARY] = "gternary",
+    NFABRIC_PATHS(NFABRIC_X_PATH_NAME)
 };
-
-static inline unsigned nfabric_win_path(const NFabricWindow *w)
-{
-    return (w->ctrl & NFABRIC_WCTRL_PATH_MASK) >> NFABRIC_WCTRL_PATH_SHIFT;
-}
 
 static inline bool nfabric_win_enabled(const NFabricCtrl *s, unsigned i)
 {
     return s->sh->enabled_mask & (1u << i);
 }
 
-static bool nfabric_ranges_overlap(uint64_t a, uint64_t alen,
-                                   uint64_t b, uint64_t blen)
+/* Window w's configuration with CTRL value wctrl, for the table rules. */
+static NFabricWindowCfg nfabric_win_cfg(const NFabricWindow *w, uint32_t wctrl)
 {
-    return alen && blen && a < b + blen && b < a + alen;
+    return nfabric_window_cfg(w->dpa_base, w->dpa_size, w->counters, wctrl,
+                              w->threshold);
 }
 
-/* Data range of window i, and its counter range (length 0 for FP32). */
+/* Bytes of window w's counter area (0 for FP32). */
 static uint64_t nfabric_win_counter_len(const NFabricWindow *w)
 {
-    unsigned width = (w->ctrl & NFABRIC_WCTRL_WIDTH_MASK) >>
-                     NFABRIC_WCTRL_WIDTH_SHIFT;
+    NFabricWindowCfg c = nfabric_win_cfg(w, w->ctrl);
 
-    return nfabric_counter_bytes(nfabric_win_path(w), width, w->dpa_size);
+    return nfabric_window_counter_len(&c);
 }
 
 static void nfabric_set_error(NFabricCtrl *s, int win, uint32_t code,
@@ -88,70 +83,31 @@ static void nfabric_set_error(NFabricCtrl *s, int win, uint32_t code,
 /* ---- the path-select table ------------------------------------------ */
 
 /*
- * Check window i's programmed configuration against device memory and the
- * other enabled windows.  Returns NFABRIC_ERR_NONE or the error code; the
- * order of the checks is part of the specification (docs/registers.md).
+ * Check window i's programmed configuration with CTRL value wctrl against
+ * device memory and the other enabled windows (nfabric_window_validate, the
+ * rules the guest library uses too).  Returns NFABRIC_ERR_NONE, filling in
+ * cfg, or the error code.
  */
 static uint32_t nfabric_win_validate(NFabricCtrl *s, unsigned i,
-                                     uint32_t ctrl, NFabricAggCfg *cfg)
+                                     uint32_t wctrl, NFabricAggCfg *cfg)
 {
-    NFabricWindow w = s->sh->win[i];
-    unsigned path;
-    uint64_t clen;
+    NFabricWindowCfg table[NFABRIC_NUM_WINDOWS];
+    NFabricWindowCfg w = nfabric_win_cfg(&s->sh->win[i], wctrl);
+    uint32_t err;
 
-    w.ctrl = ctrl;
-    path = nfabric_win_path(&w);
-    if (path >= NFABRIC_NUM_PATHS) {
-        return NFABRIC_ERR_PATH;
+    for (unsigned j = 0; j < NFABRIC_NUM_WINDOWS; j++) {
+        table[j] = nfabric_win_cfg(&s->sh->win[j], s->sh->win[j].ctrl);
     }
-    cfg->path = path;
-    cfg->width = (ctrl & NFABRIC_WCTRL_WIDTH_MASK) >> NFABRIC_WCTRL_WIDTH_SHIFT;
-    cfg->tie = (ctrl & NFABRIC_WCTRL_TIE_MASK) >> NFABRIC_WCTRL_TIE_SHIFT;
+    err = nfabric_window_validate(&w, i, s->ram_size, table,
+                                  s->sh->enabled_mask);
+    if (err != NFABRIC_ERR_NONE) {
+        return err;
+    }
+    cfg->path = w.path;
+    cfg->width = w.width;
+    cfg->tie = w.tie;
     cfg->threshold = w.threshold;
     cfg->size = w.dpa_size;
-    if (path != NFABRIC_PATH_FP32) {
-        uint32_t err = nfabric_agg_check(cfg);
-
-        if (err != NFABRIC_ERR_NONE) {
-            return err;
-        }
-    }
-
-    if (w.dpa_size == 0 || w.dpa_base > s->ram_size ||
-        w.dpa_size > s->ram_size - w.dpa_base) {
-        return NFABRIC_ERR_RANGE;
-    }
-    clen = nfabric_win_counter_len(&w);
-    if (clen && (w.counters > s->ram_size ||
-                 clen > s->ram_size - w.counters)) {
-        return NFABRIC_ERR_RANGE;
-    }
-    if (w.dpa_base % NFABRIC_ALIGN || w.dpa_size % NFABRIC_ALIGN ||
-        (clen && w.counters % NFABRIC_ALIGN)) {
-        return NFABRIC_ERR_ALIGN;
-    }
-
-    if (nfabric_ranges_overlap(w.dpa_base, w.dpa_size, w.counters, clen)) {
-        return NFABRIC_ERR_OVERLAP;
-    }
-    for (unsigned j = 0; j < NFABRIC_NUM_WINDOWS; j++) {
-        const NFabricWindow *o = &s->sh->win[j];
-        uint64_t olen;
-
-        if (j == i || !nfabric_win_enabled(s, j)) {
-            continue;
-        }
-        olen = nfabric_win_counter_len(o);
-        if (nfabric_ranges_overlap(w.dpa_base, w.dpa_size,
-                                   o->dpa_base, o->dpa_size) ||
-            nfabric_ranges_overlap(w.dpa_base, w.dpa_size,
-                                   o->counters, olen) ||
-            nfabric_ranges_overlap(w.counters, clen,
-                                   o->dpa_base, o->dpa_size) ||
-            nfabric_ranges_overlap(w.counters, clen, o->counters, olen)) {
-            return NFABRIC_ERR_OVERLAP;
-        }
-    }
     return NFABRIC_ERR_NONE;
 }
 
@@ -380,7 +336,7 @@ static void nfabric_account(NFabricCtrl *s, unsigned path, bool write,
     st[write ? NFABRIC_STAT_WRITE_BYTES : NFABRIC_STAT_READ_BYTES] += len;
     if (s->record) {
         nfabric_record_result(s, s->record_failed ? -1 :
-            nfabric_trace_write_access(s->record,
+            nfabric_record_write_access(s->record,
                                        nfabric_timing_now_ps(&s->timing),
                                        path, len, write));
     }
@@ -392,7 +348,7 @@ static void nfabric_record_clear(NFabricCtrl *s)
 {
     if (s->record) {
         nfabric_record_result(s, s->record_failed ? -1 :
-                              nfabric_trace_write_clear(s->record));
+                              nfabric_record_write_clear(s->record));
     }
 }
 
@@ -510,65 +466,41 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
 
 /* ---- registers ------------------------------------------------------- */
 
-typedef enum {
-    NFABRIC_RO,         /* read-only */
-    NFABRIC_RW,         /* read-write */
-    NFABRIC_WO,         /* write-only command, reads 0 */
-} NFabricAccess;
-
 typedef struct NFabricReg {
     uint64_t base;      /* offset of the register in the block */
     unsigned width;     /* 4 or 8 bytes */
-    NFabricAccess access;
+    NFabricRegAccess access;
     int win;            /* window index (window and round registers), or -1 */
     bool round;         /* a round register of window win */
 } NFabricReg;
 
-static bool nfabric_reg_set(NFabricReg *r, uint64_t off, unsigned width,
-                            NFabricAccess access)
-{
-    r->width = width;
-    r->base = off & ~(uint64_t)(width - 1);
-    r->access = access;
-    return true;
-}
+/* The register contract's tables (nfabric_regs.h). */
+static const NFabricRegDesc nfabric_global_regs[] = {
+    NFABRIC_GLOBAL_REGS(NFABRIC_REG_DESC)
+};
+static const NFabricRegDesc nfabric_win_regs[] = {
+    NFABRIC_WIN_REGS(NFABRIC_REG_DESC)
+};
+static const NFabricRegDesc nfabric_round_regs[] = {
+    NFABRIC_ROUND_REGS(NFABRIC_REG_DESC)
+};
+#define NFABRIC_NROWS(t) (sizeof(t) / sizeof((t)[0]))
 
-/* A window register at rel of its window's block. */
-static bool nfabric_decode_win(uint64_t off, uint64_t rel, NFabricReg *r)
+/*
+ * The register of table t (n rows) that holds offset rel of the table's
+ * block; r->base is then the register's offset in the block.
+ */
+static bool nfabric_decode_table(const NFabricRegDesc *t, size_t n,
+                                 uint64_t rel, NFabricReg *r)
 {
-    switch (rel & ~7ull) {
-    case NFABRIC_WIN_DPA_BASE:
-    case NFABRIC_WIN_DPA_SIZE:
-    case NFABRIC_WIN_COUNTERS:
-        return nfabric_reg_set(r, off, 8, NFABRIC_RW);
-    case NFABRIC_WIN_CONTRIB_WRITES:
-    case NFABRIC_WIN_CONTRIB_BYTES:
-        return nfabric_reg_set(r, off, 8, NFABRIC_RO);
-    }
-    switch (rel & ~3ull) {
-    case NFABRIC_WIN_CTRL:
-    case NFABRIC_WIN_THRESHOLD:
-        return nfabric_reg_set(r, off, 4, NFABRIC_RW);
-    case NFABRIC_WIN_CMD:
-        return nfabric_reg_set(r, off, 4, NFABRIC_WO);
-    case NFABRIC_WIN_ERROR:
-    case NFABRIC_WIN_RESERVED_CODES:
-        return nfabric_reg_set(r, off, 4, NFABRIC_RO);
-    }
-    return false;
-}
-
-/* A round register at rel of its window's round block. */
-static bool nfabric_decode_round(uint64_t off, uint64_t rel, NFabricReg *r)
-{
-    r->round = true;
-    switch (rel & ~3ull) {
-    case NFABRIC_ROUND_SEQ:
-    case NFABRIC_ROUND_DONE:
-    case NFABRIC_ROUND_STATUS:
-        return nfabric_reg_set(r, off, 4, NFABRIC_RO);
-    case NFABRIC_ROUND_COMPLETE:
-        return nfabric_reg_set(r, off, 4, NFABRIC_WO);
+    for (size_t k = 0; k < n; k++) {
+        if (rel >= t[k].off &&
+            rel - t[k].off < (uint64_t)t[k].width * t[k].count) {
+            r->width = t[k].width;
+            r->access = t[k].access;
+            r->base = rel & ~(uint64_t)(t[k].width - 1);
+            return true;
+        }
     }
     return false;
 }
@@ -576,75 +508,31 @@ static bool nfabric_decode_round(uint64_t off, uint64_t rel, NFabricReg *r)
 /* Decode an offset into the register that holds it; false if none does. */
 static bool nfabric_reg_decode(uint64_t off, NFabricReg *r)
 {
+    const NFabricRegDesc *t = nfabric_global_regs;
+    size_t n = NFABRIC_NROWS(nfabric_global_regs);
+    uint64_t block = 0;
+
     r->win = -1;
     r->round = false;
     if (off >= NFABRIC_REG_WIN_BASE &&
         off < NFABRIC_REG_WIN(NFABRIC_NUM_WINDOWS, 0)) {
         r->win = (off - NFABRIC_REG_WIN_BASE) / NFABRIC_WIN_STRIDE;
-        return nfabric_decode_win(off, (off - NFABRIC_REG_WIN_BASE) %
-                                       NFABRIC_WIN_STRIDE, r);
-    }
-    if (off >= NFABRIC_REG_ROUND_BASE &&
-        off < NFABRIC_REG_ROUND(NFABRIC_NUM_WINDOWS, 0)) {
+        block = NFABRIC_REG_WIN(r->win, 0);
+        t = nfabric_win_regs;
+        n = NFABRIC_NROWS(nfabric_win_regs);
+    } else if (off >= NFABRIC_REG_ROUND_BASE &&
+               off < NFABRIC_REG_ROUND(NFABRIC_NUM_WINDOWS, 0)) {
         r->win = (off - NFABRIC_REG_ROUND_BASE) / NFABRIC_ROUND_STRIDE;
-        return nfabric_decode_round(off, (off - NFABRIC_REG_ROUND_BASE) %
-                                         NFABRIC_ROUND_STRIDE, r);
+        r->round = true;
+        block = NFABRIC_REG_ROUND(r->win, 0);
+        t = nfabric_round_regs;
+        n = NFABRIC_NROWS(nfabric_round_regs);
     }
-    if (off >= NFABRIC_REG_HEAD_CONTRIB &&
-        off < NFABRIC_REG_HEAD_CONTRIB_WIN(NFABRIC_NUM_WINDOWS)) {
-        return nfabric_reg_set(r, off, 8, NFABRIC_RO);
+    if (!nfabric_decode_table(t, n, off - block, r)) {
+        return false;
     }
-    if ((off >= NFABRIC_REG_STATS &&
-         off < NFABRIC_REG_STATS_PATH(NFABRIC_NUM_PATHS, 0)) ||
-        (off >= NFABRIC_REG_POOL_STATS &&
-         off < NFABRIC_REG_POOL_STATS_PATH(NFABRIC_NUM_PATHS, 0)) ||
-        (off >= NFABRIC_REG_T_PATH &&
-         off < NFABRIC_REG_T_PATH_FIELD(NFABRIC_NUM_PATHS, 0)) ||
-        (off >= NFABRIC_REG_T_ACCESSES &&
-         off < NFABRIC_REG_T_ACCESSES_PATH(NFABRIC_NUM_PATHS))) {
-        return nfabric_reg_set(r, off, 8, NFABRIC_RO);
-    }
-    switch (off & ~7ull) {
-    case NFABRIC_REG_MEM_SIZE:
-    case NFABRIC_REG_T_TOTAL_PS:
-    case NFABRIC_REG_T_RUNTIME_PS:
-    case NFABRIC_REG_T_QUEUED_PS:
-    case NFABRIC_REG_T_LINK_BUSY_PS:
-        return nfabric_reg_set(r, off, 8, NFABRIC_RO);
-    }
-    switch (off & ~3ull) {
-    case NFABRIC_REG_CTRL:
-        return nfabric_reg_set(r, off, 4, NFABRIC_WO);
-    case NFABRIC_REG_HEAD_SELECT:
-        return nfabric_reg_set(r, off, 4, NFABRIC_RW);
-    case NFABRIC_REG_MAGIC:
-    case NFABRIC_REG_VERSION:
-    case NFABRIC_REG_CAPS:
-    case NFABRIC_REG_WIN_LAYOUT:
-    case NFABRIC_REG_LAST_ERROR:
-    case NFABRIC_REG_ERROR_COUNT:
-    case NFABRIC_REG_ENABLED_MASK:
-    case NFABRIC_REG_HEAD_INFO:
-    case NFABRIC_REG_HEADS_LIVE:
-    case NFABRIC_REG_HEADS_LOST:
-    case NFABRIC_REG_T_CLOCK_MHZ:
-    case NFABRIC_REG_T_DEPTH:
-    case NFABRIC_REG_T_SERVICE_NS:
-    case NFABRIC_REG_T_LINK_MBPS:
-    case NFABRIC_REG_T_EXPOSED_PPM:
-    case NFABRIC_REG_T_MAX_IN_FLIGHT:
-    case NFABRIC_REG_T_MAX_QUEUED:
-        return nfabric_reg_set(r, off, 4, NFABRIC_RO);
-    }
-    return false;
-}
-
-static uint32_t nfabric_caps(void)
-{
-    return NFABRIC_NUM_WINDOWS |
-           ((1u << NFABRIC_NUM_PATHS) - 1) << NFABRIC_CAPS_PATHS_SHIFT |
-           (0x3u << NFABRIC_CAPS_WIDTHS_SHIFT) |        /* 8 and 16 bits */
-           ((1u << NFABRIC_NUM_TIES) - 1) << NFABRIC_CAPS_TIES_SHIFT;
+    r->base += block;
+    return true;
 }
 
 static unsigned nfabric_popcount(uint32_t v)
@@ -770,7 +658,7 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
     const NFabricShared *sh = s->sh;
     uint64_t off = r->base;
 
-    if (r->access == NFABRIC_WO) {
+    if (r->access == NFABRIC_ACCESS_WO) {
         return 0;
     }
     if (r->round) {
@@ -816,9 +704,9 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
     case NFABRIC_REG_VERSION:
         return NFABRIC_VERSION;
     case NFABRIC_REG_CAPS:
-        return nfabric_caps();
+        return NFABRIC_CAPS_VALUE;
     case NFABRIC_REG_WIN_LAYOUT:
-        return NFABRIC_REG_WIN_BASE | NFABRIC_WIN_STRIDE << 16;
+        return NFABRIC_WIN_LAYOUT_VALUE;
     case NFABRIC_REG_LAST_ERROR:
         return s->last_error;
     case NFABRIC_REG_ERROR_COUNT:
@@ -1056,7 +944,7 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
                           "bad access size or alignment");
         return;
     }
-    if (r.access == NFABRIC_RO) {
+    if (r.access == NFABRIC_ACCESS_RO) {
         nfabric_set_error(s, r.round ? -1 : r.win, NFABRIC_ERR_READONLY, off,
                           "write to a read-only register");
         return;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "hw/mem/nfabric_engine.h"
+#include "hw/mem/nfabric_window.h"
 
 /*
  * NFABRIC_ENGINE_GENERIC builds what a non-x86, big-endian host gets: no
@@ -102,23 +103,9 @@ static int32_t width_max(unsigned width)
 
 unsigned nfabric_agg_check(const NFabricAggCfg *cfg)
 {
-    if (cfg->path != NFABRIC_PATH_GBINARY &&
-        cfg->path != NFABRIC_PATH_GTERNARY) {
-        return NFABRIC_ERR_PATH;
-    }
-    if (cfg->width != 8 && cfg->width != 16) {
-        return NFABRIC_ERR_WIDTH;
-    }
-    if (cfg->path == NFABRIC_PATH_GBINARY) {
-        if (cfg->tie != NFABRIC_TIE_NEGATIVE &&
-            cfg->tie != NFABRIC_TIE_POSITIVE) {
-            return NFABRIC_ERR_TIE;
-        }
-    } else if (cfg->threshold == 0 ||
-               cfg->threshold > (uint32_t)width_max(cfg->width)) {
-        return NFABRIC_ERR_THRESHOLD;
-    }
-    return NFABRIC_ERR_NONE;
+    /* The path-select table's rules, the same the controller applies. */
+    return nfabric_window_check_fields(cfg->path, cfg->width, cfg->tie,
+                                       cfg->threshold);
 }
 
 /* Valid configuration and [off, off + len) inside the window. */

@@ -207,14 +207,20 @@ uint64_t nfabric_timing_account(NFabricTiming *t, unsigned path, uint64_t n)
     return nfabric_timing_account_at(t, path, n, t->now_ps);
 }
 
-uint64_t nfabric_timing_accesses(const NFabricTiming *t)
+/* The sum of a per-path figure over every path. */
+static uint64_t sum_paths(const uint64_t v[NFABRIC_NUM_PATHS])
 {
     uint64_t sum = 0;
 
     for (unsigned i = 0; i < NFABRIC_NUM_PATHS; i++) {
-        sum += t->accesses[i];
+        sum += v[i];
     }
     return sum;
+}
+
+uint64_t nfabric_timing_accesses(const NFabricTiming *t)
+{
+    return sum_paths(t->accesses);
 }
 
 uint64_t nfabric_timing_runtime_ps(const NFabricTiming *t)
@@ -224,22 +230,12 @@ uint64_t nfabric_timing_runtime_ps(const NFabricTiming *t)
 
 uint64_t nfabric_timing_total_ps(const NFabricTiming *t)
 {
-    uint64_t sum = 0;
-
-    for (unsigned i = 0; i < NFABRIC_NUM_PATHS; i++) {
-        sum += t->time_ps[i];
-    }
-    return sum;
+    return sum_paths(t->time_ps);
 }
 
 uint64_t nfabric_timing_exposed_total_ps(const NFabricTiming *t)
 {
-    uint64_t sum = 0;
-
-    for (unsigned i = 0; i < NFABRIC_NUM_PATHS; i++) {
-        sum += t->exposed_ps[i];
-    }
-    return sum;
+    return sum_paths(t->exposed_ps);
 }
 
 uint32_t nfabric_timing_exposed_ppm(const NFabricTiming *t)

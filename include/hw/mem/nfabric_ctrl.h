@@ -25,7 +25,7 @@
 #include "hw/mem/nfabric_regs.h"
 #include "hw/mem/nfabric_shared.h"
 #include "hw/mem/nfabric_timing.h"
-#include "hw/mem/nfabric_trace.h"
+#include "hw/mem/nfabric_record.h"
 
 typedef enum NFabricWinEvent {
     NFABRIC_WIN_EV_ENABLE,

@@ -12,6 +12,16 @@
  * implementation.  All registers are little-endian.  32-bit registers take
  * naturally aligned 32-bit accesses; 64-bit registers take naturally aligned
  * 64-bit accesses or two 32-bit accesses to their halves.
+ *
+ * The contract is written once, as tables (X-macros, like Linux's CXL_CMDS
+ * in include/uapi/linux/cxl_mem.h): NFABRIC_PATHS, NFABRIC_TIES,
+ * NFABRIC_ERRORS and the register tables NFABRIC_GLOBAL_REGS,
+ * NFABRIC_WIN_REGS and NFABRIC_ROUND_REGS.  The constants below are made
+ * from them, and so are the controller's register decode, the guest
+ * library's names and tests/unit/test_regs_doc.c (docs/registers.md
+ * against the tables).  The fuzzers' and unit tests' own reference of the
+ * contract (tests/) is written out by hand on purpose: an independent
+ * check.  Adding a register is one row here and one in docs/registers.md.
  */
 #ifndef HW_MEM_NFABRIC_REGS_H
 #define HW_MEM_NFABRIC_REGS_H
@@ -41,40 +51,59 @@
 #define NFABRIC_ALIGN               64
 
 /* ---- Paths ----------------------------------------------------------- */
-#define NFABRIC_PATH_FP32           0
-#define NFABRIC_PATH_GBINARY        1
-#define NFABRIC_PATH_GTERNARY       2
-#define NFABRIC_NUM_PATHS           3
+/* X(NAME, value, name): NFABRIC_PATH_<NAME> = value; name as tools spell it. */
+#define NFABRIC_PATHS(X) \
+    X(FP32,         0, "fp32")      /* plain memory, identity */ \
+    X(GBINARY,      1, "gbinary")   /* sign counts, majority read-out */ \
+    X(GTERNARY,     2, "gternary")  /* ternary sums, gated read-out */
 
 /* ---- Tie rules (G-Binary read-out when an element's count is 0) ------- */
-#define NFABRIC_TIE_NEGATIVE        0   /* count 0 reads as bit 0 */
-#define NFABRIC_TIE_POSITIVE        1   /* count 0 reads as bit 1 */
-#define NFABRIC_NUM_TIES            2
+#define NFABRIC_TIES(X) \
+    X(NEGATIVE,     0, "neg")       /* count 0 reads as bit 0 */ \
+    X(POSITIVE,     1, "pos")       /* count 0 reads as bit 1 */
+
+/* ---- Error codes (window ERROR, global LAST_ERROR) -------------------- */
+/* X(NAME, code, text): codes run from 0 without gaps. */
+#define NFABRIC_ERRORS(X) \
+    X(NONE,          0, "no error") \
+    X(OVERLAP,       1, "overlaps an enabled window or counter area") \
+    X(RANGE,         2, "empty, wrapping or past device memory") \
+    X(ALIGN,         3, "not 64-byte aligned") \
+    X(PATH,          4, "unknown path") \
+    X(WIDTH,         5, "unsupported counter width") \
+    X(THRESHOLD,     6, "bad G-Ternary threshold") \
+    X(TIE,           7, "unknown tie rule") \
+    X(BUSY,          8, "configuration write while enabled") \
+    X(READONLY,      9, "write to a read-only register") \
+    X(UNMAPPED,     10, "access to an undefined register offset") \
+    X(ACCESS,       11, "bad access size or alignment") \
+    X(RESERVED_BITS, 12, "reserved bits set") \
+    X(COMMAND,      13, "unknown command") \
+    X(ROUND,        14, "not the window's current round") \
+    X(HEAD,         15, "no such head")
+
+#define NFABRIC_X_PATH_(name, v, str)   NFABRIC_PATH_##name = (v),
+#define NFABRIC_X_TIE_(name, v, str)    NFABRIC_TIE_##name = (v),
+#define NFABRIC_X_ERR_(name, v, str)    NFABRIC_ERR_##name = (v),
+#define NFABRIC_X_COUNT_(name, v, str)  + 1
+enum {
+    NFABRIC_PATHS(NFABRIC_X_PATH_)
+    NFABRIC_NUM_PATHS = 0 NFABRIC_PATHS(NFABRIC_X_COUNT_)
+};
+enum {
+    NFABRIC_TIES(NFABRIC_X_TIE_)
+    NFABRIC_NUM_TIES = 0 NFABRIC_TIES(NFABRIC_X_COUNT_)
+};
+enum {
+    NFABRIC_ERRORS(NFABRIC_X_ERR_)
+    NFABRIC_ERR_MAX = (0 NFABRIC_ERRORS(NFABRIC_X_COUNT_)) - 1
+};
 
 /* ---- G-Ternary element codes (2 bits per element) --------------------- */
 #define NFABRIC_TERN_ZERO           0x0
 #define NFABRIC_TERN_PLUS           0x1
 #define NFABRIC_TERN_RESERVED       0x2
 #define NFABRIC_TERN_MINUS          0x3
-
-/* ---- Error codes (window ERROR, global LAST_ERROR) -------------------- */
-#define NFABRIC_ERR_NONE            0
-#define NFABRIC_ERR_OVERLAP         1   /* overlaps an enabled window/counters */
-#define NFABRIC_ERR_RANGE           2   /* empty, wraps, or past device memory */
-#define NFABRIC_ERR_ALIGN           3   /* base/size/counters not 64-byte aligned */
-#define NFABRIC_ERR_PATH            4   /* unknown path */
-#define NFABRIC_ERR_WIDTH           5   /* unsupported counter width */
-#define NFABRIC_ERR_THRESHOLD       6   /* G-Ternary threshold 0 or > max count */
-#define NFABRIC_ERR_TIE             7   /* unknown tie rule */
-#define NFABRIC_ERR_BUSY            8   /* configuration write while enabled */
-#define NFABRIC_ERR_READONLY        9   /* write to a read-only register */
-#define NFABRIC_ERR_UNMAPPED        10  /* access to an undefined offset */
-#define NFABRIC_ERR_ACCESS          11  /* bad access size or alignment */
-#define NFABRIC_ERR_RESERVED_BITS   12  /* reserved bits set in a register */
-#define NFABRIC_ERR_COMMAND         13  /* unknown command */
-#define NFABRIC_ERR_ROUND           14  /* completes a round that is not current */
-#define NFABRIC_ERR_HEAD            15  /* head index out of range */
-#define NFABRIC_ERR_MAX             15
 
 /* ---- Heads (version 1.1) --------------------------------------------- */
 /*
@@ -83,23 +112,121 @@
  */
 #define NFABRIC_MAX_HEADS           16
 
-/* ---- Global registers ------------------------------------------------- */
-#define NFABRIC_REG_MAGIC           0x000   /* u32 RO */
-#define NFABRIC_REG_VERSION         0x004   /* u32 RO major<<16 | minor */
-#define NFABRIC_REG_CAPS            0x008   /* u32 RO, see CAPS_* */
-#define NFABRIC_REG_WIN_LAYOUT      0x00c   /* u32 RO offset | stride << 16 */
-#define NFABRIC_REG_CTRL            0x010   /* u32 WO commands, reads 0 */
-#define NFABRIC_REG_LAST_ERROR      0x014   /* u32 RO last register error */
-#define NFABRIC_REG_ERROR_COUNT     0x018   /* u32 RO rejected register writes */
-#define NFABRIC_REG_ENABLED_MASK    0x01c   /* u32 RO bit i: window i enabled */
-#define NFABRIC_REG_MEM_SIZE        0x020   /* u64 RO device memory bytes */
-/* Version 1.1: heads.  Per head: each head reads its own values. */
-#define NFABRIC_REG_HEAD_INFO       0x028   /* u32 RO, see HEAD_INFO_* */
-#define NFABRIC_REG_HEADS_LIVE      0x02c   /* u32 RO bit h: head h attached */
-#define NFABRIC_REG_HEAD_SELECT     0x030   /* u32 RW head the HEAD_* window
-                                               registers report, per head */
-#define NFABRIC_REG_HEADS_LOST      0x034   /* u32 RO bit h: head h died */
+/* ---- Registers: the tables ------------------------------------------ */
+/*
+ * X(NAME, offset, width, access, reset, scope, count)
+ *   offset  NFABRIC_REG_<NAME> (NFABRIC_WIN_<NAME>, NFABRIC_ROUND_<NAME>:
+ *           offset in a window's or a round's block)
+ *   width   bytes: 4 or 8
+ *   access  RO, RW, or WO (a command: reads 0)
+ *   reset   the value after a reset of a device that is not shared, or
+ *           NFABRIC_RESET_DEVICE: set by the device (its memory size, a
+ *           property, the head's index); docs/registers.md says which
+ *   scope   HEAD: each head's own; DEVICE: the same for every head of a
+ *           shared device (docs/multihost.md)
+ *   count   consecutive registers of this kind (an array), each width bytes
+ * Offsets not in a table hold no register: reads return 0 and every
+ * access is refused with UNMAPPED.
+ */
+#define NFABRIC_RESET_DEVICE        (~0ull)
 
+#define NFABRIC_GLOBAL_REGS(X) \
+    X(MAGIC,           0x000, 4, RO, NFABRIC_MAGIC,      DEVICE, 1) \
+    X(VERSION,         0x004, 4, RO, NFABRIC_VERSION,    DEVICE, 1) \
+    X(CAPS,            0x008, 4, RO, NFABRIC_CAPS_VALUE, DEVICE, 1) \
+    X(WIN_LAYOUT,      0x00c, 4, RO, NFABRIC_WIN_LAYOUT_VALUE, DEVICE, 1) \
+    X(CTRL,            0x010, 4, WO, 0, HEAD,   1)  /* CTRL_* commands */ \
+    X(LAST_ERROR,      0x014, 4, RO, 0, HEAD,   1) \
+    X(ERROR_COUNT,     0x018, 4, RO, 0, HEAD,   1) \
+    X(ENABLED_MASK,    0x01c, 4, RO, 0, DEVICE, 1)  /* bit i: window i */ \
+    X(MEM_SIZE,        0x020, 8, RO, NFABRIC_RESET_DEVICE, DEVICE, 1) \
+    /* Version 1.1: heads. */ \
+    X(HEAD_INFO,       0x028, 4, RO, 0x100, HEAD,   1)  /* HEAD_INFO_* */ \
+    X(HEADS_LIVE,      0x02c, 4, RO, 0x1,   DEVICE, 1)  /* bit h: head h */ \
+    X(HEAD_SELECT,     0x030, 4, RW, NFABRIC_RESET_DEVICE, HEAD, 1) \
+    X(HEADS_LOST,      0x034, 4, RO, 0,     DEVICE, 1)  /* bit h: head h */ \
+    /* Writes of the HEAD_SELECT head to window i since its last clear. */ \
+    X(HEAD_CONTRIB,    0x040, 8, RO, 0, DEVICE, NFABRIC_NUM_WINDOWS) \
+    /* Statistics: per path, STATS_* (u64 each); POOL_: every head's sum. */ \
+    X(STATS,           0x100, 8, RO, 0, HEAD, \
+      NFABRIC_NUM_PATHS * NFABRIC_STATS_STRIDE / 8) \
+    X(POOL_STATS,      0x180, 8, RO, 0, DEVICE, \
+      NFABRIC_NUM_PATHS * NFABRIC_STATS_STRIDE / 8) \
+    /* Timing model: parameters (the device's properties) ... */ \
+    X(T_CLOCK_MHZ,     0x200, 4, RO, NFABRIC_RESET_DEVICE, HEAD, 1) \
+    X(T_DEPTH,         0x204, 4, RO, NFABRIC_RESET_DEVICE, HEAD, 1) \
+    X(T_SERVICE_NS,    0x208, 4, RO, NFABRIC_RESET_DEVICE, HEAD, 1) \
+    X(T_LINK_MBPS,     0x20c, 4, RO, NFABRIC_RESET_DEVICE, HEAD, 1) \
+    /* ... and accumulated figures (docs/timing.md). */ \
+    X(T_EXPOSED_PPM,   0x210, 4, RO, 0, HEAD, 1) \
+    X(T_MAX_IN_FLIGHT, 0x214, 4, RO, 0, HEAD, 1) \
+    X(T_TOTAL_PS,      0x218, 8, RO, 0, HEAD, 1) \
+    /* Per path: T_PATH_TIME_PS, T_PATH_EXPOSED_PS. */ \
+    X(T_PATH,          0x220, 8, RO, 0, HEAD, \
+      NFABRIC_NUM_PATHS * NFABRIC_T_PATH_STRIDE / 8) \
+    X(T_RUNTIME_PS,    0x250, 8, RO, 0, HEAD, 1) \
+    X(T_QUEUED_PS,     0x258, 8, RO, 0, HEAD, 1) \
+    X(T_LINK_BUSY_PS,  0x260, 8, RO, 0, HEAD, 1) \
+    X(T_MAX_QUEUED,    0x268, 4, RO, 0, HEAD, 1) \
+    X(T_ACCESSES,      0x270, 8, RO, 0, HEAD, NFABRIC_NUM_PATHS)
+
+/* Window i's registers at NFABRIC_REG_WIN(i, NFABRIC_WIN_<NAME>). */
+#define NFABRIC_WIN_REGS(X) \
+    X(DPA_BASE,        0x00, 8, RW, 0, DEVICE, 1)  /* data base (DPA) */ \
+    X(DPA_SIZE,        0x08, 8, RW, 0, DEVICE, 1)  /* data bytes */ \
+    X(COUNTERS,        0x10, 8, RW, 0, DEVICE, 1)  /* counter area (DPA) */ \
+    X(CTRL,            0x18, 4, RW, 0, DEVICE, 1)  /* WCTRL_* */ \
+    X(THRESHOLD,       0x1c, 4, RW, 0, DEVICE, 1)  /* G-Ternary gate T */ \
+    X(CMD,             0x20, 4, WO, 0, DEVICE, 1)  /* WCMD_* */ \
+    X(ERROR,           0x24, 4, RO, 0, DEVICE, 1)  /* last error */ \
+    X(CONTRIB_WRITES,  0x28, 8, RO, 0, DEVICE, 1)  /* since the clear */ \
+    X(CONTRIB_BYTES,   0x30, 8, RO, 0, DEVICE, 1) \
+    X(RESERVED_CODES,  0x38, 4, RO, 0, DEVICE, 1)  /* ternary code 2 */
+
+/* Window i's round registers (1.1) at NFABRIC_REG_ROUND(i, NFABRIC_<NAME>). */
+#define NFABRIC_ROUND_REGS(X) \
+    X(ROUND_SEQ,       0x0, 4, RO, 0, DEVICE, 1)   /* round number */ \
+    X(ROUND_DONE,      0x4, 4, RO, 0, DEVICE, 1)   /* bit h: head h done */ \
+    X(ROUND_STATUS,    0x8, 4, RO, 0, DEVICE, 1)   /* RSTAT_* */ \
+    X(ROUND_COMPLETE,  0xc, 4, WO, 0, DEVICE, 1)   /* write SEQ: done */
+
+/* The offsets, made from the tables. */
+#define NFABRIC_X_REG_(n, off, w, a, r, sc, c)      NFABRIC_REG_##n = (off),
+#define NFABRIC_X_WIN_REG_(n, off, w, a, r, sc, c)  NFABRIC_WIN_##n = (off),
+#define NFABRIC_X_RND_REG_(n, off, w, a, r, sc, c)  NFABRIC_##n = (off),
+enum { NFABRIC_GLOBAL_REGS(NFABRIC_X_REG_) };
+enum { NFABRIC_WIN_REGS(NFABRIC_X_WIN_REG_) };
+enum { NFABRIC_ROUND_REGS(NFABRIC_X_RND_REG_) };
+/* Test with #ifdef for the timing model's queue figures (as before 1.1). */
+#define NFABRIC_REG_T_ACCESSES      NFABRIC_REG_T_ACCESSES
+
+/* Register access and scope, as the tables name them. */
+typedef enum NFabricRegAccess {
+    NFABRIC_ACCESS_RO,          /* read-only */
+    NFABRIC_ACCESS_RW,          /* read-write */
+    NFABRIC_ACCESS_WO,          /* write-only command, reads 0 */
+} NFabricRegAccess;
+
+typedef enum NFabricRegScope {
+    NFABRIC_SCOPE_HEAD,         /* each head's own */
+    NFABRIC_SCOPE_DEVICE,       /* every head's */
+} NFabricRegScope;
+
+/* One row of a table, as data (NFABRIC_REG_DESC(X-row) in an initialiser). */
+typedef struct NFabricRegDesc {
+    const char *name;           /* as docs/registers.md spells it */
+    uint32_t off;               /* of the first register */
+    uint8_t width;              /* bytes */
+    uint8_t access;             /* NFabricRegAccess */
+    uint8_t scope;              /* NFabricRegScope */
+    uint16_t count;
+    uint64_t reset;             /* or NFABRIC_RESET_DEVICE */
+} NFabricRegDesc;
+
+#define NFABRIC_REG_DESC(n, off, w, a, r, sc, c) \
+    { #n, (off), (w), NFABRIC_ACCESS_##a, NFABRIC_SCOPE_##sc, (c), (r) },
+
+/* ---- Global register fields ------------------------------------------- */
 #define NFABRIC_HEAD_INFO_INDEX_MASK    0x000000ffu /* this head's index */
 #define NFABRIC_HEAD_INFO_COUNT_SHIFT   8           /* number of heads */
 #define NFABRIC_HEAD_INFO_COUNT_MASK    0x0000ff00u
@@ -112,14 +239,22 @@
 #define NFABRIC_CAPS_WIDTHS_MASK    0x00ff0000u
 #define NFABRIC_CAPS_TIES_SHIFT     24          /* bit 24+t: tie rule t */
 #define NFABRIC_CAPS_TIES_MASK      0xff000000u
+/* What CAPS reads: 16 windows, every path, 8- and 16-bit counters, ties. */
+#define NFABRIC_CAPS_VALUE \
+    ((uint32_t)NFABRIC_NUM_WINDOWS | \
+     ((1u << NFABRIC_NUM_PATHS) - 1) << NFABRIC_CAPS_PATHS_SHIFT | \
+     0x3u << NFABRIC_CAPS_WIDTHS_SHIFT | \
+     ((1u << NFABRIC_NUM_TIES) - 1) << NFABRIC_CAPS_TIES_SHIFT)
+/* What WIN_LAYOUT reads: offset of window 0 | stride << 16. */
+#define NFABRIC_WIN_LAYOUT_VALUE \
+    ((uint32_t)NFABRIC_REG_WIN_BASE | (uint32_t)NFABRIC_WIN_STRIDE << 16)
 
 #define NFABRIC_CTRL_CLEAR_STATS    (1u << 0)   /* zero the statistics */
 #define NFABRIC_CTRL_CLEAR_TIMING   (1u << 1)   /* zero timing accumulators */
 #define NFABRIC_CTRL_CLEAR_ERROR    (1u << 2)   /* zero LAST_ERROR/ERROR_COUNT */
 #define NFABRIC_CTRL_VALID          0x7u
 
-/* ---- Statistics: per path, four u64 counters, all RO ------------------ */
-#define NFABRIC_REG_STATS           0x100
+/* ---- Statistics: per path, four u64 counters -------------------------- */
 #define NFABRIC_STATS_STRIDE        0x20
 #define NFABRIC_STATS_READS         0x00
 #define NFABRIC_STATS_WRITES        0x08
@@ -127,51 +262,23 @@
 #define NFABRIC_STATS_WRITE_BYTES   0x18
 #define NFABRIC_REG_STATS_PATH(p, field) \
     (NFABRIC_REG_STATS + (p) * NFABRIC_STATS_STRIDE + (field))
-/* Version 1.1: the same counters summed over every head of the device. */
-#define NFABRIC_REG_POOL_STATS      0x180
 #define NFABRIC_REG_POOL_STATS_PATH(p, field) \
     (NFABRIC_REG_POOL_STATS + (p) * NFABRIC_STATS_STRIDE + (field))
 
-/* ---- Timing model ---------------------------------------------------- */
-/* Parameters (u32 RO, set by the device's properties). */
-#define NFABRIC_REG_T_CLOCK_MHZ     0x200   /* controller clock */
-#define NFABRIC_REG_T_DEPTH         0x204   /* low-bit datapath depth, cycles */
-#define NFABRIC_REG_T_SERVICE_NS    0x208   /* CXL service time per access */
-#define NFABRIC_REG_T_LINK_MBPS     0x20c   /* link bandwidth, MB/s (10^6 B/s) */
-/* Accumulated figures (RO). */
-#define NFABRIC_REG_T_EXPOSED_PPM   0x210   /* u32 exposed/base, parts per million */
-#define NFABRIC_REG_T_MAX_IN_FLIGHT 0x214   /* u32 most requests in flight */
-#define NFABRIC_REG_T_TOTAL_PS      0x218   /* u64 modelled time, all paths, ps */
-#define NFABRIC_REG_T_PATH          0x220   /* per path: */
+/* ---- Timing model: per path ------------------------------------------- */
 #define NFABRIC_T_PATH_STRIDE       0x10
 #define NFABRIC_T_PATH_TIME_PS      0x00    /* u64 modelled time of the path, ps */
 #define NFABRIC_T_PATH_EXPOSED_PS   0x08    /* u64 of which datapath-exposed, ps */
 #define NFABRIC_REG_T_PATH_FIELD(p, field) \
     (NFABRIC_REG_T_PATH + (p) * NFABRIC_T_PATH_STRIDE + (field))
-/* Queue figures of the model (RO). */
-#define NFABRIC_REG_T_RUNTIME_PS    0x250   /* u64 first arrival to last completion */
-#define NFABRIC_REG_T_QUEUED_PS     0x258   /* u64 sum of waits for the link */
-#define NFABRIC_REG_T_LINK_BUSY_PS  0x260   /* u64 sum of link occupancy */
-#define NFABRIC_REG_T_MAX_QUEUED    0x268   /* u32 most requests waiting for the link */
-#define NFABRIC_REG_T_ACCESSES      0x270   /* u64 per path: accesses accounted */
 #define NFABRIC_REG_T_ACCESSES_PATH(p) (NFABRIC_REG_T_ACCESSES + (p) * 8)
+#define NFABRIC_REG_HEAD_CONTRIB_WIN(i) (NFABRIC_REG_HEAD_CONTRIB + (i) * 8)
 
 /* ---- Windows --------------------------------------------------------- */
 #define NFABRIC_REG_WIN_BASE        0x400
 #define NFABRIC_WIN_STRIDE          0x40
 #define NFABRIC_REG_WIN(i, reg)     (NFABRIC_REG_WIN_BASE + \
                                      (i) * NFABRIC_WIN_STRIDE + (reg))
-
-#define NFABRIC_WIN_DPA_BASE        0x00    /* u64 RW data base (DPA) */
-#define NFABRIC_WIN_DPA_SIZE        0x08    /* u64 RW data length, bytes */
-#define NFABRIC_WIN_COUNTERS        0x10    /* u64 RW counter area (DPA) */
-#define NFABRIC_WIN_CTRL            0x18    /* u32 RW, see WCTRL_* */
-#define NFABRIC_WIN_THRESHOLD       0x1c    /* u32 RW G-Ternary gate T */
-#define NFABRIC_WIN_CMD             0x20    /* u32 WO, see WCMD_*, reads 0 */
-#define NFABRIC_WIN_ERROR           0x24    /* u32 RO last error of window */
-#define NFABRIC_WIN_CONTRIB_WRITES  0x28    /* u64 RO writes since clear */
-#define NFABRIC_WIN_CONTRIB_BYTES   0x30    /* u64 RO bytes since clear */
-#define NFABRIC_WIN_RESERVED_CODES  0x38    /* u32 RO reserved ternary codes */
 
 #define NFABRIC_WCTRL_ENABLE        (1u << 0)
 #define NFABRIC_WCTRL_PATH_SHIFT    4
@@ -189,6 +296,13 @@
     ((uint32_t)(path) << NFABRIC_WCTRL_PATH_SHIFT | \
      (uint32_t)(width) << NFABRIC_WCTRL_WIDTH_SHIFT | \
      (uint32_t)(tie) << NFABRIC_WCTRL_TIE_SHIFT)
+/* The fields of a window's CTRL value. */
+#define NFABRIC_WCTRL_PATH(ctrl) \
+    (((ctrl) & NFABRIC_WCTRL_PATH_MASK) >> NFABRIC_WCTRL_PATH_SHIFT)
+#define NFABRIC_WCTRL_WIDTH(ctrl) \
+    (((ctrl) & NFABRIC_WCTRL_WIDTH_MASK) >> NFABRIC_WCTRL_WIDTH_SHIFT)
+#define NFABRIC_WCTRL_TIE(ctrl) \
+    (((ctrl) & NFABRIC_WCTRL_TIE_MASK) >> NFABRIC_WCTRL_TIE_SHIFT)
 
 #define NFABRIC_WCMD_CLEAR          1u      /* start a new round */
 
@@ -202,24 +316,34 @@
 #define NFABRIC_REG_ROUND(i, reg)   (NFABRIC_REG_ROUND_BASE + \
                                      (i) * NFABRIC_ROUND_STRIDE + (reg))
 
-#define NFABRIC_ROUND_SEQ           0x00    /* u32 RO round number */
-#define NFABRIC_ROUND_DONE          0x04    /* u32 RO bit h: head h completed */
-#define NFABRIC_ROUND_STATUS        0x08    /* u32 RO, see RSTAT_* */
-#define NFABRIC_ROUND_COMPLETE      0x0c    /* u32 WO write SEQ: this head done */
-
-/*
- * u64 RO: writes of the head selected by HEAD_SELECT to window i since the
- * window's last clear (per-head contribution counts).
- */
-#define NFABRIC_REG_HEAD_CONTRIB    0x040
-#define NFABRIC_REG_HEAD_CONTRIB_WIN(i) (NFABRIC_REG_HEAD_CONTRIB + (i) * 8)
-
 #define NFABRIC_RSTAT_ALL_DONE      (1u << 0)   /* every head done or lost */
 #define NFABRIC_RSTAT_INCOMPLETE    (1u << 1)   /* a contribution may be partial */
 #define NFABRIC_RSTAT_DONE_SHIFT    8           /* [15:8] heads done */
 #define NFABRIC_RSTAT_DONE_MASK     0x0000ff00u
 #define NFABRIC_RSTAT_EXPECT_SHIFT  16          /* [23:16] heads expected */
 #define NFABRIC_RSTAT_EXPECT_MASK   0x00ff0000u
+
+/* ---- Names, from the tables ------------------------------------------- */
+#define NFABRIC_X_CASE_STR_(n, v, str)  case (v): return str;
+#define NFABRIC_X_CASE_ID_(n, v, str)   case (v): return #n;
+/* A function from a table's values to one of its columns; NULL if none. */
+#define NFABRIC_NAME_FN_(fn, table, column) \
+    static inline const char *fn(unsigned v) \
+    { \
+        switch (v) { \
+        table(column) \
+        } \
+        return (const char *)0; \
+    }
+
+/* "fp32", "gbinary", "gternary" */
+NFABRIC_NAME_FN_(nfabric_path_str, NFABRIC_PATHS, NFABRIC_X_CASE_STR_)
+/* "neg", "pos" */
+NFABRIC_NAME_FN_(nfabric_tie_str, NFABRIC_TIES, NFABRIC_X_CASE_STR_)
+/* "OVERLAP" etc., as docs/registers.md names an error code */
+NFABRIC_NAME_FN_(nfabric_err_name, NFABRIC_ERRORS, NFABRIC_X_CASE_ID_)
+/* what an error code means, in a few words */
+NFABRIC_NAME_FN_(nfabric_err_text, NFABRIC_ERRORS, NFABRIC_X_CASE_STR_)
 
 /* Bytes of counter area a window of data_size bytes needs. */
 static inline uint64_t nfabric_counter_bytes(unsigned path, unsigned width_bits,

@@ -23,15 +23,15 @@
  *     0  u64 arrival_ps   arrival time of the access, ps
  *     8  u32 bytes        access length
  *    12  u8  path         NFABRIC_PATH_*
- *    13  u8  kind         NFABRIC_TRACE_READ / _WRITE / _CLEAR
+ *    13  u8  kind         NFABRIC_RECORD_READ / _WRITE / _CLEAR
  *    14  u16 reserved     0
  *
  * A CLEAR record (arrival, bytes and path 0) stands for CTRL.CLEAR_TIMING:
  * the replay zeroes the model there.  Reads and writes cost the same in the
  * model; the kind is kept for the reader's benefit.
  */
-#ifndef HW_MEM_NFABRIC_TRACE_H
-#define HW_MEM_NFABRIC_TRACE_H
+#ifndef HW_MEM_NFABRIC_RECORD_H
+#define HW_MEM_NFABRIC_RECORD_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,78 +40,78 @@
 
 #include "hw/mem/nfabric_timing.h"
 
-#define NFABRIC_TRACE_MAGIC         0x5254464eu /* "NFTR" little-endian */
-#define NFABRIC_TRACE_VERSION       1
-#define NFABRIC_TRACE_HEADER_SIZE   32
-#define NFABRIC_TRACE_RECORD_SIZE   16
+#define NFABRIC_RECORD_MAGIC         0x5254464eu /* "NFTR" little-endian */
+#define NFABRIC_RECORD_VERSION       1
+#define NFABRIC_RECORD_HEADER_SIZE   32
+#define NFABRIC_RECORD_SIZE   16
 
-#define NFABRIC_TRACE_F_DEPENDENT   (1u << 0)
-#define NFABRIC_TRACE_F_VALID       0x1u
+#define NFABRIC_RECORD_F_DEPENDENT   (1u << 0)
+#define NFABRIC_RECORD_F_VALID       0x1u
 
-#define NFABRIC_TRACE_READ          0
-#define NFABRIC_TRACE_WRITE         1
-#define NFABRIC_TRACE_CLEAR         2
-#define NFABRIC_TRACE_NUM_KINDS     3
+#define NFABRIC_RECORD_READ          0
+#define NFABRIC_RECORD_WRITE         1
+#define NFABRIC_RECORD_CLEAR         2
+#define NFABRIC_RECORD_NUM_KINDS     3
 
 /* Errors (negative returns). */
-#define NFABRIC_TRACE_EIO           (-1)    /* read or write failed */
-#define NFABRIC_TRACE_EMAGIC        (-2)    /* not a record file */
-#define NFABRIC_TRACE_EVERSION      (-3)    /* unknown version or sizes */
-#define NFABRIC_TRACE_ETRUNC        (-4)    /* file ends inside a header/record */
-#define NFABRIC_TRACE_EBAD          (-5)    /* bad field in a record/header */
-#define NFABRIC_TRACE_EPARAMS       (-6)    /* header parameters out of range */
+#define NFABRIC_RECORD_EIO           (-1)    /* read or write failed */
+#define NFABRIC_RECORD_EMAGIC        (-2)    /* not a record file */
+#define NFABRIC_RECORD_EVERSION      (-3)    /* unknown version or sizes */
+#define NFABRIC_RECORD_ETRUNC        (-4)    /* file ends inside a header/record */
+#define NFABRIC_RECORD_EBAD          (-5)    /* bad field in a record/header */
+#define NFABRIC_RECORD_EPARAMS       (-6)    /* header parameters out of range */
 
-typedef struct NFabricTraceHeader {
+typedef struct NFabricRecordHeader {
     uint16_t version;
     uint16_t header_size;
     uint16_t record_size;
     uint16_t flags;
     NFabricTimingParams params;
-} NFabricTraceHeader;
+} NFabricRecordHeader;
 
-typedef struct NFabricTraceRecord {
+typedef struct NFabricRecord {
     uint64_t arrival_ps;
     uint32_t bytes;
     uint8_t path;
     uint8_t kind;
-} NFabricTraceRecord;
+} NFabricRecord;
 
-const char *nfabric_trace_strerror(int err);
+const char *nfabric_record_strerror(int err);
 
 /* ---- buffers (no I/O) ------------------------------------------------ */
-void nfabric_trace_encode_header(uint8_t buf[NFABRIC_TRACE_HEADER_SIZE],
+void nfabric_record_encode_header(uint8_t buf[NFABRIC_RECORD_HEADER_SIZE],
                                  const NFabricTimingParams *p,
                                  unsigned flags);
 /* Decode the first 32 bytes of a header; 0 or a negative error. */
-int nfabric_trace_decode_header(const uint8_t buf[NFABRIC_TRACE_HEADER_SIZE],
-                                NFabricTraceHeader *h);
-void nfabric_trace_encode(uint8_t buf[NFABRIC_TRACE_RECORD_SIZE],
-                          const NFabricTraceRecord *r);
-/* Decode the first 16 bytes of a record; 0 or NFABRIC_TRACE_EBAD. */
-int nfabric_trace_decode(const uint8_t buf[NFABRIC_TRACE_RECORD_SIZE],
-                         NFabricTraceRecord *r);
+int nfabric_record_decode_header(const uint8_t buf[NFABRIC_RECORD_HEADER_SIZE],
+                                NFabricRecordHeader *h);
+void nfabric_record_encode(uint8_t buf[NFABRIC_RECORD_SIZE],
+                          const NFabricRecord *r);
+/* Decode the first 16 bytes of a record; 0 or NFABRIC_RECORD_EBAD. */
+int nfabric_record_decode(const uint8_t buf[NFABRIC_RECORD_SIZE],
+                         NFabricRecord *r);
 
 /* ---- writing --------------------------------------------------------- */
 /* Each returns 0 or a negative error. */
-int nfabric_trace_write_header(FILE *f, const NFabricTimingParams *p,
+int nfabric_record_write_header(FILE *f, const NFabricTimingParams *p,
                                unsigned flags);
-int nfabric_trace_write(FILE *f, const NFabricTraceRecord *r);
-/* One access (bytes up to UINT32_MAX, else NFABRIC_TRACE_EBAD). */
-int nfabric_trace_write_access(FILE *f, uint64_t arrival_ps, unsigned path,
+int nfabric_record_write(FILE *f, const NFabricRecord *r);
+/* One access (bytes up to UINT32_MAX, else NFABRIC_RECORD_EBAD). */
+int nfabric_record_write_access(FILE *f, uint64_t arrival_ps, unsigned path,
                                uint64_t bytes, bool write);
-int nfabric_trace_write_clear(FILE *f);
+int nfabric_record_write_clear(FILE *f);
 
 /* ---- reading --------------------------------------------------------- */
-typedef struct NFabricTraceReader {
+typedef struct NFabricRecordReader {
     FILE *f;
-    NFabricTraceHeader h;
+    NFabricRecordHeader h;
     uint64_t records;           /* records read so far */
-} NFabricTraceReader;
+} NFabricRecordReader;
 
 /* Read and check the header; 0 or a negative error. */
-int nfabric_trace_reader_open(NFabricTraceReader *rd, FILE *f);
+int nfabric_record_reader_open(NFabricRecordReader *rd, FILE *f);
 /* The next record: 1, 0 at end of file, or a negative error. */
-int nfabric_trace_read(NFabricTraceReader *rd, NFabricTraceRecord *r);
+int nfabric_record_read(NFabricRecordReader *rd, NFabricRecord *r);
 
 /*
  * Replay a whole record file through the model: t is initialised with the
@@ -120,11 +120,11 @@ int nfabric_trace_read(NFabricTraceReader *rd, NFabricTraceRecord *r);
  * and every CLEAR record clears t.  Returns the number of records, or a
  * negative error (t then holds the figures up to the bad record).
  */
-int64_t nfabric_trace_replay(FILE *f, NFabricTiming *t,
+int64_t nfabric_record_replay(FILE *f, NFabricTiming *t,
                              const NFabricTimingParams *params,
-                             NFabricTraceHeader *h);
+                             NFabricRecordHeader *h);
 
 /* Apply one record to the model (what the replay does per record). */
-void nfabric_trace_apply(NFabricTiming *t, const NFabricTraceRecord *r);
+void nfabric_record_apply(NFabricTiming *t, const NFabricRecord *r);
 
-#endif /* HW_MEM_NFABRIC_TRACE_H */
+#endif /* HW_MEM_NFABRIC_RECORD_H */

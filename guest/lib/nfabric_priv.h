@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libnfabric internals: the context behind the opaque nfabric_dev, shared
+ * by libnfabric.c, nfabric_drv.c (registers through the driver) and
+ * nfabric_host.c (the host transport).  Not for the library's users.
+ */
+#ifndef NFABRIC_GUEST_PRIV_H
+#define NFABRIC_GUEST_PRIV_H
+
+#include "libnfabric.h"
+
+/*
+ * How a device is reached when it is not mapped: registers and memory
+ * accesses through functions (nfabric_host.c: the controller model on the
+ * host, a head of a shared device, no VM).
+ */
+typedef struct nfabric_transport {
+    uint32_t (*rd32)(void *priv, uint32_t off);
+    void (*wr32)(void *priv, uint32_t off, uint32_t v);
+    /* len bytes at dpa as accesses of at most 8 bytes; 0 or -1 (range) */
+    int (*mem)(void *priv, uint64_t dpa, void *buf, uint64_t len, bool write);
+    void (*close)(void *priv);
+} nfabric_transport;
+
+struct nfabric_dev {
+    unsigned flags;
+    const nfabric_transport *xport;     /* NULL: mapped (guest) */
+    void *xport_priv;
+    char pci_name[64];          /* e.g. "0000:0d:00.0" (empty: none) */
+    char memdev[32];            /* e.g. "mem0" */
+    char region[32];            /* e.g. "region0" */
+    char dax_name[32];          /* e.g. "dax0.0" */
+    /* Registers. */
+    int bar_fd;
+    void *bar;
+    size_t bar_size;
+    volatile uint8_t *regs;     /* bar + NFABRIC_REGS_OFFSET (or bar: driver) */
+    char access[64];            /* how: "driver /dev/nfabricN" or "resource0 (...)" */
+    uint32_t version, caps;
+    uint64_t dev_mem_size;      /* NFABRIC_REG_MEM_SIZE */
+    /* Device memory (the dax mapping). */
+    int dax_fd;
+    uint8_t *mem;
+    size_t mem_size;
+    uint64_t dpa_base;          /* DPA of mem[0] */
+    char errmsg[512];
+};
+
+#endif /* NFABRIC_GUEST_PRIV_H */
