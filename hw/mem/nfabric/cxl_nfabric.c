@@ -200,21 +200,27 @@ static MemTxResult nfabric_trap_write(void *opaque, hwaddr addr,
                              attrs);
 }
 
-/* As the fixed window's own I/O path (cfmws_ops): any size, any alignment. */
+/*
+ * The device's I/O regions take what the fixed window's own I/O path
+ * (cfmws_ops) takes: 1 to 8 bytes at any alignment, passed on as they are.
+ */
+#define NFABRIC_ANY_ACCESS                                              \
+    .endianness = DEVICE_LITTLE_ENDIAN,                                 \
+    .valid = {                                                          \
+        .min_access_size = 1,                                           \
+        .max_access_size = 8,                                           \
+        .unaligned = true,                                              \
+    },                                                                  \
+    .impl = {                                                           \
+        .min_access_size = 1,                                           \
+        .max_access_size = 8,                                           \
+        .unaligned = true,                                              \
+    }
+
 static const MemoryRegionOps nfabric_trap_ops = {
     .read_with_attrs = nfabric_trap_read,
     .write_with_attrs = nfabric_trap_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
-    .impl = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
+    NFABRIC_ANY_ACCESS,
 };
 
 static MemoryRegion *nfabric_direct_region(CXLType3Dev *ct3d)
@@ -344,17 +350,7 @@ static void nfabric_reg_write(void *opaque, hwaddr off, uint64_t val,
 static const MemoryRegionOps nfabric_reg_ops = {
     .read = nfabric_reg_read,
     .write = nfabric_reg_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
-    .impl = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
+    NFABRIC_ANY_ACCESS,
 };
 
 /* ---- lifecycle ------------------------------------------------------- */
