@@ -219,7 +219,7 @@ static int nf_check_window(struct nfabric_dev *nf, const struct nfabric_ioc_wind
 static int nf_ioc_win_set(struct nfabric_dev *nf, void __user *arg)
 {
 	struct nfabric_ioc_window w;
-	u32 before, ctrl, err, i;
+	u32 before, wctrl, err, i;
 	u64 cbytes;
 	int rc;
 
@@ -242,8 +242,8 @@ static int nf_ioc_win_set(struct nfabric_dev *nf, void __user *arg)
 	nf_wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE), w.length);
 	nf_wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS), w.counters);
 	nf_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD), w.threshold);
-	ctrl = NFABRIC_WCTRL(w.path, w.width, w.tie) | NFABRIC_WCTRL_ENABLE;
-	nf_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), ctrl);
+	wctrl = NFABRIC_WCTRL(w.path, w.width, w.tie) | NFABRIC_WCTRL_ENABLE;
+	nf_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), wctrl);
 	if (nf_rd32(nf, NFABRIC_REG_ERROR_COUNT) == before &&
 	    (nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)) & NFABRIC_WCTRL_ENABLE))
 		return 0;
@@ -264,7 +264,7 @@ static int nf_ioc_win_set(struct nfabric_dev *nf, void __user *arg)
 static int nf_ioc_win_get(struct nfabric_dev *nf, void __user *arg)
 {
 	struct nfabric_ioc_window w;
-	u32 i, ctrl;
+	u32 i, wctrl;
 
 	if (copy_from_user(&w, arg, sizeof(w)))
 		return -EFAULT;
@@ -277,11 +277,11 @@ static int nf_ioc_win_get(struct nfabric_dev *nf, void __user *arg)
 	memset(&w, 0, sizeof(w));
 	w.size = sizeof(w);
 	w.index = i;
-	ctrl = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
-	w.enabled = !!(ctrl & NFABRIC_WCTRL_ENABLE);
-	w.path = FIELD_GET(NFABRIC_WCTRL_PATH_MASK, ctrl);
-	w.width = FIELD_GET(NFABRIC_WCTRL_WIDTH_MASK, ctrl);
-	w.tie = FIELD_GET(NFABRIC_WCTRL_TIE_MASK, ctrl);
+	wctrl = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
+	w.enabled = !!(wctrl & NFABRIC_WCTRL_ENABLE);
+	w.path = FIELD_GET(NFABRIC_WCTRL_PATH_MASK, wctrl);
+	w.width = FIELD_GET(NFABRIC_WCTRL_WIDTH_MASK, wctrl);
+	w.tie = FIELD_GET(NFABRIC_WCTRL_TIE_MASK, wctrl);
 	w.threshold = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD));
 	w.base = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE));
 	w.length = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE));
@@ -296,7 +296,7 @@ static int nf_ioc_win_get(struct nfabric_dev *nf, void __user *arg)
 static int nf_ioc_win_cmd(struct nfabric_dev *nf, unsigned int cmd, void __user *arg)
 {
 	struct nfabric_ioc_window_cmd c;
-	u32 before, i, ctrl, err;
+	u32 before, i, wctrl, err;
 
 	if (copy_from_user(&c, arg, sizeof(c)))
 		return -EFAULT;
@@ -305,8 +305,8 @@ static int nf_ioc_win_cmd(struct nfabric_dev *nf, unsigned int cmd, void __user 
 	i = c.index;
 	before = nf_rd32(nf, NFABRIC_REG_ERROR_COUNT);
 	if (cmd == NFABRIC_IOC_WIN_DISABLE) {
-		ctrl = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
-		nf_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), ctrl & ~NFABRIC_WCTRL_ENABLE);
+		wctrl = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
+		nf_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), wctrl & ~NFABRIC_WCTRL_ENABLE);
 	} else {
 		nf_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR);
 	}

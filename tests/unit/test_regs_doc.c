@@ -9,6 +9,7 @@
  * TAP output.
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,43 @@ static void check_resets(NFabricCtrl *c)
               "registers) is what a fresh controller reads", n);
 }
 
+/* The table of error codes in registers.md against NFABRIC_ERRORS, both ways. */
+static void check_errors(void)
+{
+    FILE *f = fopen(NF_REGISTERS_MD, "r");
+    char line[1024], name[64];
+    unsigned code, seen = 0, bad = 0;
+    bool found[NFABRIC_ERR_MAX + 1] = { false };
+
+    while (f && fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "| %u | `%63[^`]` |", &code, name) != 2) {
+            continue;
+        }
+        seen++;
+        if (code > NFABRIC_ERR_MAX || strcmp(nfabric_err_name(code), name)) {
+            bad++;
+            tap_diag("registers.md: error %u `%s`: the table says %s", code,
+                     name, code > NFABRIC_ERR_MAX ? "no such code" :
+                     nfabric_err_name(code));
+            continue;
+        }
+        found[code] = true;
+    }
+    if (f) {
+        fclose(f);
+    }
+    for (unsigned c = 0; c <= NFABRIC_ERR_MAX; c++) {
+        if (!found[c]) {
+            bad++;
+            tap_diag("registers.md has no row for error %u %s", c,
+                     nfabric_err_name(c));
+        }
+    }
+    TAP_CHECK(seen == NFABRIC_ERR_MAX + 1 && bad == 0, "every error code of "
+              "the table (%d) is in registers.md with its name, and no other",
+              NFABRIC_ERR_MAX + 1);
+}
+
 int main(void)
 {
     static const NFabricTimingParams tp = { 1000, 5, 300, 32000 };
@@ -204,6 +242,7 @@ int main(void)
         }
     }
     fclose(f);
+    check_errors();
     TAP_CHECK(rows >= NREGS && bad_off == 0, "every register row of "
               "registers.md (%u) has the tables' offset, width and access",
               rows);
