@@ -18,11 +18,9 @@ NF_FUZZ_OPTS=(-max_len=1024 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
 NF_BENCH_DESC[fuzz]="libFuzzer on the controller model + random device sequences (qtest); --seconds N --jobs N --sequences N"
 nf_register_suite 25 fuzz "fuzzing: controller model (libFuzzer, ASan/UBSan), corpus replay, device sequences (qtest)"
 
-# The model's pure-C sources (everything the device builds but its QEMU glue;
-# nfabric_trace.c is only the old name of nfabric_record.c, see that file).
+# The model's pure-C sources (everything the device builds but its QEMU glue).
 nf_fuzz_model_srcs() {
-    find "$NF_ROOT/hw/mem/nfabric" -maxdepth 1 -name 'nfabric_*.c' \
-        ! -name nfabric_trace.c | sort
+    find "$NF_ROOT/hw/mem/nfabric" -maxdepth 1 -name 'nfabric_*.c' | sort
 }
 
 # nf_fuzz_stale OUT SRC...: true if OUT is missing or older than a source
