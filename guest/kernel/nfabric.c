@@ -358,7 +358,8 @@ static int nf_ioc_timing(struct nfabric_dev *nf, void __user *arg)
 	if (copy_from_user(&t, arg, sizeof(t)))
 		return -EFAULT;
 	if (t.size != sizeof(t) || t.flags & ~NFABRIC_TIMING_F_VALID ||
-	    t.reserved0 || t.reserved[0] || t.reserved[1])
+	    t.reserved0 || t.reserved1[0] || t.reserved1[1] ||
+	    t.reserved[0] || t.reserved[1])
 		return -EINVAL;
 	flags = t.flags;
 	memset(&t, 0, sizeof(t));
@@ -369,8 +370,6 @@ static int nf_ioc_timing(struct nfabric_dev *nf, void __user *arg)
 	t.service_ns = nf_rd32(nf, NFABRIC_REG_T_SERVICE_NS);
 	t.link_mbps = nf_rd32(nf, NFABRIC_REG_T_LINK_MBPS);
 	t.exposed_ppm = nf_rd32(nf, NFABRIC_REG_T_EXPOSED_PPM);
-	t.max_in_flight = nf_rd32(nf, NFABRIC_REG_T_MAX_IN_FLIGHT);
-	t.max_queued = nf_rd32(nf, NFABRIC_REG_T_MAX_QUEUED);
 	t.total_ps = nf_rd64(nf, NFABRIC_REG_T_TOTAL_PS);
 	t.runtime_ps = nf_rd64(nf, NFABRIC_REG_T_RUNTIME_PS);
 	t.queued_ps = nf_rd64(nf, NFABRIC_REG_T_QUEUED_PS);

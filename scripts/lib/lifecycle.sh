@@ -41,8 +41,7 @@ NF_LC_CXL_MEM=${NF_LIFECYCLE_CXL_MEM:-256M}
 NF_LC_RP1=(-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3)
 # The device's read-only figures (hw/mem/nfabric/cxl_nfabric.c).
 NF_LC_FIGURES=(timing-total-ps timing-exposed-ppm timing-runtime-ps
-               timing-queued-ps timing-link-busy-ps timing-max-in-flight
-               timing-max-queued)
+               timing-queued-ps timing-link-busy-ps)
 for _p in fp32 gbinary gternary; do
     NF_LC_FIGURES+=("timing-$_p-ps" "timing-$_p-exposed-ps" "timing-$_p-accesses"
                     "stats-$_p-reads" "stats-$_p-writes" "stats-$_p-read-bytes"

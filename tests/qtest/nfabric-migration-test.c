@@ -184,11 +184,9 @@ static void build_regs(void)
         add(NFABRIC_REG_T_PATH + o, 8);
     }
 #ifdef NFABRIC_REG_T_ACCESSES
-    add(NFABRIC_REG_T_MAX_IN_FLIGHT, 4);
     add(NFABRIC_REG_T_RUNTIME_PS, 8);
     add(NFABRIC_REG_T_QUEUED_PS, 8);
     add(NFABRIC_REG_T_LINK_BUSY_PS, 8);
-    add(NFABRIC_REG_T_MAX_QUEUED, 4);
     for (int p = 0; p < NFABRIC_NUM_PATHS; p++) {
         add(NFABRIC_REG_T_ACCESSES_PATH(p), 8);
     }

@@ -108,8 +108,7 @@ struct nfabric_ioc_timing {
 	__u32 service_ns;
 	__u32 link_mbps;
 	__u32 exposed_ppm;
-	__u32 max_in_flight;
-	__u32 max_queued;
+	__u32 reserved1[2];	/* 0 (register layout 1.1's queue maxima) */
 	__u32 reserved0;
 	__u64 total_ps;
 	__u64 runtime_ps;

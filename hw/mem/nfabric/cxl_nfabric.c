@@ -684,8 +684,8 @@ static const VMStateDescription vmstate_nfabric_round = {
  */
 static const VMStateDescription vmstate_nfabric = {
     .name = TYPE_CXL_NFABRIC,
-    .version_id = 2,
-    .minimum_version_id = 2,
+    .version_id = 3,            /* 3: without the timing queue maxima */
+    .minimum_version_id = 3,
     .post_load = nfabric_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_PCI_DEVICE(parent_obj.parent_obj, CXLNFabricState),
@@ -717,8 +717,6 @@ static const VMStateDescription vmstate_nfabric = {
         VMSTATE_UINT64(ctrl.timing.queued_ps, CXLNFabricState),
         VMSTATE_UINT64(ctrl.timing.link_busy_ps, CXLNFabricState),
         VMSTATE_UINT64(ctrl.timing.first_arrival_ps, CXLNFabricState),
-        VMSTATE_UINT32(ctrl.timing.max_in_flight, CXLNFabricState),
-        VMSTATE_UINT32(ctrl.timing.max_queued, CXLNFabricState),
         VMSTATE_UINT32(ctrl.timing.occ_saturated, CXLNFabricState),
         VMSTATE_UINT64(ctrl.timing.now_ps, CXLNFabricState),
         VMSTATE_UINT64(ctrl.timing.last_arrival_ps, CXLNFabricState),
@@ -790,10 +788,6 @@ static const NFabricFigure nfabric_figures[] = {
       "sum of waits for the link, ps" },
     { "timing-link-busy-ps", NFABRIC_REG_T_LINK_BUSY_PS, 8,
       "sum of link occupancy, ps" },
-    { "timing-max-in-flight", NFABRIC_REG_T_MAX_IN_FLIGHT, 4,
-      "most requests in flight at once" },
-    { "timing-max-queued", NFABRIC_REG_T_MAX_QUEUED, 4,
-      "most requests waiting for the link at once" },
 };
 
 static void nfabric_get_record_lost(Object *obj, Visitor *v, const char *name,

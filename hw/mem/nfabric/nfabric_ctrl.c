@@ -736,16 +736,12 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
         return nfabric_timing_exposed_ppm(t);
     case NFABRIC_REG_T_TOTAL_PS:
         return nfabric_timing_total_ps(t);
-    case NFABRIC_REG_T_MAX_IN_FLIGHT:
-        return t->max_in_flight;
     case NFABRIC_REG_T_RUNTIME_PS:
         return nfabric_timing_runtime_ps(t);
     case NFABRIC_REG_T_QUEUED_PS:
         return t->queued_ps;
     case NFABRIC_REG_T_LINK_BUSY_PS:
         return t->link_busy_ps;
-    case NFABRIC_REG_T_MAX_QUEUED:
-        return t->max_queued;
     }
     abort();
 }

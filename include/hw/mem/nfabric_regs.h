@@ -42,7 +42,12 @@
 
 #define NFABRIC_MAGIC               0x4241464eu /* "NFAB" little-endian */
 #define NFABRIC_VERSION_MAJOR       1
-#define NFABRIC_VERSION_MINOR       1   /* 1.1: heads and rounds */
+/*
+ * 1.1: heads and rounds.  1.2: T_MAX_IN_FLIGHT (0x214) and T_MAX_QUEUED
+ * (0x268) removed (unmapped): the device's stream is dependent, one access
+ * in flight at a time, so they could not say anything.
+ */
+#define NFABRIC_VERSION_MINOR       2
 #define NFABRIC_VERSION \
     ((NFABRIC_VERSION_MAJOR << 16) | NFABRIC_VERSION_MINOR)
 
@@ -159,7 +164,6 @@ enum {
     X(T_LINK_MBPS,     0x20c, 4, RO, NFABRIC_RESET_DEVICE, HEAD, 1) \
     /* ... and accumulated figures (docs/timing.md). */ \
     X(T_EXPOSED_PPM,   0x210, 4, RO, 0, HEAD, 1) \
-    X(T_MAX_IN_FLIGHT, 0x214, 4, RO, 0, HEAD, 1) \
     X(T_TOTAL_PS,      0x218, 8, RO, 0, HEAD, 1) \
     /* Per path: T_PATH_TIME_PS, T_PATH_EXPOSED_PS. */ \
     X(T_PATH,          0x220, 8, RO, 0, HEAD, \
@@ -167,7 +171,6 @@ enum {
     X(T_RUNTIME_PS,    0x250, 8, RO, 0, HEAD, 1) \
     X(T_QUEUED_PS,     0x258, 8, RO, 0, HEAD, 1) \
     X(T_LINK_BUSY_PS,  0x260, 8, RO, 0, HEAD, 1) \
-    X(T_MAX_QUEUED,    0x268, 4, RO, 0, HEAD, 1) \
     X(T_ACCESSES,      0x270, 8, RO, 0, HEAD, NFABRIC_NUM_PATHS)
 
 /* Window i's registers at NFABRIC_REG_WIN(i, NFABRIC_WIN_<NAME>). */
