@@ -63,10 +63,13 @@ static void nfabric_direct_update(CXLNFabricState *s);
 /* ---- hooks of the controller model ---------------------------------- */
 
 /*
- * Only migration reads these dirty bits: the backend's RAM is reached
- * through the device alone, so no translated code and no display depend
- * on it.  Outside migration the (per-access) bitmap update is skipped;
- * when migration starts it sends all of the RAM once anyway.
+ * The device's own stores to its RAM (the I/O path and the traps of the
+ * direct map).  Only migration reads these dirty bits: outside migration
+ * the (per-access) bitmap update is skipped, and when migration starts it
+ * sends all of the RAM once anyway.  Stores the CPU makes through the
+ * direct map are tracked by QEMU's own RAM dirty logging.  Translated code
+ * is not invalidated here: executing from an enabled window or counter
+ * area is not supported (docs/device.md).
  */
 static void nfabric_hook_dirty(void *opaque, uint64_t dpa, uint64_t len)
 {
