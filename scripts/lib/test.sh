@@ -44,6 +44,7 @@ nf_test_main() {
     nf_setup_main --quiet
     local logdir=$NF_BUILD/test-logs passed=0 failed=0 p f rc
     mkdir -p "$logdir"
+    rm -f "$logdir/boot-hangs.log"      # scripts/lib/vm.sh notes hung boots there
     for s in "${suites[@]}"; do
         nf_log "suite $s: ${NF_SUITE_DESC[$s]}"
         rc=0
@@ -55,10 +56,15 @@ nf_test_main() {
             f=1
         fi
         grep '^not ok ' "$logdir/$s.log" | sed "s/^/  [$s] /" || true
+        grep -h 'vm: BOOT HUNG' "$logdir/$s.log" | sed "s/^/  [$s] /" || true
         printf '%-8s %4d passed, %d failed   (%s)\n' "$s:" "$p" "$f" "$logdir/$s.log"
         passed=$((passed + p))
         failed=$((failed + f))
     done
+    if [ -s "$logdir/boot-hangs.log" ]; then
+        echo "boot hangs (a guest printed nothing, killed and started again):"
+        sed 's/^/  /' "$logdir/boot-hangs.log"
+    fi
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]
 }

@@ -232,12 +232,47 @@ nf_vm_main() {
         return $rc
     fi
     local state t0 qrc=0 exit_rc="" ready_host="" ready_line="" not_ready="" errf
-    state=$(mktemp)
-    errf=$(mktemp)
-    t0=$EPOCHREALTIME
-    # QEMU's own messages go to stderr as always, and are kept to report.
-    "${qemu[@]}" < /dev/null 2> >(tee "$errf" >&2) |
-        nf_vm_filter "$state" "$t0" "$quiet" "$log" || qrc=$?
+    local attempt pidf hungf wpid hang_s=${NF_VM_BOOT_HANG_S:-120}
+    for attempt in 1 2; do
+        state=$(mktemp)
+        errf=$(mktemp)
+        pidf=$(mktemp)
+        hungf=$state.hung
+        qrc=0
+        t0=$EPOCHREALTIME
+        # A boot that prints nothing at all for hang_s seconds (init prints
+        # within seconds, even under load) hung before /init: it has been
+        # seen once, in the kernel's PCI scan, with both vCPUs idle.  It is
+        # killed, reported, and started once more; a second hang fails.
+        (
+            sleep "$hang_s"
+            if [ ! -s "$log" ] && [ -s "$pidf" ]; then
+                touch "$hungf"
+                kill "$(cat "$pidf")" 2>/dev/null || true
+            fi
+        ) &
+        wpid=$!
+        # QEMU's own messages go to stderr as always, and are kept to report.
+        "${qemu[@]}" -pidfile "$pidf" < /dev/null 2> >(tee "$errf" >&2) |
+            nf_vm_filter "$state" "$t0" "$quiet" "$log" || qrc=$?
+        kill "$wpid" 2>/dev/null || true
+        wait "$wpid" 2>/dev/null || true
+        rm -f "$pidf"
+        if [ -e "$hungf" ]; then
+            mkdir -p "$NF_BUILD/test-logs"
+            echo "$(date -u +%FT%TZ) boot hung (nothing on the console in $hang_s s), attempt $attempt: $log" \
+                >> "$NF_BUILD/test-logs/boot-hangs.log"
+            rm -f "$hungf" "$state" "$errf"
+            if [ "$attempt" = 1 ]; then
+                echo "vm: BOOT HUNG: the guest printed nothing in $hang_s s; killed it, starting it once more" >&2
+                : > "$log"
+                continue
+            fi
+            echo "vm: BOOT HUNG twice: the guest printed nothing in $hang_s s (console: $log)" >&2
+            return 124
+        fi
+        break
+    done
     # shellcheck disable=SC1090
     . "$state"
     rm -f "$state"
