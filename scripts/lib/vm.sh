@@ -232,11 +232,23 @@ nf_vm_main() {
         return $rc
     fi
     local state t0 qrc=0 exit_rc="" ready_host="" ready_line="" not_ready="" errf
-    local attempt pidf hungf wpid hang_s=${NF_VM_BOOT_HANG_S:-120}
+    local attempt pidf hungf wpid hang_s=${NF_VM_BOOT_HANG_S:-120} i own_pidf="" qargs=()
+    # The watchdog below needs QEMU's pid: the caller's -pidfile if it gave
+    # one (scripts/lib/cluster.sh kills hosts by it), else one of our own.
+    for ((i = 0; i + 1 < ${#extra[@]}; i++)); do
+        if [ "${extra[i]}" = -pidfile ]; then own_pidf=${extra[i + 1]}; fi
+    done
     for attempt in 1 2; do
         state=$(mktemp)
         errf=$(mktemp)
-        pidf=$(mktemp)
+        qargs=("${qemu[@]}")
+        if [ -n "$own_pidf" ]; then
+            pidf=$own_pidf
+            rm -f "$pidf"
+        else
+            pidf=$(mktemp)
+            qargs+=(-pidfile "$pidf")
+        fi
         hungf=$state.hung
         qrc=0
         t0=$EPOCHREALTIME
@@ -253,11 +265,11 @@ nf_vm_main() {
         ) &
         wpid=$!
         # QEMU's own messages go to stderr as always, and are kept to report.
-        "${qemu[@]}" -pidfile "$pidf" < /dev/null 2> >(tee "$errf" >&2) |
+        "${qargs[@]}" < /dev/null 2> >(tee "$errf" >&2) |
             nf_vm_filter "$state" "$t0" "$quiet" "$log" || qrc=$?
         kill "$wpid" 2>/dev/null || true
         wait "$wpid" 2>/dev/null || true
-        rm -f "$pidf"
+        [ -n "$own_pidf" ] || rm -f "$pidf"
         if [ -e "$hungf" ]; then
             mkdir -p "$NF_BUILD/test-logs"
             echo "$(date -u +%FT%TZ) boot hung (nothing on the console in $hang_s s), attempt $attempt: $log" \
