@@ -640,13 +640,14 @@ static int nfabric_post_load(void *opaque, int version_id)
         return -EINVAL;
     }
     /*
-     * The decoders and the window table came with the state: map again.
-     * Components loaded later only ever add what they commit (their own
-     * decoders start uncommitted), so the map is never wider than the
-     * decoders allow; the I/O path serves the rest.
+     * The decoders and the window table came with the state: map again
+     * (this device only; cxl_type3_update_direct_map() checks the whole
+     * decoder path).  A host bridge loaded later starts uncommitted, so the
+     * map is never wider than the decoders allow; the I/O path serves the
+     * rest until the next commit.
      */
     nfabric_direct_update(s);
-    cxl_fmws_update_direct_maps();
+    cxl_type3_update_direct_map(CXL_TYPE3(s));
     return 0;
 }
 
