@@ -19,12 +19,14 @@
 #include <linux/idr.h>
 #include <linux/io.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/ioport.h>
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/overflow.h>
 #include <linux/pci.h>
+#include <linux/rwsem.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/jiffies.h>
@@ -33,9 +35,49 @@
 /* The register layout shared with the QEMU device and user space. */
 #include "hw/mem/nfabric_regs.h"
 #include "nfabric.h"
+/* The checks shared with libnfabric (pure inline functions). */
+#include "nfabric_checks.h"
 
 #define NFABRIC_MAX_DEVS	64
 #define NFABRIC_HOST_DRIVER	"cxl_pci"
+
+/*
+ * The CXL.cache/mem registers of the component register block (BAR0 + 0,
+ * the same convention as the controller's block): the HDM decoders say
+ * where the host maps device memory and whether it interleaves it.
+ */
+#define NF_CM_OFFSET		0x1000
+#define NF_CM_SIZE		0x1000
+#define NF_CM_CAP_ID_MASK	GENMASK(15, 0)
+#define NF_CM_CAP_ARRAY_MASK	GENMASK(31, 24)
+#define NF_CM_CAP_PTR_MASK	GENMASK(31, 20)
+#define NF_CM_CAP_HDR_ID	1
+#define NF_CM_CAP_HDM_ID	5
+#define NF_HDM_COUNT_MASK	GENMASK(3, 0)
+#define NF_HDM_DEC(n, r)	(0x10 + (n) * 0x20 + (r))
+#define NF_HDM_BASE_LO		0x00
+#define NF_HDM_BASE_HI		0x04
+#define NF_HDM_SIZE_LO		0x08
+#define NF_HDM_SIZE_HI		0x0c
+#define NF_HDM_CTRL		0x10
+#define NF_HDM_SKIP_LO		0x14
+#define NF_HDM_SKIP_HI		0x18
+#define NF_HDM_CTRL_IW_MASK	GENMASK(7, 4)
+#define NF_HDM_CTRL_COMMITTED	BIT(10)
+#define NF_HDM_MAX		10
+
+/*
+ * The privilege model (docs/driver.md): reading the device needs only an
+ * open file (the node's mode decides who may open it); changing its state
+ * or clearing its statistics needs CAP_SYS_ADMIN; mapping its registers
+ * (which bypasses every check of the driver) needs CAP_SYS_RAWIO.  The
+ * same rule for ioctls, mmap() and sysfs writes: nf_may().
+ */
+enum nf_priv {
+	NF_PRIV_READ,		/* queries */
+	NF_PRIV_ADMIN,		/* state changes, statistics clears */
+	NF_PRIV_RAWIO,		/* the register page mapped into user space */
+};
 
 static_assert(NFABRIC_DRV_NUM_PATHS == NFABRIC_NUM_PATHS);
 static_assert(NFABRIC_REGS_SIZE == PAGE_SIZE);
@@ -50,7 +92,11 @@ struct nfabric_file;
  * @memdev: the cxl_memdev under @pdev, or NULL (a reference is held)
  * @node: entry in nfabric_devs
  * @lock: serialises register access, ioctls and detach
+ * @revoke: faults of register mappings (read) against detach (write)
  * @regs: the mapped block; NULL once detached (then every call is -ENODEV)
+ * @cm: the CXL.cache/mem registers (HDM decoders), or NULL
+ * @hdm: offset of the HDM decoder capability in @cm (0: none)
+ * @mapped: register pages may be inserted (false once detached)
  * @regs_phys: physical address of the block
  * @files: open files, to revoke their register mappings on detach
  * @version: VERSION register
@@ -66,7 +112,11 @@ struct nfabric_dev {
 	struct device *memdev;
 	struct list_head node;
 	struct mutex lock;		/* see @lock above */
+	struct rw_semaphore revoke;	/* see @revoke above */
 	void __iomem *regs;
+	void __iomem *cm;
+	u32 hdm;
+	bool mapped;
 	phys_addr_t regs_phys;
 	struct list_head files;
 	u32 version;
@@ -117,11 +167,139 @@ static void nf_wr64(struct nfabric_dev *nf, u32 off, u64 val)
 	writeq(val, nf->regs + off);
 }
 
+/* ---- privileges, locking -------------------------------------------- */
+
+static int nf_may(enum nf_priv p)
+{
+	switch (p) {
+	case NF_PRIV_READ:
+		return 0;
+	case NF_PRIV_ADMIN:
+		return capable(CAP_SYS_ADMIN) ? 0 : -EPERM;
+	case NF_PRIV_RAWIO:
+		return capable(CAP_SYS_RAWIO) ? 0 : -EPERM;
+	}
+	return -EPERM;
+}
+
+/*
+ * Take the device's lock if the device is still attached (0), else
+ * -ENODEV without it.  Nothing that can fault (copy_{from,to}_user) runs
+ * under the lock: arguments are copied in before and results out after.
+ */
+static int nf_lock_live(struct nfabric_dev *nf)
+{
+	mutex_lock(&nf->lock);
+	if (nf->regs)
+		return 0;
+	mutex_unlock(&nf->lock);
+	return -ENODEV;
+}
+
+/* ---- where the host maps device memory (HDM decoders) ---------------- */
+
+/* Interleave ways of an HDM decoder's IW field (CXL 2.0 8.2.5.12.7). */
+static u32 nf_hdm_ways(u32 iw)
+{
+	if (iw <= 4)
+		return 1u << iw;
+	if (iw >= 8 && iw <= 10)
+		return 3u << (iw - 8);
+	return 0;
+}
+
+/* Find the HDM decoder capability in the CXL.cache/mem registers. */
+static u32 nf_find_hdm(void __iomem *cm)
+{
+	u32 hdr = readl(cm), n, i, cap;
+
+	if (FIELD_GET(NF_CM_CAP_ID_MASK, hdr) != NF_CM_CAP_HDR_ID)
+		return 0;
+	n = FIELD_GET(NF_CM_CAP_ARRAY_MASK, hdr);
+	for (i = 1; i <= n && i < NF_CM_SIZE / 4; i++) {
+		cap = readl(cm + i * 4);
+		if (FIELD_GET(NF_CM_CAP_ID_MASK, cap) == NF_CM_CAP_HDM_ID) {
+			u32 off = FIELD_GET(NF_CM_CAP_PTR_MASK, cap);
+
+			if (off && off + NF_HDM_DEC(NF_HDM_MAX, 0) <= NF_CM_SIZE)
+				return off;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The committed decoders of the device: each maps the DPA range after the
+ * previous decoder's (plus its skip) at its HPA base.  Called with the lock
+ * held and the device attached.  Returns the number of spans.
+ */
+static unsigned int nf_mem_spans(struct nfabric_dev *nf, struct nfabric_mem_span *spans)
+{
+	void __iomem *h;
+	unsigned int n = 0, count, i;
+	u64 dpa = 0, size, skip;
+	u32 ctrl, ways, cnt;
+
+	if (!nf->cm || !nf->hdm)
+		return 0;
+	h = nf->cm + nf->hdm;
+	cnt = FIELD_GET(NF_HDM_COUNT_MASK, readl(h));
+	count = min_t(u32, cnt ? cnt * 2 : 1, NF_HDM_MAX);
+	for (i = 0; i < count; i++) {
+		ctrl = readl(h + NF_HDM_DEC(i, NF_HDM_CTRL));
+		if (!(ctrl & NF_HDM_CTRL_COMMITTED))
+			break;		/* decoders commit in order */
+		ways = nf_hdm_ways(FIELD_GET(NF_HDM_CTRL_IW_MASK, ctrl));
+		size = (u64)readl(h + NF_HDM_DEC(i, NF_HDM_SIZE_HI)) << 32 |
+		       (readl(h + NF_HDM_DEC(i, NF_HDM_SIZE_LO)) & 0xf0000000u);
+		skip = (u64)readl(h + NF_HDM_DEC(i, NF_HDM_SKIP_HI)) << 32 |
+		       (readl(h + NF_HDM_DEC(i, NF_HDM_SKIP_LO)) & 0xf0000000u);
+		if (!ways)
+			ways = 2;	/* a reserved encoding: not a linear map */
+		spans[n].hpa = (u64)readl(h + NF_HDM_DEC(i, NF_HDM_BASE_HI)) << 32 |
+			       (readl(h + NF_HDM_DEC(i, NF_HDM_BASE_LO)) & 0xf0000000u);
+		spans[n].ways = ways;
+		spans[n].dpa = dpa + skip;
+		spans[n].size = div_u64(size, ways);
+		dpa = spans[n].dpa + spans[n].size;
+		n++;
+	}
+	return n;
+}
+
+struct nf_ram_hit {
+	u64 start, end;
+};
+
+static int nf_ram_found(struct resource *res, void *arg)
+{
+	struct nf_ram_hit *hit = arg;
+
+	hit->start = res->start;
+	hit->end = res->end;
+	return 1;
+}
+
+/* nfabric_sysram_fn: the kernel's resource tree, as /proc/iomem shows it. */
+static bool nf_is_sysram(void *ctx, u64 hpa, u64 len, u64 *start, u64 *end)
+{
+	struct nf_ram_hit hit;
+
+	if (walk_iomem_res_desc(IORES_DESC_NONE, IORESOURCE_SYSTEM_RAM, hpa,
+				hpa + len - 1, &hit, nf_ram_found) != 1)
+		return false;
+	*start = hit.start;
+	*end = hit.end;
+	return true;
+}
+
 /* ---- ioctls ---------------------------------------------------------- */
 
 static int nf_ioc_info(struct nfabric_dev *nf, void __user *arg)
 {
 	struct nfabric_ioc_info info;
+	int rc;
 
 	if (copy_from_user(&info, arg, sizeof(info)))
 		return -EFAULT;
@@ -135,9 +313,13 @@ static int nf_ioc_info(struct nfabric_dev *nf, void __user *arg)
 	info.num_paths = NFABRIC_NUM_PATHS;
 	info.mem_size = nf->mem_size;
 	info.regs_phys = nf->regs_phys;
+	rc = nf_lock_live(nf);
+	if (rc)
+		return rc;
 	if (nf->memdev)
 		strscpy(info.memdev, dev_name(nf->memdev), sizeof(info.memdev));
 	strscpy(info.pci_dev, pci_name(nf->pdev), sizeof(info.pci_dev));
+	mutex_unlock(&nf->lock);
 	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
@@ -204,6 +386,7 @@ static int nf_check_window(struct nfabric_dev *nf, const struct nfabric_ioc_wind
 			w->index, nf->mem_size);
 		return -ERANGE;
 	}
+	/* length <= mem_size here: the counter size cannot overflow. */
 	*cbytes = nfabric_counter_bytes(w->path, w->width, w->length);
 	if (agg && (check_add_overflow(w->counters, *cbytes, &end) || end > nf->mem_size)) {
 		dev_dbg(dev, "window %u: counters past the device memory\n", w->index);
@@ -216,6 +399,30 @@ static int nf_check_window(struct nfabric_dev *nf, const struct nfabric_ioc_wind
 	return 0;
 }
 
+/*
+ * What libnfabric refuses too (nfabric_check_window_memory): a low-bit
+ * window on interleaved memory or over System RAM.  Called with the lock
+ * held.
+ */
+static int nf_check_window_memory(struct nfabric_dev *nf, const struct nfabric_ioc_window *w)
+{
+	struct nfabric_mem_span spans[NF_HDM_MAX];
+	struct nfabric_mem_why why = { 0 };
+	unsigned int n = nf_mem_spans(nf, spans);
+	int rc;
+
+	rc = nfabric_check_window_memory(w->path, w->width, w->base, w->length, w->counters,
+					 spans, n, nf_is_sysram, NULL, &why);
+	if (rc == -EXDEV)
+		dev_dbg(&nf->dev, "window %u: decoder %u interleaves the memory over %u devices\n",
+			w->index, why.span, spans[why.span].ways);
+	else if (rc == -EBUSY)
+		dev_dbg(&nf->dev, "window %u: its %s (DPA %#llx, HPA %#llx) is System RAM (%#llx-%#llx)\n",
+			w->index, why.area ? "counter area" : "data", why.dpa, why.hpa,
+			why.ram_start, why.ram_end);
+	return rc;
+}
+
 static int nf_ioc_win_set(struct nfabric_dev *nf, void __user *arg)
 {
 	struct nfabric_ioc_window w;
@@ -225,6 +432,9 @@ static int nf_ioc_win_set(struct nfabric_dev *nf, void __user *arg)
 
 	if (copy_from_user(&w, arg, sizeof(w)))
 		return -EFAULT;
+	rc = nf_may(NF_PRIV_ADMIN);
+	if (rc)
+		return rc;
 	if (w.size != sizeof(w) || w.flags || w.reserved0 || w.enabled || w.error ||
 	    w.contrib_writes || w.contrib_bytes || w.reserved_codes || w.reserved1 ||
 	    w.reserved[0] || w.reserved[1])
@@ -233,9 +443,16 @@ static int nf_ioc_win_set(struct nfabric_dev *nf, void __user *arg)
 	if (rc)
 		return rc;
 	i = w.index;
+	rc = nf_lock_live(nf);
+	if (rc)
+		return rc;
+	rc = nf_check_window_memory(nf, &w);
+	if (rc)
+		goto out;
 	if (nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)) & NFABRIC_WCTRL_ENABLE) {
 		dev_dbg(&nf->dev, "window %u is enabled\n", i);
-		return -EBUSY;
+		rc = -EBUSY;
+		goto out;
 	}
 	before = nf_rd32(nf, NFABRIC_REG_ERROR_COUNT);
 	nf_wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE), w.base);
@@ -246,25 +463,31 @@ static int nf_ioc_win_set(struct nfabric_dev *nf, void __user *arg)
 	nf_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), wctrl);
 	if (nf_rd32(nf, NFABRIC_REG_ERROR_COUNT) == before &&
 	    (nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)) & NFABRIC_WCTRL_ENABLE))
-		return 0;
-
+		goto out;
 	err = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR));
+	if (err == NFABRIC_ERR_OVERLAP) {
+		dev_dbg(&nf->dev, "window %u overlaps an enabled window\n", i);
+		rc = -EBUSY;
+	} else {
+		/* Everything else was checked above: the device disagrees with us. */
+		dev_err_ratelimited(&nf->dev, "window %u: enable refused with error %u\n", i, err);
+		rc = -EIO;
+	}
+	mutex_unlock(&nf->lock);
 	w.error = err;
 	if (copy_to_user(arg, &w, sizeof(w)))
 		return -EFAULT;
-	if (err == NFABRIC_ERR_OVERLAP) {
-		dev_dbg(&nf->dev, "window %u overlaps an enabled window\n", i);
-		return -EBUSY;
-	}
-	/* Everything else was checked above: the device disagrees with us. */
-	dev_err_ratelimited(&nf->dev, "window %u: enable refused with error %u\n", i, err);
-	return -EIO;
+	return rc;
+out:
+	mutex_unlock(&nf->lock);
+	return rc;
 }
 
 static int nf_ioc_win_get(struct nfabric_dev *nf, void __user *arg)
 {
 	struct nfabric_ioc_window w;
 	u32 i, wctrl;
+	int rc;
 
 	if (copy_from_user(&w, arg, sizeof(w)))
 		return -EFAULT;
@@ -277,6 +500,9 @@ static int nf_ioc_win_get(struct nfabric_dev *nf, void __user *arg)
 	memset(&w, 0, sizeof(w));
 	w.size = sizeof(w);
 	w.index = i;
+	rc = nf_lock_live(nf);
+	if (rc)
+		return rc;
 	wctrl = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
 	w.enabled = !!(wctrl & NFABRIC_WCTRL_ENABLE);
 	w.path = FIELD_GET(NFABRIC_WCTRL_PATH_MASK, wctrl);
@@ -290,6 +516,7 @@ static int nf_ioc_win_get(struct nfabric_dev *nf, void __user *arg)
 	w.contrib_writes = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CONTRIB_WRITES));
 	w.contrib_bytes = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CONTRIB_BYTES));
 	w.reserved_codes = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_RESERVED_CODES));
+	mutex_unlock(&nf->lock);
 	return copy_to_user(arg, &w, sizeof(w)) ? -EFAULT : 0;
 }
 
@@ -297,12 +524,19 @@ static int nf_ioc_win_cmd(struct nfabric_dev *nf, unsigned int cmd, void __user 
 {
 	struct nfabric_ioc_window_cmd c;
 	u32 before, i, wctrl, err;
+	int rc;
 
 	if (copy_from_user(&c, arg, sizeof(c)))
 		return -EFAULT;
+	rc = nf_may(NF_PRIV_ADMIN);
+	if (rc)
+		return rc;
 	if (c.size != sizeof(c) || c.flags || c.reserved || c.index >= nf->num_windows)
 		return -EINVAL;
 	i = c.index;
+	rc = nf_lock_live(nf);
+	if (rc)
+		return rc;
 	before = nf_rd32(nf, NFABRIC_REG_ERROR_COUNT);
 	if (cmd == NFABRIC_IOC_WIN_DISABLE) {
 		wctrl = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
@@ -310,18 +544,21 @@ static int nf_ioc_win_cmd(struct nfabric_dev *nf, unsigned int cmd, void __user 
 	} else {
 		nf_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR);
 	}
-	if (nf_rd32(nf, NFABRIC_REG_ERROR_COUNT) == before)
-		return 0;
-	err = nf_rd32(nf, NFABRIC_REG_LAST_ERROR);
-	dev_err_ratelimited(&nf->dev, "window %u: %s refused with error %u\n", i,
-			    cmd == NFABRIC_IOC_WIN_DISABLE ? "disable" : "clear", err);
-	return -EIO;
+	if (nf_rd32(nf, NFABRIC_REG_ERROR_COUNT) != before) {
+		err = nf_rd32(nf, NFABRIC_REG_LAST_ERROR);
+		dev_err_ratelimited(&nf->dev, "window %u: %s refused with error %u\n", i,
+				    cmd == NFABRIC_IOC_WIN_DISABLE ? "disable" : "clear", err);
+		rc = -EIO;
+	}
+	mutex_unlock(&nf->lock);
+	return rc;
 }
 
 static int nf_ioc_stats(struct nfabric_dev *nf, void __user *arg)
 {
 	struct nfabric_ioc_stats st;
 	u32 flags, p;
+	int rc;
 
 	if (copy_from_user(&st, arg, sizeof(st)))
 		return -EFAULT;
@@ -329,9 +566,15 @@ static int nf_ioc_stats(struct nfabric_dev *nf, void __user *arg)
 	    st.reserved0 || st.reserved[0] || st.reserved[1])
 		return -EINVAL;
 	flags = st.flags;
+	rc = nf_may(flags ? NF_PRIV_ADMIN : NF_PRIV_READ);
+	if (rc)
+		return rc;
 	memset(&st, 0, sizeof(st));
 	st.size = sizeof(st);
 	st.flags = flags;
+	rc = nf_lock_live(nf);
+	if (rc)
+		return rc;
 	for (p = 0; p < NFABRIC_NUM_PATHS; p++) {
 		st.path[p].reads = nf_rd64(nf, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_READS));
 		st.path[p].writes = nf_rd64(nf, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_WRITES));
@@ -347,6 +590,7 @@ static int nf_ioc_stats(struct nfabric_dev *nf, void __user *arg)
 		nf_wr32(nf, NFABRIC_REG_CTRL,
 			(flags & NFABRIC_STATS_F_CLEAR ? NFABRIC_CTRL_CLEAR_STATS : 0) |
 			(flags & NFABRIC_STATS_F_CLEAR_ERRORS ? NFABRIC_CTRL_CLEAR_ERROR : 0));
+	mutex_unlock(&nf->lock);
 	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
 }
 
@@ -354,6 +598,7 @@ static int nf_ioc_timing(struct nfabric_dev *nf, void __user *arg)
 {
 	struct nfabric_ioc_timing t;
 	u32 flags, p;
+	int rc;
 
 	if (copy_from_user(&t, arg, sizeof(t)))
 		return -EFAULT;
@@ -362,9 +607,15 @@ static int nf_ioc_timing(struct nfabric_dev *nf, void __user *arg)
 	    t.reserved[0] || t.reserved[1])
 		return -EINVAL;
 	flags = t.flags;
+	rc = nf_may(flags ? NF_PRIV_ADMIN : NF_PRIV_READ);
+	if (rc)
+		return rc;
 	memset(&t, 0, sizeof(t));
 	t.size = sizeof(t);
 	t.flags = flags;
+	rc = nf_lock_live(nf);
+	if (rc)
+		return rc;
 	t.clock_mhz = nf_rd32(nf, NFABRIC_REG_T_CLOCK_MHZ);
 	t.depth = nf_rd32(nf, NFABRIC_REG_T_DEPTH);
 	t.service_ns = nf_rd32(nf, NFABRIC_REG_T_SERVICE_NS);
@@ -383,6 +634,7 @@ static int nf_ioc_timing(struct nfabric_dev *nf, void __user *arg)
 	}
 	if (flags & NFABRIC_TIMING_F_CLEAR)
 		nf_wr32(nf, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_TIMING);
+	mutex_unlock(&nf->lock);
 	return copy_to_user(arg, &t, sizeof(t)) ? -EFAULT : 0;
 }
 
@@ -406,12 +658,17 @@ static void nf_round_read(struct nfabric_dev *nf, struct nfabric_ioc_round *r)
 	r->all_done = !!(r->status & NFABRIC_RSTAT_ALL_DONE);
 }
 
-/* Copy in and check a round argument; the window must be enabled. */
+/* Copy in and check a round argument (no lock held). */
 static int nf_round_args(struct nfabric_dev *nf, unsigned int cmd, void __user *arg,
 			 struct nfabric_ioc_round *r)
 {
+	int rc;
+
 	if (copy_from_user(r, arg, sizeof(*r)))
 		return -EFAULT;
+	rc = nf_may(cmd == NFABRIC_IOC_ROUND_COMPLETE ? NF_PRIV_ADMIN : NF_PRIV_READ);
+	if (rc)
+		return rc;
 	if (r->size != sizeof(*r) || r->flags || r->status || r->done || r->heads_done ||
 	    r->heads_expected || r->all_done || r->reserved[0] || r->reserved[1] ||
 	    r->index >= nf->num_windows ||
@@ -424,6 +681,7 @@ static int nf_round_args(struct nfabric_dev *nf, unsigned int cmd, void __user *
 	return 0;
 }
 
+/* The window must be enabled for a round call.  Called with the lock held. */
 static int nf_round_enabled(struct nfabric_dev *nf, u32 i)
 {
 	if (nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)) & NFABRIC_WCTRL_ENABLE)
@@ -438,11 +696,17 @@ static int nf_ioc_round_get(struct nfabric_dev *nf, void __user *arg)
 	int rc;
 
 	rc = nf_round_args(nf, NFABRIC_IOC_ROUND_GET, arg, &r);
-	if (!rc)
-		rc = nf_round_enabled(nf, r.index);
 	if (rc)
 		return rc;
-	nf_round_read(nf, &r);
+	rc = nf_lock_live(nf);
+	if (rc)
+		return rc;
+	rc = nf_round_enabled(nf, r.index);
+	if (!rc)
+		nf_round_read(nf, &r);
+	mutex_unlock(&nf->lock);
+	if (rc)
+		return rc;
 	return copy_to_user(arg, &r, sizeof(r)) ? -EFAULT : 0;
 }
 
@@ -453,10 +717,14 @@ static int nf_ioc_round_complete(struct nfabric_dev *nf, void __user *arg)
 	int rc;
 
 	rc = nf_round_args(nf, NFABRIC_IOC_ROUND_COMPLETE, arg, &r);
-	if (!rc)
-		rc = nf_round_enabled(nf, r.index);
 	if (rc)
 		return rc;
+	rc = nf_lock_live(nf);
+	if (rc)
+		return rc;
+	rc = nf_round_enabled(nf, r.index);
+	if (rc)
+		goto out;
 	seq = r.seq;
 	if (nf_rd32(nf, NFABRIC_REG_ROUND(r.index, NFABRIC_ROUND_SEQ)) != seq) {
 		rc = -ESTALE;
@@ -472,14 +740,19 @@ static int nf_ioc_round_complete(struct nfabric_dev *nf, void __user *arg)
 			if (err != NFABRIC_ERR_ROUND) {
 				dev_err_ratelimited(&nf->dev, "window %u: round complete refused with error %u\n",
 						    r.index, err);
-				return -EIO;
+				rc = -EIO;
+				goto out;
 			}
 			rc = -ESTALE;
 		}
 	}
 	nf_round_read(nf, &r);
+	mutex_unlock(&nf->lock);
 	if (copy_to_user(arg, &r, sizeof(r)))
 		return -EFAULT;
+	return rc;
+out:
+	mutex_unlock(&nf->lock);
 	return rc;
 }
 
@@ -495,23 +768,24 @@ static int nf_ioc_round_wait(struct nfabric_dev *nf, void __user *arg)
 	u32 seq;
 	int rc;
 
-	scoped_guard(mutex, &nf->lock) {
-		if (!nf->regs)
-			return -ENODEV;
-		rc = nf_round_args(nf, NFABRIC_IOC_ROUND_WAIT, arg, &r);
-		if (!rc)
-			rc = nf_round_enabled(nf, r.index);
-		if (rc)
-			return rc;
-	}
+	rc = nf_round_args(nf, NFABRIC_IOC_ROUND_WAIT, arg, &r);
+	if (rc)
+		return rc;
+	rc = nf_lock_live(nf);
+	if (rc)
+		return rc;
+	rc = nf_round_enabled(nf, r.index);
+	mutex_unlock(&nf->lock);
+	if (rc)
+		return rc;
 	seq = r.seq;
 	deadline = jiffies + msecs_to_jiffies(r.timeout_ms);
 	for (;;) {
-		scoped_guard(mutex, &nf->lock) {
-			if (!nf->regs)
-				return -ENODEV;
-			nf_round_read(nf, &r);
-		}
+		rc = nf_lock_live(nf);
+		if (rc)
+			return rc;
+		nf_round_read(nf, &r);
+		mutex_unlock(&nf->lock);
 		if (r.seq != seq) {
 			rc = -ESTALE;
 			break;
@@ -533,19 +807,18 @@ static int nf_ioc_round_wait(struct nfabric_dev *nf, void __user *arg)
 	return rc;
 }
 
+/*
+ * Every call copies its argument in, checks it and the caller's privilege
+ * (nf_may), then takes the lock for the registers only.  The structure
+ * stays valid for the open file (a reference per file); a detach makes
+ * every later call -ENODEV.
+ */
 static long nfabric_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
 	struct nfabric_file *nff = filp->private_data;
 	struct nfabric_dev *nf = nff->nf;
 	void __user *uarg = (void __user *)arg;
 
-	/* The one call that sleeps: it takes the lock itself. */
-	if (cmd == NFABRIC_IOC_ROUND_WAIT)
-		return nf_ioc_round_wait(nf, uarg);
-
-	guard(mutex)(&nf->lock);
-	if (!nf->regs)
-		return -ENODEV;
 	switch (cmd) {
 	case NFABRIC_IOC_INFO:
 		return nf_ioc_info(nf, uarg);
@@ -564,6 +837,8 @@ static long nfabric_ioctl(struct file *filp, unsigned int cmd, unsigned long arg
 		return nf_ioc_round_get(nf, uarg);
 	case NFABRIC_IOC_ROUND_COMPLETE:
 		return nf_ioc_round_complete(nf, uarg);
+	case NFABRIC_IOC_ROUND_WAIT:
+		return nf_ioc_round_wait(nf, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -572,20 +847,29 @@ static long nfabric_ioctl(struct file *filp, unsigned int cmd, unsigned long arg
 /* ---- register mapping -------------------------------------------------- */
 
 /*
- * The page is inserted at fault time under nf->lock, so that detach (which
- * clears nf->regs and then zaps every mapping under the same lock) leaves
- * no mapping behind: a later access faults again and gets SIGBUS.
+ * The page is inserted at fault time under nf->revoke (read), so that
+ * detach (which clears nf->mapped and then zaps every mapping under the
+ * same semaphore, written) leaves no mapping behind: a later access faults
+ * again and gets SIGBUS.  The device's mutex is not taken here: a fault
+ * can come from anywhere, and nothing it does can leave the mutex held.
+ * Nothing in it can BUG either: private mappings, other offsets and sizes
+ * were refused by mmap() and are refused again here.
  */
 static vm_fault_t nfabric_vm_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct nfabric_file *nff = vma->vm_private_data;
 	struct nfabric_dev *nf = nff->nf;
+	vm_fault_t ret = VM_FAULT_SIGBUS;
 
-	guard(mutex)(&nf->lock);
-	if (!nf->regs)
+	if (is_cow_mapping(vma->vm_flags) || !(vma->vm_flags & VM_PFNMAP) ||
+	    vmf->pgoff || vma->vm_end - vma->vm_start != PAGE_SIZE)
 		return VM_FAULT_SIGBUS;
-	return vmf_insert_pfn(vma, vmf->address, PHYS_PFN(nf->regs_phys));
+	down_read(&nf->revoke);
+	if (nf->mapped)
+		ret = vmf_insert_pfn(vma, vmf->address, PHYS_PFN(nf->regs_phys));
+	up_read(&nf->revoke);
+	return ret;
 }
 
 static const struct vm_operations_struct nfabric_vm_ops = {
@@ -596,18 +880,31 @@ static int nfabric_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct nfabric_file *nff = filp->private_data;
 	struct nfabric_dev *nf = nff->nf;
+	int rc;
 
-	if (!capable(CAP_SYS_RAWIO))
-		return -EPERM;
-	if (vma->vm_pgoff || vma->vm_end - vma->vm_start != PAGE_SIZE)
-		return -EINVAL;
-	guard(mutex)(&nf->lock);
-	if (!nf->regs)
-		return -ENODEV;
-	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	rc = nf_may(NF_PRIV_RAWIO);
+	if (rc)
+		return rc;
+	/* The rule libnfabric follows too (nfabric_checks.h). */
+	rc = nfabric_check_regs_mmap(vma->vm_flags & VM_MAYSHARE, vma->vm_flags & VM_EXEC,
+				     (u64)vma->vm_pgoff << PAGE_SHIFT,
+				     vma->vm_end - vma->vm_start, PAGE_SIZE);
+	if (rc) {
+		dev_dbg(&nf->dev, "mmap refused (%s%s, offset %#lx, %lu bytes)\n",
+			vma->vm_flags & VM_MAYSHARE ? "shared" : "private",
+			vma->vm_flags & VM_EXEC ? ", executable" : "",
+			vma->vm_pgoff << PAGE_SHIFT, vma->vm_end - vma->vm_start);
+		return rc;
+	}
+	rc = nf_lock_live(nf);
+	if (rc)
+		return rc;
+	/* Never executable later either (mprotect(PROT_EXEC) fails). */
+	vm_flags_mod(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP, VM_MAYEXEC);
 	vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
 	vma->vm_private_data = nff;
 	vma->vm_ops = &nfabric_vm_ops;
+	mutex_unlock(&nf->lock);
 	return 0;
 }
 
@@ -755,7 +1052,39 @@ static NF_REG_ATTR(last_error, 4, NFABRIC_REG_LAST_ERROR);
 static NF_REG_ATTR(exposed_ppm, 4, NFABRIC_REG_T_EXPOSED_PPM);
 static NF_REG_ATTR(total_ps, 8, NFABRIC_REG_T_TOTAL_PS);
 
+/*
+ * stats/clear: write "stats", "timing" or "errors" to clear them, as the
+ * ioctls' clear flags do, with the same privilege (CAP_SYS_ADMIN).
+ */
+static ssize_t clear_store(struct device *dev, struct device_attribute *attr,
+			   const char *buf, size_t count)
+{
+	struct nfabric_dev *nf = to_nfabric(dev);
+	u32 ctrl;
+	int rc;
+
+	rc = nf_may(NF_PRIV_ADMIN);
+	if (rc)
+		return rc;
+	if (sysfs_streq(buf, "stats"))
+		ctrl = NFABRIC_CTRL_CLEAR_STATS;
+	else if (sysfs_streq(buf, "timing"))
+		ctrl = NFABRIC_CTRL_CLEAR_TIMING;
+	else if (sysfs_streq(buf, "errors"))
+		ctrl = NFABRIC_CTRL_CLEAR_ERROR;
+	else
+		return -EINVAL;
+	rc = nf_lock_live(nf);
+	if (rc)
+		return rc;
+	nf_wr32(nf, NFABRIC_REG_CTRL, ctrl);
+	mutex_unlock(&nf->lock);
+	return count;
+}
+static DEVICE_ATTR_WO(clear);
+
 static struct attribute *nfabric_stats_attrs[] = {
+	&dev_attr_clear.attr,
 	&dev_attr_fp32_reads.attr.attr,
 	&dev_attr_fp32_writes.attr.attr,
 	&dev_attr_fp32_read_bytes.attr.attr,
@@ -843,6 +1172,7 @@ static int nfabric_attach(struct pci_dev *pdev)
 	nf->id = rc;
 	nf->pdev = pci_dev_get(pdev);
 	mutex_init(&nf->lock);
+	init_rwsem(&nf->revoke);
 	INIT_LIST_HEAD(&nf->files);
 
 	dev = &nf->dev;
@@ -881,7 +1211,19 @@ static int nfabric_attach(struct pci_dev *pdev)
 	nf->num_windows = min_t(u32, nf->caps & NFABRIC_CAPS_WINDOWS_MASK,
 				NFABRIC_NUM_WINDOWS);
 	nf->mem_size = nf_rd64(nf, NFABRIC_REG_MEM_SIZE);
+	/*
+	 * The HDM decoders, read (never written: they are the CXL core's) to
+	 * know where the host maps device memory.  Without them WIN_SET cannot
+	 * tell System RAM or interleaving, as libnfabric without a region.
+	 */
+	nf->cm = ioremap(pci_resource_start(pdev, 0) + NF_CM_OFFSET, NF_CM_SIZE);
+	if (nf->cm) {
+		nf->hdm = nf_find_hdm(nf->cm);
+		if (!nf->hdm)
+			pci_info(pdev, "nfabric: no HDM decoder capability found\n");
+	}
 	nf->memdev = device_find_child(&pdev->dev, NULL, nf_match_memdev);
+	nf->mapped = true;
 
 	cdev_init(&nf->cdev, &nfabric_fops);
 	nf->cdev.owner = THIS_MODULE;
@@ -904,6 +1246,10 @@ err_del:
 	cdev_device_del(&nf->cdev, dev);
 err_memdev:
 	put_device(nf->memdev);
+	if (nf->cm)
+		iounmap(nf->cm);
+	nf->cm = NULL;
+	nf->mapped = false;
 err_unmap:
 	iounmap(nf->regs);
 	nf->regs = NULL;
@@ -920,20 +1266,28 @@ err_put:
 static void nfabric_detach(struct nfabric_dev *nf, const char *why)
 {
 	struct nfabric_file *nff;
-	void __iomem *regs;
+	void __iomem *regs, *cm;
 	unsigned int open = 0;
 
 	lockdep_assert_held(&nfabric_devs_lock);
 	list_del(&nf->node);
 	scoped_guard(mutex, &nf->lock) {
 		regs = nf->regs;
+		cm = nf->cm;
 		nf->regs = NULL;
+		nf->cm = NULL;
+		/* No fault inserts the page from here on; then zap the rest. */
+		down_write(&nf->revoke);
+		nf->mapped = false;
 		list_for_each_entry(nff, &nf->files, node) {
 			unmap_mapping_range(nff->filp->f_mapping, 0, 0, 1);
 			open++;
 		}
+		up_write(&nf->revoke);
 	}
 	iounmap(regs);
+	if (cm)
+		iounmap(cm);
 	if (nf->memdev) {
 		sysfs_remove_link(&nf->dev.kobj, "cxl_memdev");
 		put_device(nf->memdev);

@@ -6,6 +6,7 @@
 #include "nfabric_priv.h"
 #include "nfabric_drv.h"
 #include "hw/mem/nfabric_window.h"
+#include "../kernel/uapi/nfabric_checks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -649,43 +650,48 @@ static int check_win(nfabric_dev *d, unsigned i)
 
 /*
  * Where device memory sits in the guest: the region of our memdev (its HPA
- * and size, and the DPA its endpoint decoder starts at).  0 if there is
- * one, 1 if there is none, NFLIB_EINTERLEAVE if it is interleaved.
+ * and size, the DPA its endpoint decoder starts at, its interleave ways).
+ * 0 if there is one, 1 if there is none; an interleaved region is a span
+ * of 2 ways (find_region refuses it, so its addresses are unknown) and
+ * *why says which.
  */
-static int region_of_memdev(const nfabric_dev *d, uint64_t *hpa,
-                            uint64_t *size, uint64_t *dpa, char *why,
-                            size_t whylen)
+static int region_of_memdev(const nfabric_dev *d, struct nfabric_mem_span *span,
+                            char *why, size_t whylen)
 {
     nfabric_dev t;
     char path[PATH_MAX];
     int rc;
 
     memset(&t, 0, sizeof(t));
+    memset(span, 0, sizeof(*span));
     snprintf(t.pci_name, sizeof(t.pci_name), "%s", d->pci_name);
     if (find_memdev(&t)) {
         return 1;
     }
-    rc = find_region(&t, hpa);
+    rc = find_region(&t, &span->hpa);
     if (rc == NFLIB_ESYSFS && strstr(t.errmsg, "interleave_ways")) {
         snprintf(why, whylen, "%s", t.errmsg);
-        return NFLIB_EINTERLEAVE;
+        span->ways = 2;
+        return 0;
     }
     if (rc) {
         return 1;
     }
-    *dpa = t.dpa_base;
+    span->dpa = t.dpa_base;
+    span->ways = 1;
     snprintf(path, sizeof(path), CXL_DEVICES "/%s/size", t.region);
-    return read_u64(path, size) ? 1 : 0;
+    return read_u64(path, &span->size) ? 1 : 0;
 }
 
 /* Does host physical [hpa, hpa + len) meet a System RAM range? */
-static bool hpa_is_system_ram(uint64_t hpa, uint64_t len, uint64_t *ram_start,
-                              uint64_t *ram_end)
+static bool hpa_is_system_ram(void *ctx, uint64_t hpa, uint64_t len,
+                              uint64_t *ram_start, uint64_t *ram_end)
 {
     FILE *f = fopen("/proc/iomem", "r");
     char line[256];
     bool hit = false;
 
+    (void)ctx;
     if (!f) {
         return false;
     }
@@ -704,52 +710,42 @@ static bool hpa_is_system_ram(uint64_t hpa, uint64_t len, uint64_t *ram_start,
     return hit;
 }
 
-/* A low-bit window must not transform memory the kernel owns. */
+/*
+ * A low-bit window must not transform memory the kernel owns, nor cover
+ * only this device's stripes of an interleaved region: the rule is
+ * nfabric_check_window_memory (guest/kernel/uapi/nfabric_checks.h), which
+ * the driver's WIN_SET applies too.
+ */
 static int check_window_memory(nfabric_dev *d, const nfabric_win_cfg *c)
 {
-    uint64_t hpa, size, dpa0, s, e;
-    uint64_t ranges[2][2] = {
-        { c->base, c->size },
-        { c->counters, nfabric_counter_bytes(c->path, c->width, c->size) },
-    };
+    struct nfabric_mem_span span;
+    struct nfabric_mem_why w;
     char why[sizeof(d->errmsg)] = "";
     int rc;
 
-    if (c->path == NFABRIC_PATH_FP32) {
-        return 0;       /* identity: harmless wherever it is */
+    if (c->path == NFABRIC_PATH_FP32 ||
+        region_of_memdev(d, &span, why, sizeof(why))) {
+        return 0;       /* identity, or no region: the kernel does not use the memory */
     }
-    rc = region_of_memdev(d, &hpa, &size, &dpa0, why, sizeof(why));
-    if (rc == NFLIB_EINTERLEAVE) {
-        return fail(d, rc, "%s; a window programmed on this device alone "
-                    "would cover only its stripes of the region", why);
+    memset(&w, 0, sizeof(w));
+    rc = nfabric_check_window_memory(c->path, c->width, c->base, c->size,
+                                     c->counters, &span, 1, hpa_is_system_ram,
+                                     NULL, &w);
+    if (rc == -EXDEV) {
+        return fail(d, NFLIB_EINTERLEAVE, "%s; a window programmed on this "
+                    "device alone would cover only its stripes of the region",
+                    why);
     }
-    if (rc) {
-        return 0;       /* no region: the kernel does not use the memory */
+    if (rc == -EBUSY) {
+        return fail(d, NFLIB_EBUSY, "the window's %s (DPA 0x%" PRIx64
+                    ", HPA 0x%" PRIx64 ") is System RAM of the guest "
+                    "kernel (0x%" PRIx64 "-0x%" PRIx64 " in /proc/iomem): "
+                    "the device would replace the kernel's data; give "
+                    "the memory back (daxctl reconfigure-device "
+                    "--mode=devdax) first", w.area ? "counter area" : "data",
+                    w.dpa, w.hpa, w.ram_start, w.ram_end);
     }
-    for (unsigned k = 0; k < 2; k++) {
-        uint64_t a = ranges[k][0], n = ranges[k][1];
-
-        if (!n || a + n < a || a + n <= dpa0 || a >= dpa0 + size) {
-            continue;
-        }
-        if (a < dpa0) {
-            n -= dpa0 - a;
-            a = dpa0;
-        }
-        if (a + n > dpa0 + size) {
-            n = dpa0 + size - a;
-        }
-        if (hpa_is_system_ram(hpa + (a - dpa0), n, &s, &e)) {
-            return fail(d, NFLIB_EBUSY, "the window's %s (DPA 0x%" PRIx64
-                        ", HPA 0x%" PRIx64 ") is System RAM of the guest "
-                        "kernel (0x%" PRIx64 "-0x%" PRIx64 " in /proc/iomem): "
-                        "the device would replace the kernel's data; give "
-                        "the memory back (daxctl reconfigure-device "
-                        "--mode=devdax) first", k ? "counter area" : "data",
-                        a, hpa + (a - dpa0), s, e);
-        }
-    }
-    return 0;
+    return rc;
 }
 
 int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c)

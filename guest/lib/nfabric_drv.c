@@ -4,6 +4,7 @@
  * docs/driver.md).
  */
 #include "nfabric_drv.h"
+#include "../kernel/uapi/nfabric_checks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -59,9 +60,11 @@ int nfabric_drv_map(nfabric_dev *d, char *path, size_t len)
     const char *mode = getenv("NFABRIC_ACCESS");
     char name[32], sys[128], devno[32];
     unsigned maj, min;
+    const int prot = PROT_READ | PROT_WRITE, flags = MAP_SHARED;
     struct stat st;
     FILE *f;
     void *p;
+    int rc;
 
     if (mode && *mode && strcmp(mode, "auto") && strcmp(mode, "driver") &&
         strcmp(mode, "resource0")) {
@@ -100,8 +103,13 @@ int nfabric_drv_map(nfabric_dev *d, char *path, size_t len)
         return drv_fail(d, NFLIB_ESYSFS, "%s is not device %u:%u of %s", path,
                         maj, min, sys);
     }
-    p = mmap(NULL, NFABRIC_REGS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-             d->bar_fd, 0);
+    /* The mapping the driver allows (nfabric_checks.h), and no other. */
+    rc = nfabric_check_regs_mmap((flags & MAP_SHARED) != 0, (prot & PROT_EXEC) != 0,
+                                 0, NFABRIC_REGS_SIZE, (uint64_t)sysconf(_SC_PAGESIZE));
+    if (rc) {
+        return drv_fail(d, NFLIB_EMMAP, "%s: %s", path, strerror(-rc));
+    }
+    p = mmap(NULL, NFABRIC_REGS_SIZE, prot, flags, d->bar_fd, 0);
     if (p == MAP_FAILED) {
         return drv_fail(d, NFLIB_EMMAP, "%s: %s", path, strerror(errno));
     }
