@@ -64,19 +64,23 @@ static void nfabric_direct_update(CXLNFabricState *s);
 
 /*
  * The device's own stores to its RAM (the I/O path and the traps of the
- * direct map).  Only migration reads these dirty bits: outside migration
- * the (per-access) bitmap update is skipped, and when migration starts it
- * sends all of the RAM once anyway.  Stores the CPU makes through the
- * direct map are tracked by QEMU's own RAM dirty logging.  Translated code
- * is not invalidated here: executing from an enabled window or counter
- * area is not supported (docs/device.md).
+ * direct map: FP32 windows, counter areas, plain memory with the direct
+ * map off, a window clear): what QEMU does after a store to RAM from
+ * device code (address_space_write's invalidate_and_set_dirty), through
+ * the cache over the backend (ram_cache): translated code of the range is
+ * invalidated (TCG: code run from device memory, rewritten through a
+ * window, runs new), and the range is marked dirty for migration and any
+ * other dirty-memory client.  Stores the CPU makes through the direct map
+ * are RAM stores and handled by QEMU itself.  A head of a shared device
+ * sees only its own stores: another head's QEMU cannot reach this
+ * process's translated code.
  */
 static void nfabric_hook_dirty(void *opaque, uint64_t dpa, uint64_t len)
 {
     CXLNFabricState *s = opaque;
 
-    if (memory_region_is_logging(s->vmr, DIRTY_MEMORY_MIGRATION)) {
-        memory_region_set_dirty(s->vmr, dpa, len);
+    if (dpa < s->ctrl.ram_size && len <= s->ctrl.ram_size - dpa) {
+        address_space_cache_invalidate(&s->ram_cache, dpa, len);
     }
 }
 
@@ -329,7 +333,7 @@ static bool nfabric_set_cacheline(CXLType3Dev *ct3d, uint64_t dpa,
         return false;
     }
     memcpy(s->ctrl.ram + dpa, data, CXL_CACHE_LINE_SIZE);
-    memory_region_set_dirty(s->vmr, dpa, CXL_CACHE_LINE_SIZE);
+    nfabric_hook_dirty(s, dpa, CXL_CACHE_LINE_SIZE);
     return true;
 }
 
@@ -566,6 +570,19 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
     }
 
     s->vmr = host_memory_backend_get_memory(ct3d->hostvmem);
+    /* The parent's address space over the backend: one cache of it all. */
+    if (address_space_cache_init(&s->ram_cache, &ct3d->hostvmem_as, 0,
+                                 memory_region_size(s->vmr), true) <
+        memory_region_size(s->vmr)) {
+        address_space_cache_destroy(&s->ram_cache);
+        error_setg(errp, "%s: property 'volatile-memdev': the backend is "
+                   "not one contiguous block of RAM", TYPE_CXL_NFABRIC);
+        if (record) {
+            fclose(record);
+        }
+        nc->parent_exit(pdev);
+        return;
+    }
     nfabric_ctrl_init(&s->ctrl, memory_region_get_ram_ptr(s->vmr),
                       memory_region_size(s->vmr), &s->tparams,
                       &nfabric_ctrl_ops, s);
@@ -575,6 +592,7 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
             fclose(record);
             s->ctrl.record = NULL;
         }
+        address_space_cache_destroy(&s->ram_cache);
         nc->parent_exit(pdev);
         return;
     }
@@ -615,6 +633,7 @@ static void nfabric_exit(PCIDevice *pdev)
         qemu_remove_exit_notifier(&s->exit_notifier);
         nfabric_record_close(s);
     }
+    address_space_cache_destroy(&s->ram_cache);
     nc->parent_exit(pdev);
 }
 

@@ -34,6 +34,7 @@ struct CXLNFabricState {
 
     MemoryRegion regs;          /* register block, BAR0 + 0x2000 */
     MemoryRegion *vmr;          /* the volatile backend's RAM region */
+    MemoryRegionCache ram_cache; /* over vmr: stores the device makes */
     NFabricCtrl ctrl;           /* the controller model over its RAM */
 
     /*
