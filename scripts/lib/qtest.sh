@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The `qtest` suite: the device's qtests and QEMU's own cxl-test, built in
 # QEMU's tree, and the device's command-line validation.
@@ -14,6 +15,7 @@ nf_qtest_cmdline() {
          "-object memory-backend-ram,id=vmem1,size=256M" \
          "-object memory-backend-ram,id=vmem257,size=257M" \
          "-object memory-backend-ram,id=vmem100,size=100M" \
+         "-object memory-backend-ram,id=vmem128,size=128M" \
          "-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1" \
          "-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2" \
          "-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3" \
@@ -34,6 +36,72 @@ nf_qtest_refused() {
         echo "not ok $n - refused: $name (rc=$rc)"
         sed 's/^/#   /' <<<"$out" | head -5
     fi
+}
+
+# nf_qtest_accepted N NAME DEVICE-ARGS: QEMU must start with the device.
+nf_qtest_accepted() {
+    local n=$1 name=$2 dev=$3 out rc=0
+    # shellcheck disable=SC2046
+    out=$(echo quit | timeout 20 "$NF_QEMU_BIN" $(nf_qtest_cmdline) -monitor stdio \
+          -device "$dev" 2>&1) || rc=$?
+    if [ "$rc" -eq 0 ]; then
+        echo "ok $n - accepted: $name"
+    else
+        echo "not ok $n - accepted: $name (rc=$rc)"
+        sed 's/^/#   /' <<<"$out" | head -5
+    fi
+}
+
+# nf_qtest_wait_log FILE PATTERN: wait (at most 30 s) for PATTERN in FILE.
+nf_qtest_wait_log() {
+    local i
+    for i in $(seq 300); do
+        grep -q -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "# $1: no '$2' after $i tries"
+    return 1
+}
+
+# nf_qtest_rejoin N: two heads of one shared device (QEMU processes); head 1
+# is killed (SIGKILL) and started again: the trace event nfabric_head_attach
+# says created, joined, then rejoined (docs/multihost.md).
+nf_qtest_rejoin() {
+    local n=$1 d=$NF_BUILD/test-logs/qtest-rejoin a b ok=1 dev
+    rm -rf "$d"
+    mkdir -p "$d"
+    local common=(-M "q35,cxl=on" -nodefaults -display none -S -monitor none -m 128M
+        -object "memory-backend-file,id=vmem0,share=on,mem-path=$d/mem,size=256M"
+        -device "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1"
+        -device "cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2"
+        -M "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
+        -trace nfabric_head_attach)
+    dev="cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,shared-state=$d/state,heads=2"
+    "$NF_QEMU_BIN" "${common[@]}" -device "$dev,head=0" -D "$d/head0.log" &
+    a=$!
+    nf_qtest_wait_log "$d/head0.log" nfabric_head_attach || ok=0
+    "$NF_QEMU_BIN" "${common[@]}" -device "$dev,head=1" -D "$d/head1-first.log" &
+    b=$!
+    nf_qtest_wait_log "$d/head1-first.log" nfabric_head_attach || ok=0
+    kill -KILL "$b" 2>/dev/null || true
+    wait "$b" 2>/dev/null || true
+    "$NF_QEMU_BIN" "${common[@]}" -device "$dev,head=1" -D "$d/head1-again.log" &
+    b=$!
+    nf_qtest_wait_log "$d/head1-again.log" nfabric_head_attach || ok=0
+    kill -TERM "$b" "$a" 2>/dev/null || true
+    wait "$b" 2>/dev/null || true
+    wait "$a" 2>/dev/null || true
+    grep -q ': created' "$d/head0.log" || ok=0
+    grep -q ': joined$' "$d/head1-first.log" || ok=0
+    grep -q ': rejoined (this head was attached before)' "$d/head1-again.log" || ok=0
+    if [ "$ok" = 1 ]; then
+        echo "ok $n - a killed head that starts again is traced as rejoined (first: joined)"
+    else
+        echo "not ok $n - trace of a killed head's restart (logs in $d)"
+        grep -h nfabric_head_attach "$d"/*.log | sed 's/^/#   /'
+    fi
+    rm -f "$d/mem" "$d/state"
+    [ "$ok" = 1 ]
 }
 
 nf_suite_qtest() {
@@ -109,5 +177,15 @@ nf_suite_qtest() {
         "property 'direct-map-fp32=on' needs the direct map" \
         "$base,direct-map=off,direct-map-fp32=on"
     nf_qtest_refused 18 "direct-map=maybe" "direct-map" "$base,direct-map=maybe"
+    # What the property tables say (README, docs/multihost.md).
+    nf_qtest_refused 19 "128 MiB of memory" \
+        "property 'volatile-memdev': 134217728 bytes is not a multiple of 256 MiB" \
+        "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem128"
+    nf_qtest_accepted 20 "head=0,heads=1 without shared-state (the defaults)" "$base,head=0,heads=1"
+    nf_qtest_refused 21 "heads=2 without shared-state" \
+        "properties 'head' and 'heads' need 'shared-state'" "$base,heads=2"
+    nf_qtest_refused 22 "head=1 without shared-state" \
+        "properties 'head' and 'heads' need 'shared-state'" "$base,head=1"
+    nf_qtest_rejoin 23 || rc=1
     return $rc
 }

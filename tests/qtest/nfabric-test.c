@@ -961,6 +961,50 @@ static void test_record_replay(void)
     }
 }
 
+/*
+ * HEAD_INFO: one head, not shared, on a private device (head=0,heads=1
+ * given or not: the defaults); SHARED on a device with a state file, even
+ * with one head (docs/registers.md, docs/multihost.md).
+ */
+static void test_head_info(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("nfabric-qtest-XXXXXX", NULL);
+    g_autofree char *mem = g_strdup_printf("%s/mem", dir);
+    g_autofree char *state = g_strdup_printf("%s/state", dir);
+    g_autofree char *args = NULL;
+    NF nf;
+
+    g_assert(dir);
+    nf_start(&nf);
+    g_assert_cmphex(rd32(&nf, NFABRIC_REG_HEAD_INFO), ==,
+                    1 << NFABRIC_HEAD_INFO_COUNT_SHIFT);
+    nf_stop(&nf);
+
+    nf_start_args(&nf, "-global cxl-neuron-fabric.head=0 "
+                  "-global cxl-neuron-fabric.heads=1");
+    g_assert_cmphex(rd32(&nf, NFABRIC_REG_HEAD_INFO), ==,
+                    1 << NFABRIC_HEAD_INFO_COUNT_SHIFT);
+    nf_stop(&nf);
+
+    args = g_strdup_printf(
+        "-machine q35,cxl=on -m 128M "
+        "-object memory-backend-file,id=vmem0,share=on,mem-path=%s,size=256M "
+        "-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1 "
+        "-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2 "
+        "-device cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,id=nf0,"
+        "shared-state=%s,head=0,heads=1 "
+        "-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G", mem, state);
+    nf.qts = qtest_init(args);
+    nf_bringup(&nf);
+    g_assert_cmphex(rd32(&nf, NFABRIC_REG_HEAD_INFO), ==,
+                    NFABRIC_HEAD_INFO_SHARED |
+                    1 << NFABRIC_HEAD_INFO_COUNT_SHIFT);
+    nf_stop(&nf);
+    unlink(mem);
+    unlink(state);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -978,5 +1022,6 @@ int main(int argc, char **argv)
     qtest_add_func("/nfabric/timing-properties", test_timing_properties);
     qtest_add_func("/nfabric/reset-defaults", test_reset_defaults);
     qtest_add_func("/nfabric/record-replay", test_record_replay);
+    qtest_add_func("/nfabric/head-info", test_head_info);
     return g_test_run();
 }

@@ -366,7 +366,7 @@ static const char *const nfabric_attach_how[] = {
     [NFABRIC_ATTACH_CREATED] = "created",
     [NFABRIC_ATTACH_REINIT] = "re-initialised (no head was alive)",
     [NFABRIC_ATTACH_JOINED] = "joined",
-    [NFABRIC_ATTACH_REJOINED] = "rejoined (this head's last process died)",
+    [NFABRIC_ATTACH_REJOINED] = "rejoined (this head was attached before)",
 };
 
 /*
@@ -507,6 +507,14 @@ static bool nfabric_attach_shared(CXLNFabricState *s, Error **errp)
         nfabric_shared_detach(s->shared, s->shared_fd, s->head);
         s->shared = NULL;
         return false;
+    }
+    /*
+     * A head that had been attached to this state before (its last process
+     * died, whether another head noticed it first or not, or detached)
+     * rejoins: what docs/multihost.md calls it.
+     */
+    if (how == NFABRIC_ATTACH_JOINED && s->shared->head[s->head].attaches > 1) {
+        how = NFABRIC_ATTACH_REJOINED;
     }
     nfabric_ctrl_use_shared(&s->ctrl, s->shared, s->head);
     trace_nfabric_head_attach(s->head, s->heads, s->shared_path,
