@@ -1,21 +1,31 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Fuzzing (docs/reliability.md): the libFuzzer harness of the controller
-# model (tests/fuzz/fuzz_ctrl.c, clang-14 with ASan + UBSan, built here
-# directly, not by meson) and the random register/memory sequences against
+# Fuzzing (docs/reliability.md): the libFuzzer harnesses of the controller
+# model (tests/fuzz/fuzz_ctrl.c), of two heads of a shared device
+# (tests/fuzz/fuzz_shared.c) and of heads over a corrupted state file
+# (tests/fuzz/fuzz_state.c), clang-14 with ASan + UBSan, built here
+# directly, not by meson; and the random register/memory sequences against
 # the real device under qtest (tests/qtest/nfabric-fuzz-test.c).
+#
+# Inputs kept in the tree, each replayed by every run of suite `fuzz`:
+#   tests/fuzz/corpus/TARGET/   seeds and minimised corpora (also where
+#                               libFuzzer starts from)
+#   tests/fuzz/regress/TARGET/  inputs that once failed (never minimised
+#                               away; replayed whole, any length)
 #
 #   scripts/nfabric bench fuzz [--seconds N] [--jobs N] [--sequences N]
 #   scripts/nfabric test fuzz           (short version, TAP)
 
 NF_FUZZ_BUILD=$NF_BUILD/fuzz
 NF_FUZZ_CORPUS=$NF_ROOT/tests/fuzz/corpus/ctrl
+NF_FUZZ_TARGETS=(ctrl shared)
 NF_FUZZ_CC=clang-14
 NF_FUZZ_CFLAGS=(-std=c11 -g -O2 -Wall -Wextra -fno-sanitize-recover=undefined
                 -fno-omit-frame-pointer -I"$NF_ROOT/include" -I"$NF_ROOT/tests")
 # libFuzzer options of every run: inputs up to 1 KiB (200 operations).
 NF_FUZZ_OPTS=(-max_len=1024 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
 
-NF_BENCH_DESC[fuzz]="libFuzzer on the controller model + random device sequences (qtest); --seconds N --jobs N --sequences N"
+nf_register_bench fuzz "libFuzzer on the controller model + random device sequences (qtest); --seconds N --jobs N --sequences N"
 nf_register_suite 25 fuzz "fuzzing: controller model (libFuzzer, ASan/UBSan), corpus replay, device sequences (qtest)"
 
 # The model's pure-C sources (everything the device builds but its QEMU glue).
@@ -33,45 +43,39 @@ nf_fuzz_stale() {
              -newer "$out" -print -quit 2>/dev/null)" ]
 }
 
-# Build build/fuzz/fuzz-ctrl (libFuzzer) and build/fuzz/test-ctrl-asan
-# (the controller unit tests under ASan + UBSan).
+# Build build/fuzz/fuzz-TARGET for every tests/fuzz/fuzz_TARGET.c
+# (libFuzzer) and build/fuzz/test-ctrl-asan (the controller unit tests
+# under ASan + UBSan).
 nf_fuzz_build() {
     nf_need clang-14 libclang-rt-14-dev
     mkdir -p "$NF_FUZZ_BUILD/obj"
-    local srcs f o objs=() log=$NF_FUZZ_BUILD/build.log
+    local srcs f o t objs=() built=0 log=$NF_FUZZ_BUILD/build.log
     mapfile -t srcs < <(nf_fuzz_model_srcs)
     : > "$log"
-    if nf_fuzz_stale "$NF_FUZZ_BUILD/fuzz-ctrl" "${srcs[@]}" "$NF_ROOT/tests/fuzz"; then
-        nf_log "building $NF_FUZZ_BUILD/fuzz-ctrl ($NF_FUZZ_CC, libFuzzer + ASan + UBSan)"
-        # Coverage instrumentation on the model only: the harness's oracle
-        # would otherwise dominate the feature set and the run time.
-        for f in "${srcs[@]}"; do
-            o=$NF_FUZZ_BUILD/obj/$(basename "${f%.c}").o
-            "$NF_FUZZ_CC" "${NF_FUZZ_CFLAGS[@]}" \
-                -fsanitize=fuzzer-no-link,address,undefined -c "$f" -o "$o" >>"$log" 2>&1 ||
-                { cat "$log" >&2; nf_die "fuzz build failed: $f"; }
-            objs+=("$o")
-        done
+    for t in "${NF_FUZZ_TARGETS[@]}"; do
+        nf_fuzz_stale "$NF_FUZZ_BUILD/fuzz-$t" "${srcs[@]}" "$NF_ROOT/tests/fuzz" || continue
+        if [ "$built" = 0 ]; then
+            # Coverage instrumentation on the model only: the harnesses'
+            # oracles would otherwise dominate the feature set and the run
+            # time.
+            for f in "${srcs[@]}"; do
+                o=$NF_FUZZ_BUILD/obj/$(basename "${f%.c}").o
+                "$NF_FUZZ_CC" "${NF_FUZZ_CFLAGS[@]}" \
+                    -fsanitize=fuzzer-no-link,address,undefined -c "$f" -o "$o" >>"$log" 2>&1 ||
+                    { cat "$log" >&2; nf_die "fuzz build failed: $f"; }
+                objs+=("$o")
+            done
+            built=1
+        fi
+        nf_log "building $NF_FUZZ_BUILD/fuzz-$t ($NF_FUZZ_CC, libFuzzer + ASan + UBSan)"
         "$NF_FUZZ_CC" "${NF_FUZZ_CFLAGS[@]}" -fsanitize=address,undefined \
-            -c "$NF_ROOT/tests/fuzz/fuzz_ctrl.c" -o "$NF_FUZZ_BUILD/obj/fuzz_ctrl.o" >>"$log" 2>&1 ||
-            { cat "$log" >&2; nf_die "fuzz build failed: tests/fuzz/fuzz_ctrl.c"; }
-        "$NF_FUZZ_CC" -fsanitize=fuzzer,address,undefined "$NF_FUZZ_BUILD/obj/fuzz_ctrl.o" \
-            "${objs[@]}" -o "$NF_FUZZ_BUILD/fuzz-ctrl.tmp" >>"$log" 2>&1 ||
-            { cat "$log" >&2; nf_die "fuzz link failed"; }
-        mv "$NF_FUZZ_BUILD/fuzz-ctrl.tmp" "$NF_FUZZ_BUILD/fuzz-ctrl"
-    fi
-    if nf_fuzz_stale "$NF_FUZZ_BUILD/fuzz-shared" "${srcs[@]}" "$NF_ROOT/tests/fuzz"; then
-        nf_log "building $NF_FUZZ_BUILD/fuzz-shared (two heads of a shared device)"
-        [ ${#objs[@]} -gt 0 ] || mapfile -t objs < <(for f in "${srcs[@]}"; do
-            echo "$NF_FUZZ_BUILD/obj/$(basename "${f%.c}").o"; done)
-        "$NF_FUZZ_CC" "${NF_FUZZ_CFLAGS[@]}" -fsanitize=address,undefined \
-            -c "$NF_ROOT/tests/fuzz/fuzz_shared.c" -o "$NF_FUZZ_BUILD/obj/fuzz_shared.o" >>"$log" 2>&1 ||
-            { cat "$log" >&2; nf_die "fuzz build failed: tests/fuzz/fuzz_shared.c"; }
-        "$NF_FUZZ_CC" -fsanitize=fuzzer,address,undefined "$NF_FUZZ_BUILD/obj/fuzz_shared.o" \
-            "${objs[@]}" -lpthread -o "$NF_FUZZ_BUILD/fuzz-shared.tmp" >>"$log" 2>&1 ||
-            { cat "$log" >&2; nf_die "fuzz link failed: fuzz-shared"; }
-        mv "$NF_FUZZ_BUILD/fuzz-shared.tmp" "$NF_FUZZ_BUILD/fuzz-shared"
-    fi
+            -c "$NF_ROOT/tests/fuzz/fuzz_$t.c" -o "$NF_FUZZ_BUILD/obj/fuzz_$t.o" >>"$log" 2>&1 ||
+            { cat "$log" >&2; nf_die "fuzz build failed: tests/fuzz/fuzz_$t.c"; }
+        "$NF_FUZZ_CC" -fsanitize=fuzzer,address,undefined "$NF_FUZZ_BUILD/obj/fuzz_$t.o" \
+            "${objs[@]}" -lpthread -o "$NF_FUZZ_BUILD/fuzz-$t.tmp" >>"$log" 2>&1 ||
+            { cat "$log" >&2; nf_die "fuzz link failed: fuzz-$t"; }
+        mv "$NF_FUZZ_BUILD/fuzz-$t.tmp" "$NF_FUZZ_BUILD/fuzz-$t"
+    done
     if nf_fuzz_stale "$NF_FUZZ_BUILD/test-ctrl-asan" "${srcs[@]}" "$NF_ROOT/tests/unit/test_ctrl.c"; then
         nf_log "building $NF_FUZZ_BUILD/test-ctrl-asan"
         "$NF_FUZZ_CC" "${NF_FUZZ_CFLAGS[@]}" -fsanitize=address,undefined \
@@ -88,53 +92,90 @@ nf_fuzz_findings() {
         \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l
 }
 
-# nf_fuzz_engine SECONDS JOBS: libFuzzer for SECONDS on JOBS processes
-# (a shared working corpus, seeded from tests/fuzz/corpus/ctrl).  Prints
-# engine_execs= and engine_exec_per_s=; returns non-zero on a finding.
-nf_fuzz_engine() {
-    local secs=$1 jobs=$2 j pids=() rc=0 execs=0 n
-    local work=$NF_FUZZ_BUILD/corpus art=$NF_FUZZ_BUILD/artifacts
+# The working corpus of a target: build/fuzz/corpus (ctrl, as before) or
+# build/fuzz/corpus-TARGET, kept between runs.
+nf_fuzz_workdir() {
+    if [ "$1" = ctrl ]; then echo "$NF_FUZZ_BUILD/corpus"; else echo "$NF_FUZZ_BUILD/corpus-$1"; fi
+}
+
+# A libFuzzer log that reports a finding (the harness's abort, a sanitizer).
+nf_fuzz_log_failed() {
+    grep -q 'invariant violated\|ERROR: \(AddressSanitizer\|libFuzzer\|LeakSanitizer\)\|runtime error' "$1"
+}
+
+# nf_fuzz_run TARGET SECONDS JOBS KEY: libFuzzer on build/fuzz/fuzz-TARGET
+# for SECONDS on JOBS processes over a shared working corpus, seeded from
+# tests/fuzz/corpus/TARGET and tests/fuzz/regress/TARGET.  Prints
+# KEY_execs=, KEY_exec_per_s= and KEY_corpus=; non-zero on a finding.
+nf_fuzz_run() {
+    local t=$1 secs=$2 jobs=$3 key=$4 j pids=() rc=0 execs=0 n d
+    local work art=$NF_FUZZ_BUILD/artifacts
+    work=$(nf_fuzz_workdir "$t")
     mkdir -p "$work" "$art"
-    cp -n "$NF_FUZZ_CORPUS"/* "$work"/ 2>/dev/null || true
+    for d in "$NF_ROOT/tests/fuzz/corpus/$t" "$NF_ROOT/tests/fuzz/regress/$t"; do
+        [ -d "$d" ] && find "$d" -maxdepth 1 -type f ! -name 'README*' -exec cp -n {} "$work"/ \;
+    done
     for ((j = 0; j < jobs; j++)); do
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-        "$NF_FUZZ_BUILD/fuzz-ctrl" "${NF_FUZZ_OPTS[@]}" -max_total_time="$secs" \
+        "$NF_FUZZ_BUILD/fuzz-$t" "${NF_FUZZ_OPTS[@]}" -max_total_time="$secs" \
             -seed=$((RANDOM * 32768 + RANDOM + j)) -artifact_prefix="$art/" \
-            "$work" >"$NF_FUZZ_BUILD/engine-$j.log" 2>&1 &
+            "$work" >"$NF_FUZZ_BUILD/$t-$j.log" 2>&1 &
         pids+=($!)
     done
     for j in "${!pids[@]}"; do
         wait "${pids[$j]}" || rc=1
-        n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$NF_FUZZ_BUILD/engine-$j.log" | tail -n 1)
+        n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$NF_FUZZ_BUILD/$t-$j.log" | tail -n 1)
         execs=$((execs + ${n:-0}))
-        if grep -q 'invariant violated\|ERROR: \(AddressSanitizer\|libFuzzer\|LeakSanitizer\)\|runtime error' \
-               "$NF_FUZZ_BUILD/engine-$j.log"; then
+        if nf_fuzz_log_failed "$NF_FUZZ_BUILD/$t-$j.log"; then
             grep -m 3 'invariant violated\|ERROR:\|runtime error\|Test unit written' \
-                "$NF_FUZZ_BUILD/engine-$j.log" | sed 's/^/# /' >&2 || true
+                "$NF_FUZZ_BUILD/$t-$j.log" | sed 's/^/# /' >&2 || true
             rc=1
         fi
     done
-    echo "engine_execs=$execs"
-    echo "engine_exec_per_s=$((execs / (secs > 0 ? secs : 1)))"
-    echo "engine_corpus=$(find "$work" -type f | wc -l)"
+    echo "${key}_execs=$execs"
+    echo "${key}_exec_per_s=$((execs / (secs > 0 ? secs : 1)))"
+    echo "${key}_corpus=$(find "$work" -type f | wc -l)"
     return $rc
 }
 
+# nf_fuzz_engine SECONDS JOBS: the controller model's harness (engine_*=).
+nf_fuzz_engine() {
+    nf_fuzz_run ctrl "$1" "$2" engine
+}
+
 # nf_fuzz_shared SECONDS: the shared-state harness (two heads, one state
-# file) for SECONDS; prints shared_execs=; non-zero on a finding.
+# file), shared_*=.
 nf_fuzz_shared() {
-    local secs=$1 rc=0 work=$NF_FUZZ_BUILD/corpus-shared art=$NF_FUZZ_BUILD/artifacts n
-    mkdir -p "$work" "$art"
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-    "$NF_FUZZ_BUILD/fuzz-shared" "${NF_FUZZ_OPTS[@]}" -max_total_time="$secs" \
-        -artifact_prefix="$art/" "$work" >"$NF_FUZZ_BUILD/shared.log" 2>&1 || rc=1
-    if grep -q 'invariant violated\|ERROR: \(AddressSanitizer\|libFuzzer\|LeakSanitizer\)\|runtime error' \
-           "$NF_FUZZ_BUILD/shared.log"; then
-        grep -m 3 'invariant violated\|ERROR:\|runtime error' "$NF_FUZZ_BUILD/shared.log" | sed 's/^/# /' >&2 || true
-        rc=1
+    nf_fuzz_run shared "$1" 1 shared
+}
+
+# nf_fuzz_state SECONDS: heads over corrupted state files, state_*=.
+nf_fuzz_state() {
+    nf_fuzz_run state "$1" 1 state
+}
+
+# nf_fuzz_replay TARGET: every kept input of TARGET once: the corpus (as
+# libFuzzer loads it, up to -max_len) and each regression input whole.
+# Prints the number of inputs; non-zero if one fails (log:
+# build/fuzz/replay-TARGET.log).
+nf_fuzz_replay() {
+    local t=$1 n=0 rc=0 log=$NF_FUZZ_BUILD/replay-$1.log files=()
+    local corpus=$NF_ROOT/tests/fuzz/corpus/$t regress=$NF_ROOT/tests/fuzz/regress/$t
+    : > "$log"
+    if [ -d "$corpus" ]; then
+        n=$(find "$corpus" -maxdepth 1 -type f | wc -l)
+        "$NF_FUZZ_BUILD/fuzz-$t" -runs=0 "${NF_FUZZ_OPTS[@]}" "$corpus" >>"$log" 2>&1 || rc=1
     fi
-    n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$NF_FUZZ_BUILD/shared.log" | tail -n 1)
-    echo "shared_execs=${n:-0}"
+    if [ -d "$regress" ]; then
+        mapfile -t files < <(find "$regress" -maxdepth 1 -type f ! -name 'README*' | sort)
+        if [ ${#files[@]} -gt 0 ]; then
+            n=$((n + ${#files[@]}))
+            "$NF_FUZZ_BUILD/fuzz-$t" "${files[@]}" >>"$log" 2>&1 || rc=1
+        fi
+    fi
+    nf_fuzz_log_failed "$log" && rc=1
+    echo "$n"
+    [ "$n" -gt 0 ] || rc=1
     return $rc
 }
 
@@ -210,10 +251,13 @@ usage: scripts/nfabric bench fuzz [--seconds N] [--jobs N] [--sequences N]
        scripts/nfabric bench fuzz --minimise
 
 Runs the libFuzzer harness of the controller model for N seconds (default
-60) on N processes (default 1), then N random register/memory sequences
+60) on N processes (default 1), the shared-state and the corrupted-state
+harnesses for N seconds each, then N random register/memory sequences
 against the device under qtest (default 2000).  Prints engine_execs=,
-device_sequences=, findings= (and rates).  Saved findings:
-build/fuzz/artifacts/; reproduce one with build/fuzz/fuzz-ctrl FILE.
+shared_execs=, state_execs=, device_sequences=, findings= (and rates).
+Saved findings: build/fuzz/artifacts/; reproduce one with
+build/fuzz/fuzz-TARGET FILE (ctrl, shared, state); keep it as a
+regression case in tests/fuzz/regress/TARGET/.
 --minimise rebuilds tests/fuzz/corpus/ctrl from the working corpus
 (build/fuzz/corpus) of earlier runs.
 USAGE
@@ -238,6 +282,7 @@ nf_bench_fuzz() {
     before=$(nf_fuzz_findings)
     nf_fuzz_engine "$secs" "$jobs" || rc=1
     nf_fuzz_shared "$secs" || rc=1
+    if [[ " ${NF_FUZZ_TARGETS[*]} " == *" state "* ]]; then nf_fuzz_state "$secs" || rc=1; fi
     out=$(nf_fuzz_device "$seqs") || rc=1
     echo "$out"
     findings=$(($(nf_fuzz_findings) - before))
@@ -247,49 +292,70 @@ nf_bench_fuzz() {
     return $rc
 }
 
-# The `fuzz` suite: the short version, as TAP.
+# The `fuzz` suite: the short version, as TAP.  About 2.5 minutes: the
+# shared-state harness gets the longest run (NF_FUZZ_SUITE_SHARED_SECONDS,
+# default 60), since its faults need two heads, a valid window and the
+# right interleaving at once; it starts from the seeds in
+# tests/fuzz/corpus/shared and from the working corpus of earlier runs.
 nf_suite_fuzz() {
-    local rc=0 out n log=$NF_FUZZ_BUILD
+    local rc=0 out n t k=1 log=$NF_FUZZ_BUILD
+    local secs=${NF_FUZZ_SUITE_SECONDS:-20}
+    local shared_secs=${NF_FUZZ_SUITE_SHARED_SECONDS:-60}
+    local state_secs=${NF_FUZZ_SUITE_STATE_SECONDS:-20}
     nf_fuzz_build
 
     if "$NF_FUZZ_BUILD/test-ctrl-asan" >"$log/test-ctrl-asan.log" 2>&1; then
         n=$(grep -c '^ok ' "$log/test-ctrl-asan.log" || true)
-        echo "ok 1 - controller unit tests under ASan + UBSan ($n checks)"
+        echo "ok $k - controller unit tests under ASan + UBSan ($n checks)"
     else
-        echo "not ok 1 - controller unit tests under ASan + UBSan"
+        echo "not ok $k - controller unit tests under ASan + UBSan"
         grep -m 10 '^not ok\|ERROR\|runtime error' "$log/test-ctrl-asan.log" | sed 's/^/#   /' || true
         rc=1
     fi
 
-    # Every input of the minimised corpus once (a regression test).
-    n=$(find "$NF_FUZZ_CORPUS" -type f | wc -l)
-    if "$NF_FUZZ_BUILD/fuzz-ctrl" -runs=0 "${NF_FUZZ_OPTS[@]}" "$NF_FUZZ_CORPUS" \
-           >"$log/replay.log" 2>&1 && [ "$n" -gt 0 ]; then
-        echo "ok 2 - corpus replay: $n inputs of tests/fuzz/corpus/ctrl, no finding"
+    # Every kept input once (regression tests): corpora and past findings.
+    for t in "${NF_FUZZ_TARGETS[@]}"; do
+        k=$((k + 1))
+        if n=$(nf_fuzz_replay "$t"); then
+            echo "ok $k - replay of fuzz-$t: $n inputs of tests/fuzz/{corpus,regress}/$t, no finding"
+        else
+            echo "not ok $k - replay of fuzz-$t ($n inputs; log: build/fuzz/replay-$t.log)"
+            grep -m 5 'invariant\|ERROR\|runtime error\|Running:' "$log/replay-$t.log" | sed 's/^/#   /' || true
+            rc=1
+        fi
+    done
+
+    k=$((k + 1))
+    if out=$(nf_fuzz_engine "$secs" 1); then
+        echo "ok $k - libFuzzer, controller model, $secs s: $(echo "$out" | tr '\n' ' ')findings=0"
     else
-        echo "not ok 2 - corpus replay ($n inputs)"
-        grep -m 5 'invariant\|ERROR\|runtime error' "$log/replay.log" | sed 's/^/#   /' || true
+        echo "not ok $k - libFuzzer, controller model: $(echo "$out" | tr '\n' ' ')(inputs: build/fuzz/artifacts/)"
         rc=1
     fi
 
-    if out=$(nf_fuzz_engine "${NF_FUZZ_SUITE_SECONDS:-20}" 1); then
-        echo "ok 3 - libFuzzer ${NF_FUZZ_SUITE_SECONDS:-20} s: $(echo "$out" | tr '\n' ' ')findings=0"
+    k=$((k + 1))
+    if out=$(nf_fuzz_shared "$shared_secs"); then
+        echo "ok $k - libFuzzer, shared state (two heads, robust locks), $shared_secs s: $(echo "$out" | tr '\n' ' ')findings=0"
     else
-        echo "not ok 3 - libFuzzer: $(echo "$out" | tr '\n' ' ')(inputs: build/fuzz/artifacts/)"
+        echo "not ok $k - libFuzzer, shared state: $(echo "$out" | tr '\n' ' ')(inputs: build/fuzz/artifacts/)"
         rc=1
     fi
 
-    if out=$(nf_fuzz_shared "${NF_FUZZ_SUITE_SECONDS:-20}"); then
-        echo "ok 5 - shared-state harness (two heads, robust locks) ${NF_FUZZ_SUITE_SECONDS:-20} s: $out findings=0"
+    k=$((k + 1))
+    if [[ " ${NF_FUZZ_TARGETS[*]} " != *" state "* ]]; then
+        :
+    elif out=$(nf_fuzz_state "$state_secs"); then
+        echo "ok $k - libFuzzer, corrupted state files, $state_secs s: $(echo "$out" | tr '\n' ' ')findings=0"
     else
-        echo "not ok 5 - shared-state harness: $out (inputs: build/fuzz/artifacts/)"
+        echo "not ok $k - libFuzzer, corrupted state files: $(echo "$out" | tr '\n' ' ')(inputs: build/fuzz/artifacts/)"
         rc=1
     fi
 
+    k=$((k + 1))
     if out=$(nf_fuzz_device "${NF_FUZZ_SUITE_SEQUENCES:-300}"); then
-        echo "ok 4 - device sequences under qtest: $(echo "$out" | tr '\n' ' ')findings=0"
+        echo "ok $k - device sequences under qtest: $(echo "$out" | tr '\n' ' ')findings=0"
     else
-        echo "not ok 4 - device sequences: $(echo "$out" | tr '\n' ' ')(log: build/fuzz/device.log)"
+        echo "not ok $k - device sequences: $(echo "$out" | tr '\n' ' ')(log: build/fuzz/device.log)"
         rc=1
     fi
     return $rc

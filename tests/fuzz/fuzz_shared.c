@@ -8,7 +8,10 @@
  * invariants (docs/multihost.md):
  *   - the window table is published (sequence count even, nothing busy);
  *   - every enabled window lies in device memory, 64-byte aligned, and
- *     overlaps no other enabled window's data or counters;
+ *     overlaps no other enabled window's data or counters; its counter
+ *     area too, if it has one (an FP32 window has none: its COUNTERS may
+ *     hold any value, registers.md);
+ *   - the engine's configuration of an enabled window is its CTRL's;
  *   - each window's contribution count is the sum of the heads' counts;
  *   - round masks name only heads the device has;
  *   - plain memory (outside every enabled window) reads back what a head
@@ -86,6 +89,12 @@ static int overlap(uint64_t a, uint64_t al, uint64_t b, uint64_t bl)
     return al && bl && a < b + bl && b < a + al;
 }
 
+/* Is [a, a + len) inside device memory (no wrap-around)? */
+static int inside(uint64_t a, uint64_t len)
+{
+    return a <= RAM_SIZE && len <= RAM_SIZE - a;
+}
+
 static void check(const NFabricShared *sh)
 {
     CHECK(!(sh->gen & 1) && sh->cfg_busy == -1, "table busy after an "
@@ -108,13 +117,28 @@ static void check(const NFabricShared *sh)
         }
         CHECK(w->ctrl & NFABRIC_WCTRL_ENABLE, "window %u enabled without "
               "ENABLE in CTRL", i);
+        CHECK(sh->cfg[i].path == NFABRIC_WCTRL_PATH(w->ctrl) &&
+              sh->cfg[i].size == w->dpa_size &&
+              (sh->cfg[i].path == NFABRIC_PATH_FP32 ||
+               sh->cfg[i].width == NFABRIC_WCTRL_WIDTH(w->ctrl)),
+              "window %u: the engine's configuration is not CTRL's", i);
         cl = nfabric_counter_bytes(sh->cfg[i].path, sh->cfg[i].width,
                                    w->dpa_size);
-        CHECK(w->dpa_size && w->dpa_base + w->dpa_size <= RAM_SIZE &&
-              w->counters + cl <= RAM_SIZE && w->dpa_base % 64 == 0 &&
-              w->dpa_size % 64 == 0 && (!cl || w->counters % 64 == 0) &&
-              !overlap(w->dpa_base, w->dpa_size, w->counters, cl),
-              "window %u enabled with a bad range", i);
+        CHECK(w->dpa_size && inside(w->dpa_base, w->dpa_size) &&
+              w->dpa_base % 64 == 0 && w->dpa_size % 64 == 0,
+              "window %u enabled with a bad range (base 0x%llx size 0x%llx)",
+              i, (unsigned long long)w->dpa_base,
+              (unsigned long long)w->dpa_size);
+        /*
+         * An FP32 window has no counter area (cl == 0): its COUNTERS is
+         * stored and read back but never checked or used (registers.md),
+         * so any value is valid there.
+         */
+        CHECK(!cl || (inside(w->counters, cl) && w->counters % 64 == 0 &&
+                      !overlap(w->dpa_base, w->dpa_size, w->counters, cl)),
+              "window %u enabled with a bad counter area (0x%llx, 0x%llx "
+              "bytes)", i, (unsigned long long)w->counters,
+              (unsigned long long)cl);
         for (unsigned j = 0; j < i; j++) {
             const NFabricWindow *o = &sh->win[j];
             uint64_t ol;

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Seed inputs of the shared-state harness (tests/fuzz/fuzz_shared.c).
+
+Writes tests/fuzz/corpus/shared/seed-*: each a short, valid story two heads
+tell (program and enable an FP32, a G-Binary or a G-Ternary window, write
+and read it from both heads, complete the round, clear, disable, reset), so
+that libFuzzer starts from enabled windows of every path instead of having
+to find a valid configuration first.  Run it again after changing the
+harness's input layout:
+
+    python3 tests/fuzz/seeds_shared.py [DIR]
+
+Input layout (fuzz_shared.c): 12 bytes per operation.
+  b0: bit 0 the head, (b0 >> 1) % 7 the operation:
+      0, 1 register write; 2 register read; 3 memory write, 4 memory read;
+      5 ROUND_COMPLETE of the current round; 6 reset of the head
+  register ops: b1 % 4 == 0 a window register, b2 window, (b3 % 16) * 4
+      the offset in it; b1 % 4 == 3 the offset (b2 << 8 | b3) % 4 KiB;
+      b3 & 0x80 masks the value to device memory, b3 & 1 makes the access
+      8 bytes (else 4)
+  memory ops: DPA (b1 << 8 | b2) % 64 KiB, length 1 + b3 % 8
+  b4..b11: the value (little-endian)
+"""
+import os
+import struct
+import sys
+
+DPA_BASE, DPA_SIZE, COUNTERS, CTRL, THRESHOLD, CMD = 0, 2, 4, 6, 7, 8
+FP32, GBINARY, GTERNARY = 0, 1, 2
+
+
+def op(head, code, b1, b2, b3, value=0):
+    return bytes([(code << 1) | head, b1, b2, b3]) + struct.pack("<Q", value)
+
+
+def wreg(head, win, field, value):
+    if field == THRESHOLD:
+        # (b3 % 16) * 4 = 0x1c would make the access 8 bytes (b3 & 1):
+        # THRESHOLD is 4 bytes, so name its offset whole (b1 % 4 == 3).
+        off = 0x400 + win * 0x40 + 0x1c
+        return op(head, 0, 3, off >> 8, off & 0xff, value)
+    return op(head, 0, 0, win, 0x80 | field, value)
+
+
+def wctrl(path, width, tie=0, enable=True):
+    return path << 4 | width << 8 | tie << 16 | (1 if enable else 0)
+
+
+def window(head, win, base, size, counters, path, width, threshold=1):
+    return (wreg(head, win, DPA_BASE, base) + wreg(head, win, DPA_SIZE, size) +
+            wreg(head, win, COUNTERS, counters) +
+            wreg(head, win, THRESHOLD, threshold) +
+            wreg(head, win, CTRL, wctrl(path, width)))
+
+
+def mem(head, dpa, length, write, value=0):
+    return op(head, 3 if write else 4, dpa >> 8, dpa & 0xff, length - 1, value)
+
+
+def story(win, base, size, counters, path, width):
+    s = window(0, win, base, size, counters, path, width)
+    for k in range(4):
+        s += mem(k & 1, base + 8 * k, 8, True, 0x5a5a5a5a5a5a5a5a ^ k)
+    s += mem(1, base, 8, False) + mem(0, base + 8, 4, False)
+    s += op(0, 5, win, 0, 0) + op(1, 5, win, 0, 0)
+    s += op(1, 0, 0, win, CMD, 1)          # CMD = CLEAR
+    s += mem(1, base + 3, 2, True, 0xffff) + mem(0, 0xff00, 8, True, 0x1234)
+    s += wreg(0, win, CTRL, wctrl(path, width, enable=False))
+    return s
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "corpus", "shared")
+    os.makedirs(out, exist_ok=True)
+    seeds = {
+        "seed-fp32": story(0, 0x1000, 0x1000, 0, FP32, 0),
+        "seed-gbinary8": story(1, 0x2000, 0x400, 0x8000, GBINARY, 8),
+        "seed-gternary16": story(2, 0x3000, 0x200, 0xc000, GTERNARY, 16),
+        # Two windows at once, a refused overlap, a reset in between.
+        "seed-two-windows": (window(0, 3, 0x4000, 0x100, 0x6000, GBINARY, 16) +
+                             window(1, 4, 0x5000, 0x100, 0x7000, GTERNARY, 8) +
+                             window(1, 5, 0x4000, 0x100, 0x9000, GBINARY, 8) +
+                             mem(0, 0x4000, 8, True, 0xf0f0f0f0f0f0f0f0) +
+                             op(1, 6, 0, 0, 0) +
+                             mem(1, 0x5000, 8, True, 0x1111111111111111) +
+                             mem(0, 0x4ffc, 8, True, 0x0102030405060708) +
+                             op(0, 5, 3, 0, 0) + op(1, 2, 1, 3, 8)),
+    }
+    for name, data in seeds.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    print("%d seeds in %s" % (len(seeds), out))
+
+
+if __name__ == "__main__":
+    main()
