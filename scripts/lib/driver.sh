@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The guest driver nfabric.ko (guest/kernel/, docs/driver.md): its build
 # against the guest kernel's Debian headers (used by scripts/lib/image.sh)
@@ -18,7 +19,7 @@ nf_driver_headers() {
         rm -rf "$NF_GUEST/headers"
         mkdir -p "$hroot"
         for p in "linux-headers-$kver" "linux-headers-$base-common" "linux-kbuild-$base"; do
-            deb=$(nf_image_fetch "$p/bookworm-backports") || exit 1
+            deb=$(nf_image_fetch "$p/bookworm-backports")
             dpkg-deb -x "$deb" "$hroot" || nf_die "driver: dpkg-deb -x $deb failed"
         done
         sed -i "s|^include /usr/src/|include $hroot/usr/src/|" "$kdir/Makefile"
@@ -34,7 +35,7 @@ nf_driver_headers() {
 # build writes next to its sources); prints the path of the stripped .ko.
 nf_driver_build() {
     local kver=$1 kdir out=$NF_GUEST/kmod t0 f stale=0
-    kdir=$(nf_driver_headers "$kver") || exit 1
+    kdir=$(nf_driver_headers "$kver")
     if [ -f "$out/nfabric.ko" ] && [ "$(cat "$out/kernel-version" 2>/dev/null)" = "$kver" ]; then
         for f in "$NF_ROOT"/guest/kernel/{Kbuild,Makefile,*.c} \
                  "$NF_ROOT"/guest/kernel/{uapi,compat}/*.h \
@@ -133,4 +134,11 @@ NFABRIC_ACCESS=resource0 nfabric-test; b=$?
     grep -E '^(ok|not ok|#|1\.\.|summary:)' "$log" || true
     nf_driver_ready_checks "$log" none
     return $rc
+}
+
+# ---- pybind: the Python binding's integer arguments (host, no VM) ---------
+nf_register_suite 34 pybind "Python binding: every integer argument of every public function against its C type's range (host, no VM)"
+nf_suite_pybind() {
+    nf_need python3-numpy
+    nf_ddp_py -m nfabric.argcheck
 }

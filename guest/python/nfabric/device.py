@@ -15,6 +15,7 @@ Nothing of libnfabric's logic is repeated here: every call is the C one.
 import ctypes
 import ctypes.util
 import errno
+import operator
 import os
 
 import numpy as np
@@ -29,6 +30,31 @@ class NFabricError(RuntimeError):
     def __init__(self, code, message):
         super().__init__(message)
         self.code = code
+
+
+# The C types of libnfabric's integer arguments: ctypes would wrap a value
+# out of range silently (2**32 + 1 becomes 1), so every one is checked.
+_C_RANGES = {
+    "unsigned": (0, (1 << 32) - 1),     # unsigned int (LP64, ILP32)
+    "uint32_t": (0, (1 << 32) - 1),
+    "uint64_t": (0, (1 << 64) - 1),
+    "size_t": (0, (1 << 64) - 1),
+}
+
+
+def _c_int(name, value, ctype):
+    """value as a Python int within C type ctype's range; else ValueError
+    (TypeError for what is not an integer) naming the argument."""
+    if isinstance(value, bool):
+        raise TypeError("%s: %r is a bool, not an integer" % (name, value))
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError("%s: %r is not an integer (%s)" % (name, value, ctype)) from None
+    lo, hi = _C_RANGES[ctype]
+    if not lo <= v <= hi:
+        raise ValueError("%s: %d is out of range for %s (%d..%d)" % (name, v, ctype, lo, hi))
+    return v
 
 
 class _WinCfg(ctypes.Structure):
@@ -148,7 +174,13 @@ def path_number(name):
 
 
 def counter_bytes(path, width, size):
-    return _load().nfabric_counter_size(path_number(path), width, size)
+    """Bytes of the counter area of a window of `size` data bytes."""
+    code = path_number(path)
+    width = _c_int("width", width, "unsigned")
+    size = _c_int("size", size, "uint64_t")
+    per_byte = {1: 8, 2: 4}.get(code, 0) * (width // 8)
+    _c_int("size", size * per_byte, "uint64_t")     # the C product must not wrap
+    return _load().nfabric_counter_size(code, width, size)
 
 
 class Device:
@@ -172,6 +204,9 @@ class Device:
     def host(cls, state, mem, mem_size, head, heads):
         """Head `head` of a `heads`-head shared device, no VM: the device's
         controller over the state file and memory file (created if new)."""
+        mem_size = _c_int("mem_size", mem_size, "uint64_t")
+        head = _c_int("head", head, "unsigned")
+        heads = _c_int("heads", heads, "unsigned")
         dev = cls()
         dev._check(dev._lib.nfabric_open_host(dev._d, state.encode(), mem.encode(),
                                               mem_size, head, heads),
@@ -219,27 +254,39 @@ class Device:
 
     def set_window(self, i, base, size, path, counters=0, width=8, tie=0,
                    threshold=1):
-        cfg = _WinCfg(base, size, counters, path_number(path), width, tie, threshold)
+        i = _c_int("i", i, "unsigned")
+        cfg = _WinCfg(_c_int("base", base, "uint64_t"), _c_int("size", size, "uint64_t"),
+                      _c_int("counters", counters, "uint64_t"), path_number(path),
+                      _c_int("width", width, "unsigned"), _c_int("tie", tie, "unsigned"),
+                      _c_int("threshold", threshold, "uint32_t"))
         self._check(self._lib.nfabric_window_set(self._d, i, ctypes.byref(cfg)),
                     "window %d (%s at DPA 0x%x, %d bytes)" % (i, path, base, size))
 
     def disable(self, i):
+        i = _c_int("i", i, "unsigned")
         self._check(self._lib.nfabric_window_disable(self._d, i), "disable %d" % i)
 
     def clear(self, i):
+        i = _c_int("i", i, "unsigned")
         self._check(self._lib.nfabric_window_clear(self._d, i), "clear %d" % i)
 
     def round(self, i):
+        i = _c_int("i", i, "unsigned")
         r = _Round()
         self._check(self._lib.nfabric_round_read(self._d, i, ctypes.byref(r)),
                     "round of window %d" % i)
         return Round(r)
 
     def complete(self, i, seq):
+        i = _c_int("i", i, "unsigned")
+        seq = _c_int("seq", seq, "uint32_t")
         self._check(self._lib.nfabric_round_complete(self._d, i, seq),
                     "complete round %d of window %d" % (seq, i))
 
     def wait(self, i, seq, timeout_ms=600000):
+        i = _c_int("i", i, "unsigned")
+        seq = _c_int("seq", seq, "uint32_t")
+        timeout_ms = _c_int("timeout_ms", timeout_ms, "unsigned")
         r = _Round()
         self._check(self._lib.nfabric_round_wait(self._d, i, seq, timeout_ms,
                                                  ctypes.byref(r)),
@@ -247,10 +294,15 @@ class Device:
         return Round(r)
 
     def wait_next(self, i, seq, timeout_ms=600000):
+        i = _c_int("i", i, "unsigned")
+        seq = _c_int("seq", seq, "uint32_t")
+        timeout_ms = _c_int("timeout_ms", timeout_ms, "unsigned")
         self._check(self._lib.nfabric_round_wait_next(self._d, i, seq, timeout_ms),
                     "wait for window %d to leave round %d" % (i, seq))
 
     def head_contrib(self, head, i):
+        head = _c_int("head", head, "unsigned")
+        i = _c_int("i", i, "unsigned")
         v = ctypes.c_uint64()
         self._check(self._lib.nfabric_head_contrib(self._d, head, i, ctypes.byref(v)),
                     "contributions of head %d to window %d" % (head, i))
@@ -259,6 +311,7 @@ class Device:
     # ---- device memory -----------------------------------------------------
     def write(self, dpa, data):
         """Write bytes (any buffer, e.g. a numpy array) at DPA dpa."""
+        dpa = _c_int("dpa", dpa, "uint64_t")
         buf = np.ascontiguousarray(np.frombuffer(memoryview(data).cast("B"),
                                                  dtype=np.uint8))
         self._check(self._lib.nfabric_mem_write(self._d, dpa, buf.ctypes.data,
@@ -267,6 +320,11 @@ class Device:
 
     def read(self, dpa, nbytes):
         """nbytes at DPA dpa, as a numpy uint8 array."""
+        dpa = _c_int("dpa", dpa, "uint64_t")
+        nbytes = _c_int("nbytes", nbytes, "size_t")
+        if dpa + nbytes > self.mem_size():
+            raise ValueError("dpa, nbytes: 0x%x + %d is past the device memory (%d bytes)"
+                             % (dpa, nbytes, self.mem_size()))
         out = np.empty(nbytes, dtype=np.uint8)
         self._check(self._lib.nfabric_mem_read(self._d, dpa, out.ctypes.data, nbytes),
                     "read %d bytes at DPA 0x%x" % (nbytes, dpa))
