@@ -4,7 +4,7 @@
 # against the guest kernel's Debian headers (used by scripts/lib/image.sh)
 # and the `driver` test suite.
 
-NF_PKGS_KMOD="make gcc-12 libelf1"
+NF_PKGS_KMOD=(make gcc-12 libelf1)
 
 # nf_driver_headers KVER : unpack linux-headers-KVER (with its -common part
 # and linux-kbuild) from bookworm-backports into build/guest/headers/KVER,
@@ -47,7 +47,7 @@ nf_driver_build() {
             return 0
         fi
     fi
-    nf_need $NF_PKGS_KMOD
+    nf_need "${NF_PKGS_KMOD[@]}"
     t0=$EPOCHREALTIME
     rm -rf "$out"
     mkdir -p "$out/src/include/hw/mem"
@@ -93,8 +93,27 @@ nf_driver_access_check() {
     printf '%s' "r=\$(nfabricctl info 2>&1 | sed -n 's/^registers: //p'); case \"\$r\" in \"$1\"*) echo \"ok - libnfabric reaches the registers through: \$r\";; *) echo \"not ok - libnfabric should use $1, uses: \${r:-nothing (nfabricctl info failed)}\"; false;; esac"
 }
 
-# ---- driver: nfabric.ko, and the guest checks through it (one boot) -------
-nf_register_suite 32 driver "nfabric.ko: guest checks through it, every ioctl and bad argument, concurrent openers, unbind while open, reload, rounds on 2 hosts"
+# A guest shell snippet: the whole kernel log, as "kmsg: " lines.
+NF_DRIVER_KMSG='dmesg | sed "s/^/kmsg: /"'
+
+# nf_driver_kmsg_check LOG WHAT : a TAP line: the guest's kernel log (dumped
+# as "kmsg: " lines at the end of the run) holds no BUG, Oops, WARNING or
+# "Bad page" line.
+nf_driver_kmsg_check() {
+    local log=$1 what=$2 n bad
+    n=$(grep -c '^kmsg: ' "$log" || true)
+    bad=$(grep -E '^kmsg: .*(BUG:|kernel BUG|Oops|WARNING|Bad page)' "$log" || true)
+    if [ "$n" -gt 0 ] && [ -z "$bad" ]; then
+        echo "ok - $what: the guest's kernel log ($n lines) has no BUG, Oops, WARNING or Bad page line"
+    else
+        echo "not ok - $what: the guest's kernel log ($n lines) has $(grep -c . <<<"$bad") BUG, Oops, WARNING or Bad page lines"
+        head -20 <<<"$bad" | sed 's/^/#   /'
+        return 1
+    fi
+}
+
+# ---- driver: nfabric.ko, and the guest checks through it (three boots) ----
+nf_register_suite 32 driver "nfabric.ko: guest checks through it, every ioctl and bad argument, hostile mappings, privileges (root and nobody), stale code, concurrent openers, unbind while open, reload; System RAM and interleaved regions; rounds on 2 hosts; clean kernel logs"
 nf_suite_driver() {
     local log=$NF_BUILD/test-logs/driver-console.log rc=0 cmd
     mkdir -p "$(dirname "$log")"
@@ -103,10 +122,23 @@ nf_suite_driver() {
     cmd="$(nf_driver_access_check "driver /dev/nfabric")"'; a=$?
 NFABRIC_ACCESS=driver nfabric-test; b=$?
 nfabric-drvtest; c=$?
+'"$NF_DRIVER_KMSG"'
 [ $a = 0 ] && [ $b = 0 ] && [ $c = 0 ]'
     nf_guest_run "$log" "$cmd" || rc=$?
     grep -E '^(ok|not ok|#|1\.\.|summary:)' "$log" || true
     nf_driver_ready_checks "$log" nfabric0
+    nf_driver_kmsg_check "$log" "driver checks" || rc=1
+    # A second boot: the region onlined as System RAM (this changes the guest).
+    log=$NF_BUILD/test-logs/driver-sysram-console.log
+    nf_guest_run "$log" "nfabric-drvtest --only sysram,dmesg; c=\$?; $NF_DRIVER_KMSG; exit \$c" || rc=$?
+    grep -E '^(ok|not ok|#|summary:)' "$log" || true
+    nf_driver_kmsg_check "$log" "System RAM" || rc=1
+    # A third: two devices, no region at boot; then an interleaved region.
+    log=$NF_BUILD/test-logs/driver-interleave-console.log
+    nf_guest_run "$log" "nfabric-drvtest --only interleave,dmesg; c=\$?; $NF_DRIVER_KMSG; exit \$c" \
+        --devices 2 --append nfabric.region=none || rc=$?
+    grep -E '^(ok|not ok|#|summary:)' "$log" || true
+    nf_driver_kmsg_check "$log" "interleaved region" || rc=1
     # Rounds across two heads of one shared device (scripts/nfabric cluster).
     local dir=$NF_BUILD/test-logs/driver-cluster r crc=0
     nf_cluster_main --hosts 2 --dir "$dir" --timeout 300 \

@@ -11,11 +11,21 @@
  *   round      ROUND_GET / ROUND_COMPLETE / ROUND_WAIT (one head), their
  *              bad arguments, a wait woken by a completion and by a signal
  *   badarg     every bad argument of every ioctl, and mmap's
+ *   mmap       private and executable register mappings refused, an ioctl
+ *              whose argument is the register mapping; the device answers
+ *   priv       every operation as root and as uid 65534 on a node opened
+ *              to it: EPERM where docs/driver.md's privilege model says so
+ *   exec       code in device memory rewritten through an FP32 window (a
+ *              trapped write) runs new once the window is disabled
  *   concurrent several openers and concurrent ioctls on one window
  *   unbind     unbind cxl_pci while a file is open and mapped and a round
  *              wait sleeps, then rebind
  *   reload     rmmod refused while open; rmmod, insmod
- *   dmesg      no warning, error or oops logged since the start
+ *   dmesg      no warning, error, oops, BUG or bad page logged since the start
+ *   sysram     (only when named; the region onlined as System RAM) low-bit
+ *              windows over it refused (EBUSY), as libnfabric does
+ *   interleave (only when named; two devices, no region at boot) low-bit
+ *              windows on a 2-way interleaved region refused (EXDEV)
  *   multihost  (only when named; under `scripts/nfabric cluster`, which sets
  *              NFABRIC_RANK and NFABRIC_HOSTS) every host completes one
  *              round of a shared window and waits for the others
@@ -25,6 +35,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -35,6 +46,7 @@
 #include <sys/ioctl.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1064,14 +1076,481 @@ static void t_dmesg(void)
 
         seen++;
         if ((lvl <= 4 && !strstr(line, "taints kernel") && !strstr(line, "module verification failed")) ||
-            strstr(line, "WARNING") || strstr(line, "BUG:") || strstr(line, "Oops") ||
-            strstr(line, "Call Trace") || strstr(line, "corruption")) {
+            strstr(line, "WARNING") || strstr(line, "BUG:") || strstr(line, "kernel BUG") ||
+            strstr(line, "Oops") ||
+            strstr(line, "Bad page") || strstr(line, "Call Trace") ||
+            strstr(line, "corruption")) {
             printf("# %s\n", line);
             bad++;
         }
     }
     check(bad == 0, "kernel log since the start: %u lines, %u warnings or worse", seen, bad);
     free(buf);
+}
+
+/* ---- issue 22: hostile mappings, privileges, stale code, System RAM ---- */
+
+/*
+ * Register mappings the driver must refuse without harm: private (a
+ * copy-on-write mapping of a PFN map, once a kernel BUG with the device's
+ * mutex left held) and executable ones; then the device still answers
+ * (nothing left locked), and an ioctl whose argument is the register
+ * mapping itself (the copy faults the page in) neither deadlocks nor
+ * reaches the device.
+ */
+static void t_mmap(int fd, const char *name)
+{
+    struct nfabric_ioc_stats st;
+    char path[256], buf[64];
+    void *p;
+    int rc;
+
+    p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+    check(p == MAP_FAILED && errno == EINVAL, "mmap(MAP_PRIVATE) of the register page: %s "
+          "(want EINVAL)", p == MAP_FAILED ? strerror(errno) : "mapped");
+    if (p != MAP_FAILED) {
+        munmap(p, 4096);
+    }
+    p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    check(p == MAP_FAILED && errno == EINVAL, "mmap(MAP_PRIVATE, PROT_WRITE): %s (want EINVAL)",
+          p == MAP_FAILED ? strerror(errno) : "mapped");
+    if (p != MAP_FAILED) {
+        munmap(p, 4096);
+    }
+    p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+    check(p == MAP_FAILED && errno == EPERM, "mmap(PROT_EXEC) of the register page: %s "
+          "(want EPERM)", p == MAP_FAILED ? strerror(errno) : "mapped");
+    if (p != MAP_FAILED) {
+        munmap(p, 4096);
+    }
+    p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+    if (check(p != MAP_FAILED, "mmap(MAP_SHARED, PROT_READ): %s",
+              p == MAP_FAILED ? strerror(errno) : "mapped")) {
+        rc = mprotect(p, 4096, PROT_READ | PROT_EXEC);
+        check(rc != 0 && errno == EACCES, "mprotect(PROT_EXEC) on the mapping later: %s "
+              "(want EACCES)", rc ? strerror(errno) : "allowed");
+        memset(&st, 0x5a, sizeof(st));
+        rc = xioctl(fd, NFABRIC_IOC_STATS, p);
+        check(rc == -EINVAL, "STATS whose argument is the register mapping (faulted in "
+              "by the copy): %s (want EINVAL: size is MAGIC), no deadlock", strerror(-rc));
+        munmap(p, 4096);
+    }
+    memset(&info, 0, sizeof(info));
+    info.size = sizeof(info);
+    rc = xioctl(fd, NFABRIC_IOC_INFO, &info);
+    check(rc == 0, "after the refused mappings INFO answers: %s", rc ? strerror(-rc) : "ok");
+    snprintf(path, sizeof(path), CLASS_DIR "/%s/stats/error_count", name);
+    check(read_sysfs(path, buf, sizeof(buf)) == 0 && buf[0], "and sysfs stats/error_count "
+          "reads %s (the device's mutex is free)", buf);
+    rc = system("nfabricctl info >/dev/null");
+    check(rc == 0, "nfabricctl info runs (status %d)", rc);
+}
+
+/* ---- privileges ------------------------------------------------------ */
+
+enum { OP_INFO, OP_WIN_GET, OP_STATS, OP_TIMING, OP_ROUND_GET, OP_SYSFS_READ,
+       OP_WIN_SET, OP_WIN_DISABLE, OP_WIN_CLEAR, OP_ROUND_COMPLETE,
+       OP_STATS_CLEAR, OP_STATS_CLEAR_ERRORS, OP_TIMING_CLEAR, OP_SYSFS_CLEAR,
+       OP_MMAP, OP_COUNT };
+
+static const struct {
+    const char *what;
+    bool admin;         /* needs a capability (docs/driver.md) */
+    const char *cap;
+} ops[OP_COUNT] = {
+    [OP_INFO] = { "INFO", false, "" },
+    [OP_WIN_GET] = { "WIN_GET", false, "" },
+    [OP_STATS] = { "STATS", false, "" },
+    [OP_TIMING] = { "TIMING", false, "" },
+    [OP_ROUND_GET] = { "ROUND_GET", false, "" },
+    [OP_SYSFS_READ] = { "read sysfs stats/fp32_reads", false, "" },
+    [OP_WIN_SET] = { "WIN_SET", true, "CAP_SYS_ADMIN" },
+    [OP_WIN_DISABLE] = { "WIN_DISABLE", true, "CAP_SYS_ADMIN" },
+    [OP_WIN_CLEAR] = { "WIN_CLEAR", true, "CAP_SYS_ADMIN" },
+    [OP_ROUND_COMPLETE] = { "ROUND_COMPLETE", true, "CAP_SYS_ADMIN" },
+    [OP_STATS_CLEAR] = { "STATS F_CLEAR", true, "CAP_SYS_ADMIN" },
+    [OP_STATS_CLEAR_ERRORS] = { "STATS F_CLEAR_ERRORS", true, "CAP_SYS_ADMIN" },
+    [OP_TIMING_CLEAR] = { "TIMING F_CLEAR", true, "CAP_SYS_ADMIN" },
+    [OP_SYSFS_CLEAR] = { "write sysfs stats/clear", true, "CAP_SYS_ADMIN" },
+    [OP_MMAP] = { "mmap of the register page", true, "CAP_SYS_RAWIO" },
+};
+
+static int sysfs_rc(const char *path, const char *val, bool wr)
+{
+    char buf[64];
+    int fd = open(path, wr ? O_WRONLY : O_RDONLY);
+    ssize_t n;
+
+    if (fd < 0) {
+        return -errno;
+    }
+    n = wr ? write(fd, val, strlen(val)) : read(fd, buf, sizeof(buf));
+    n = n < 0 ? -errno : 0;
+    close(fd);
+    return (int)n;
+}
+
+/*
+ * Each operation once on window @idx (enabled by the caller, a round
+ * open): the result of each, 0 or -errno.  The privileged ones are done so
+ * that the state is the same afterwards when they succeed (the window is
+ * set again after being disabled).
+ */
+static void priv_ops(const char *name, unsigned idx, const struct nfabric_ioc_window *w0,
+                     int *rc)
+{
+    struct nfabric_ioc_window w;
+    struct nfabric_ioc_window_cmd c = wcmd(idx);
+    struct nfabric_ioc_stats st;
+    struct nfabric_ioc_timing t;
+    struct nfabric_ioc_round r;
+    struct nfabric_ioc_info in;
+    char path[256];
+    int fd = open_dev(name);
+    void *p;
+
+    for (int i = 0; i < OP_COUNT; i++) {
+        rc[i] = fd < 0 ? -errno : -EIO;
+    }
+    if (fd < 0) {
+        return;
+    }
+    memset(&in, 0, sizeof(in));
+    in.size = sizeof(in);
+    rc[OP_INFO] = xioctl(fd, NFABRIC_IOC_INFO, &in);
+    rc[OP_WIN_GET] = win_get(fd, idx, &w);
+    rc[OP_STATS] = stats(fd, 0, &st);
+    memset(&t, 0, sizeof(t));
+    t.size = sizeof(t);
+    rc[OP_TIMING] = xioctl(fd, NFABRIC_IOC_TIMING, &t);
+    r = rnd(idx, 0, 0);
+    rc[OP_ROUND_GET] = xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+    snprintf(path, sizeof(path), CLASS_DIR "/%s/stats/fp32_reads", name);
+    rc[OP_SYSFS_READ] = sysfs_rc(path, NULL, false);
+    rc[OP_WIN_CLEAR] = xioctl(fd, NFABRIC_IOC_WIN_CLEAR, &c);
+    rc[OP_WIN_DISABLE] = xioctl(fd, NFABRIC_IOC_WIN_DISABLE, &c);
+    w = *w0;
+    rc[OP_WIN_SET] = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+    r = rnd(idx, 0, 0);
+    xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+    r = rnd(idx, r.seq, 0);
+    rc[OP_ROUND_COMPLETE] = xioctl(fd, NFABRIC_IOC_ROUND_COMPLETE, &r);
+    rc[OP_STATS_CLEAR] = stats(fd, NFABRIC_STATS_F_CLEAR, &st);
+    rc[OP_STATS_CLEAR_ERRORS] = stats(fd, NFABRIC_STATS_F_CLEAR_ERRORS, &st);
+    memset(&t, 0, sizeof(t));
+    t.size = sizeof(t);
+    t.flags = NFABRIC_TIMING_F_CLEAR;
+    rc[OP_TIMING_CLEAR] = xioctl(fd, NFABRIC_IOC_TIMING, &t);
+    snprintf(path, sizeof(path), CLASS_DIR "/%s/stats/clear", name);
+    rc[OP_SYSFS_CLEAR] = sysfs_rc(path, "stats", true);
+    p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+    rc[OP_MMAP] = p == MAP_FAILED ? -errno : 0;
+    if (p != MAP_FAILED) {
+        munmap(p, 4096);
+    }
+    close(fd);
+}
+
+/*
+ * Run priv_ops as uid/gid 65534 (nobody: no capability) in a child; its
+ * results through a pipe.  0 or -1 (the child could not drop privileges).
+ */
+static int priv_ops_as_nobody(const char *name, unsigned idx,
+                              const struct nfabric_ioc_window *w0, int *rc)
+{
+    int pp[2], status = 0;
+    pid_t pid;
+    ssize_t n;
+
+    if (pipe(pp)) {
+        return -1;
+    }
+    pid = fork();
+    if (pid == 0) {
+        int res[OP_COUNT];
+
+        close(pp[0]);
+        /* As root, setgid/setuid set every id; a uid other than 0 has no capability. */
+        if (setgroups(0, NULL) || setgid(65534) || setuid(65534)) {
+            _exit(3);
+        }
+        priv_ops(name, idx, w0, res);
+        n = write(pp[1], res, sizeof(res));
+        _exit(n == (ssize_t)sizeof(res) ? 0 : 4);
+    }
+    close(pp[1]);
+    n = pid > 0 ? read(pp[0], rc, sizeof(int) * OP_COUNT) : -1;
+    close(pp[0]);
+    if (pid > 0) {
+        waitpid(pid, &status, 0);
+    }
+    return n == (ssize_t)(sizeof(int) * OP_COUNT) && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* Open the node and the sysfs clear file to everyone, as an admin would. */
+static void open_to_all(const char *name, bool open)
+{
+    char path[256];
+
+    snprintf(path, sizeof(path), "/dev/%s", name);
+    chmod(path, open ? 0666 : 0600);
+    snprintf(path, sizeof(path), CLASS_DIR "/%s/stats/clear", name);
+    chmod(path, open ? 0666 : 0200);
+}
+
+/*
+ * The privilege model (docs/driver.md) on a node opened to everyone: each
+ * operation as root (all allowed) and as nobody (queries allowed, state
+ * changes, clears and the register mapping EPERM), and nobody's attempts
+ * change nothing.
+ */
+static void t_priv(int fd, const char *name)
+{
+    const unsigned idx = 9;
+    struct nfabric_ioc_window w0 = win(idx, NFABRIC_PATH_GBINARY, 60ull << 20, 4096,
+                                       61ull << 20, 8, 0, 0), g;
+    struct nfabric_ioc_stats st0, st1;
+    int rc[OP_COUNT], r;
+
+    disable_all(fd, info.num_windows);
+    g = w0;
+    r = xioctl(fd, NFABRIC_IOC_WIN_SET, &g);
+    check(r == 0, "priv: window %u enabled by root: %s", idx, r ? strerror(-r) : "ok");
+    open_to_all(name, true);
+    priv_ops(name, idx, &w0, rc);
+    for (int i = 0; i < OP_COUNT; i++) {
+        check(rc[i] == 0, "priv: as root, %s: %s", ops[i].what,
+              rc[i] ? strerror(-rc[i]) : "allowed");
+    }
+    win_get(fd, idx, &g);
+    check(g.enabled, "priv: window %u enabled after root's operations", idx);
+    stats(fd, 0, &st0);
+    r = priv_ops_as_nobody(name, idx, &w0, rc);
+    if (check(r == 0, "priv: a child as uid 65534 without capabilities ran every operation "
+              "on /dev/%s (mode 0666)", name)) {
+        for (int i = 0; i < OP_COUNT; i++) {
+            int want = ops[i].admin ? -EPERM : 0;
+
+            check(rc[i] == want, "priv: as nobody, %s: %s (want %s%s%s)", ops[i].what,
+                  rc[i] ? strerror(-rc[i]) : "allowed", want ? "EPERM: needs " : "allowed",
+                  ops[i].cap, "");
+        }
+    }
+    win_get(fd, idx, &g);
+    stats(fd, 0, &st1);
+    check(g.enabled && g.base == w0.base && st1.error_count == st0.error_count,
+          "priv: nobody's refused calls changed nothing (window %u enabled at 0x%" PRIx64
+          ", error_count %u)", idx, (uint64_t)g.base, st1.error_count);
+    open_to_all(name, false);
+    disable_all(fd, info.num_windows);
+}
+
+/* ---- stale code --------------------------------------------------------- */
+
+/*
+ * Code in plain device memory (mapped directly: TCG translates it like
+ * RAM) is run, rewritten through an enabled FP32 window (a trapped write,
+ * served by the device), the window disabled, and run again: the new code
+ * must run, not the translation of the old.
+ */
+static void t_exec(int fd)
+{
+    static const uint8_t ret1[8] = { 0xb8, 1, 0, 0, 0, 0xc3, 0x90, 0x90 };  /* mov eax,1; ret */
+    static const uint8_t ret2[8] = { 0xb8, 2, 0, 0, 0, 0xc3, 0x90, 0x90 };  /* mov eax,2; ret */
+    const uint64_t off = 200ull << 20;      /* into the dax device, 2 MiB aligned */
+    nfabric_dev *m = open_mem();
+    struct nfabric_ioc_window w;
+    struct nfabric_ioc_window_cmd c = wcmd(3);
+    char path[64];
+    volatile uint64_t *q;
+    uint64_t dpa, v2;
+    int (*fn)(void);
+    void *p;
+    int dfd, rc, a, b;
+
+    if (!m) {
+        return;
+    }
+    dpa = nfabric_map_dpa(m) + off;
+    /* A node of our own on /tmp: /dev may be mounted noexec. */
+    {
+        char dev[64];
+        struct stat sb;
+
+        snprintf(dev, sizeof(dev), "/dev/%s", nfabric_dax_name(m));
+        snprintf(path, sizeof(path), "/tmp/drvtest-%s", nfabric_dax_name(m));
+        unlink(path);
+        if (stat(dev, &sb) || mknod(path, S_IFCHR | 0600, sb.st_rdev)) {
+            snprintf(path, sizeof(path), "%s", dev);
+        }
+    }
+    dfd = open(path, O_RDWR | O_CLOEXEC);
+    p = dfd < 0 ? MAP_FAILED : mmap(NULL, 2u << 20, PROT_READ | PROT_WRITE | PROT_EXEC,
+                                    MAP_SHARED, dfd, (off_t)off);
+    if (!check(p != MAP_FAILED, "exec: %s mapped executable at offset %" PRIu64 " MiB: %s",
+               path, off >> 20, p == MAP_FAILED ? strerror(errno) : "ok")) {
+        if (dfd >= 0) {
+            close(dfd);
+        }
+        nfabric_free(m);
+        return;
+    }
+    q = p;
+    memcpy(&fn, &p, sizeof(fn));
+    memcpy(&v2, ret2, 8);
+    {
+        uint64_t v1;
+
+        memcpy(&v1, ret1, 8);
+        q[0] = v1;
+    }
+    a = fn();
+    a += fn();              /* twice: the translation is cached */
+    disable_all(fd, info.num_windows);
+    w = win(3, NFABRIC_PATH_FP32, dpa, 4096, 0, 0, 0, 0);
+    rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+    check(rc == 0, "exec: FP32 window 3 over the code (DPA 0x%" PRIx64 "): %s", dpa,
+          rc ? strerror(-rc) : "enabled");
+    q[0] = v2;              /* through the window: a trapped write */
+    win_get(fd, 3, &w);
+    check(w.contrib_writes == 1, "exec: the new code went through the window (%" PRIu64
+          " write counted)", (uint64_t)w.contrib_writes);
+    rc = xioctl(fd, NFABRIC_IOC_WIN_DISABLE, &c);
+    check(rc == 0 && q[0] == v2, "exec: window disabled, the bytes read back new");
+    b = fn();
+    check(a == 2 && b == 2, "exec: the old code returned %d twice; after the rewrite "
+          "through the window the code returns %d (want 2: the stale translation was "
+          "invalidated)", a / 2, b);
+    munmap(p, 2u << 20);
+    close(dfd);
+    if (!strncmp(path, "/tmp/", 5)) {
+        unlink(path);
+    }
+    nfabric_free(m);
+}
+
+/* ---- windows the library refuses too ------------------------------------ */
+
+/* WIN_SET's errno for w; the library's code for the same configuration. */
+static void lib_and_drv(int fd, nfabric_dev *d, struct nfabric_ioc_window w, int want,
+                        const char *what)
+{
+    nfabric_win_cfg cfg = {
+        .base = w.base, .size = w.length, .counters = w.counters, .path = w.path,
+        .width = w.width, .tie = w.tie, .threshold = w.threshold,
+    };
+    struct nfabric_ioc_window_cmd c = wcmd(w.index);
+    int rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w), lrc;
+    struct nfabric_ioc_stats st;
+
+    stats(fd, 0, &st);
+    check(rc == want && (want || (st.enabled_mask & (1u << w.index))) &&
+          (!want || !(st.enabled_mask & (1u << w.index))),
+          "%s: WIN_SET %s (want %s), enabled mask 0x%x", what,
+          rc ? strerror(-rc) : "accepted", want ? strerror(-want) : "accepted",
+          st.enabled_mask);
+    xioctl(fd, NFABRIC_IOC_WIN_DISABLE, &c);
+    lrc = d ? nfabric_window_set(d, w.index, &cfg) : -ENODEV;
+    check(lrc == want, "%s: libnfabric gives the same (%s): %s", what,
+          lrc ? nfabric_strerror(lrc) : "accepted", d && lrc ? nfabric_errmsg(d) : "");
+    if (d) {
+        nfabric_window_disable(d, w.index);
+    }
+}
+
+/* As nobody on a node opened to everyone: WIN_SET EPERM before anything. */
+static void win_set_as_nobody(const char *name, struct nfabric_ioc_window w, const char *what)
+{
+    int rc[OP_COUNT], r;
+
+    open_to_all(name, true);
+    r = priv_ops_as_nobody(name, w.index, &w, rc);
+    check(r == 0 && rc[OP_WIN_SET] == -EPERM, "%s: as nobody WIN_SET is %s (want EPERM)",
+          what, r ? "not run" : rc[OP_WIN_SET] ? strerror(-rc[OP_WIN_SET]) : "accepted");
+    open_to_all(name, false);
+}
+
+static const char online_cmd[] =
+    "{ grep -q '^kmem ' /proc/modules || insmod /lib/nfabric/kmem.ko; } && "
+    "d=$(ls /sys/bus/dax/devices | head -n 1); "
+    "echo $d > /sys/bus/dax/drivers/device_dax/unbind && "
+    "echo $d > /sys/bus/dax/drivers/kmem/new_id 2>/dev/null; "
+    "[ -e /sys/bus/dax/drivers/kmem/$d ] || echo $d > /sys/bus/dax/drivers/kmem/bind; "
+    "for m in /sys/devices/system/memory/memory*/state; do "
+    "  [ \"$(cat $m)\" = offline ] && echo online_movable > $m 2>/dev/null; "
+    "done; grep -q 'System RAM (kmem)' /proc/iomem";
+
+/*
+ * (only when named; a boot of its own: it changes the guest) the region
+ * onlined as System RAM: a low-bit window whose data or counters are there
+ * is refused with EBUSY, an FP32 window is not; as libnfabric does.
+ */
+static void t_sysram(int fd, const char *name)
+{
+    const uint64_t M = 1ull << 20;
+    nfabric_dev *d = nfabric_new();
+    int rc;
+
+    disable_all(fd, info.num_windows);
+    rc = system(online_cmd);
+    check(rc == 0, "sysram: the region's memory is online as System RAM (kmem)");
+    rc = d ? nfabric_open(d, NFABRIC_OPEN_NO_MEM) : -ENOMEM;
+    check(rc == 0, "sysram: libnfabric opens the registers (%s)",
+          rc && d ? nfabric_errmsg(d) : "ok");
+    lib_and_drv(fd, rc ? NULL : d, win(0, NFABRIC_PATH_GBINARY, M, 4096, 2 * M, 8, 0, 0),
+                -EBUSY, "sysram: G-Binary data over System RAM");
+    lib_and_drv(fd, rc ? NULL : d, win(1, NFABRIC_PATH_GTERNARY, 8 * M, 4096, 2 * M, 8, 0, 1),
+                -EBUSY, "sysram: G-Ternary data and counters over System RAM");
+    lib_and_drv(fd, rc ? NULL : d, win(2, NFABRIC_PATH_FP32, 4 * M, 4096, 0, 0, 0, 0),
+                0, "sysram: an FP32 window (identity) over System RAM");
+    win_set_as_nobody(name, win(0, NFABRIC_PATH_GBINARY, M, 4096, 2 * M, 8, 0, 0),
+                      "sysram: G-Binary over System RAM");
+    nfabric_free(d);
+}
+
+/*
+ * (only when named; two devices, no region at boot) a region interleaved
+ * over both: a low-bit window on either is refused with EXDEV, an FP32
+ * one is not; before the region, the same window is accepted.
+ */
+static void t_interleave(int fd, const char *name)
+{
+    const uint64_t M = 1ull << 20;
+    struct nfabric_ioc_window gb = win(0, NFABRIC_PATH_GBINARY, M, 4096, 2 * M, 8, 0, 0);
+    nfabric_dev *d = nfabric_new();
+    char name1[32];
+    int fd1, rc;
+
+    disable_all(fd, info.num_windows);
+    rc = d ? nfabric_open(d, NFABRIC_OPEN_NO_MEM) : -ENOMEM;
+    check(rc == 0, "interleave: libnfabric opens the registers of the first device (%s)",
+          rc && d ? nfabric_errmsg(d) : "ok");
+    lib_and_drv(fd, rc ? NULL : d, gb, 0, "interleave: G-Binary with no region yet");
+    rc = system("cxl create-region -m -t ram -d decoder0.0 -w 2 -g 256 mem0 mem1 "
+                ">/tmp/interleave.log 2>&1 || cat /tmp/interleave.log; "
+                "grep -q 2 /sys/bus/cxl/devices/region*/interleave_ways");
+    check(rc == 0, "interleave: cxl create-region made a 2-way region over mem0 and mem1");
+    lib_and_drv(fd, d, gb, -EXDEV, "interleave: G-Binary on the interleaved region");
+    lib_and_drv(fd, d, win(1, NFABRIC_PATH_GTERNARY, 16 * M, 4096, 17 * M, 16, 0, 3),
+                -EXDEV, "interleave: G-Ternary on it");
+    lib_and_drv(fd, d, win(2, NFABRIC_PATH_FP32, 4 * M, 4096, 0, 0, 0, 0), 0,
+                "interleave: an FP32 window on it");
+    snprintf(name1, sizeof(name1), "%s", name);
+    name1[strlen(name1) - 1] = name[strlen(name) - 1] == '0' ? '1' : '0';
+    fd1 = open_dev(name1);
+    if (check(fd1 >= 0, "interleave: the other device /dev/%s opens: %s", name1,
+              fd1 < 0 ? strerror(errno) : "ok")) {
+        struct nfabric_ioc_window w = gb;
+
+        rc = xioctl(fd1, NFABRIC_IOC_WIN_SET, &w);
+        check(rc == -EXDEV, "interleave: G-Binary on %s: %s (want EXDEV)", name1,
+              rc ? strerror(-rc) : "accepted");
+        disable_all(fd1, info.num_windows);
+        close(fd1);
+    }
+    win_set_as_nobody(name, gb, "interleave: G-Binary on the interleaved region");
+    nfabric_free(d);
 }
 
 /*
@@ -1136,7 +1615,8 @@ int main(int argc, char **argv)
             only = argv[++i];
         } else {
             fprintf(stderr, "usage: nfabric-drvtest [--only info,window,stats,round,badarg,"
-                    "concurrent,unbind,reload,dmesg,multihost]\n");
+                    "mmap,priv,exec,concurrent,unbind,reload,dmesg,sysram,interleave,"
+                    "multihost]\n");
             return 2;
         }
     }
@@ -1162,6 +1642,21 @@ int main(int argc, char **argv)
     }
     if (want("badarg")) {
         t_badarg(fd);
+    }
+    if (want("mmap")) {
+        t_mmap(fd, name);
+    }
+    if (want("priv")) {
+        t_priv(fd, name);
+    }
+    if (want("exec")) {
+        t_exec(fd);
+    }
+    if (only && want("sysram")) {
+        t_sysram(fd, name);
+    }
+    if (only && want("interleave")) {
+        t_interleave(fd, name);
     }
     if (want("multihost")) {
         t_multihost(fd);
