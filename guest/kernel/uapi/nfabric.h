@@ -8,13 +8,17 @@
  * must be zero on input and are zero on output.  Errors: EINVAL for a bad
  * size, flag, index, path, width, tie rule, threshold or alignment; ERANGE
  * for a range outside the device memory; EBUSY for a window that is
- * enabled or a range that overlaps an enabled window; ENODEV once the
- * device is gone (unbound); ENOTTY for an unknown command; the round
- * calls have their own (below).  docs/driver.md
- * describes each call.
+ * enabled or a range that overlaps an enabled window, or a low-bit window
+ * over System RAM; EXDEV for a low-bit window on interleaved memory;
+ * EPERM without the capability an operation needs (state changes and
+ * clears: CAP_SYS_ADMIN); ENODEV once the device is gone (unbound); ENOTTY
+ * for an unknown command; the round calls have their own (below).
+ * docs/driver.md describes each call and the privilege model.
  *
- * mmap() of offset 0, one page, maps the register block itself (needs
- * CAP_SYS_RAWIO); it is revoked (SIGBUS on access) when the device goes.
+ * mmap() of offset 0, one page, shared, not executable, maps the register
+ * block itself (needs CAP_SYS_RAWIO; MAP_PRIVATE: EINVAL, PROT_EXEC:
+ * EPERM); it is revoked (SIGBUS on access) when the device goes.
+ * nfabric_checks.h holds the checks shared with libnfabric.
  */
 #ifndef _UAPI_NFABRIC_H
 #define _UAPI_NFABRIC_H
