@@ -49,6 +49,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libnfabric.h"
@@ -916,13 +917,68 @@ static int kmsg_marker(void)
     return rc;
 }
 
+/*
+ * A process that calls the ioctls (or reads the register page) in a loop
+ * while the device is unbound: the calls end with ENODEV, the reads with
+ * SIGBUS (the unbind zaps the page; the next read faults); anything else
+ * exits with another status.
+ */
+static pid_t hammer(int fd, bool touch)
+{
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        volatile uint32_t *r = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+        struct nfabric_ioc_info in;
+        struct nfabric_ioc_window w, s = win(5, NFABRIC_PATH_FP32, 8ull << 20, 4096,
+                                             0, 0, 0, 0);
+        struct nfabric_ioc_window_cmd c = wcmd(5);
+        struct nfabric_ioc_stats st;
+        uint64_t t0 = 0;
+
+        for (unsigned long n = 0;; n++) {
+            int rc[5];
+
+            if (touch && r != MAP_FAILED) {
+                if (r[0] != NFABRIC_MAGIC) {
+                    _exit(1);
+                }
+                continue;
+            }
+            memset(&in, 0, sizeof(in));
+            in.size = sizeof(in);
+            rc[0] = xioctl(fd, NFABRIC_IOC_INFO, &in);
+            rc[1] = win_get(fd, 5, &w);
+            rc[2] = stats(fd, 0, &st);
+            w = s;
+            rc[3] = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+            rc[4] = xioctl(fd, NFABRIC_IOC_WIN_DISABLE, &c);
+            if (rc[0] == -ENODEV && rc[1] == -ENODEV && rc[2] == -ENODEV &&
+                rc[3] == -ENODEV && rc[4] == -ENODEV) {
+                _exit(0);
+            }
+            for (int i = 0; i < 5; i++) {
+                if (rc[i] && rc[i] != -ENODEV && !(i == 3 && rc[i] == -EBUSY)) {
+                    _exit(10 + i);
+                }
+            }
+            if (n == 0) {
+                t0 = (uint64_t)time(NULL);
+            } else if ((uint64_t)time(NULL) > t0 + 60) {
+                _exit(2);
+            }
+        }
+    }
+    return pid;
+}
+
 static void t_unbind(const char *name0)
 {
     char name[32], path[256];
     struct nfabric_ioc_info in;
     volatile uint32_t *r;
     int fd = open_dev(name0), fd2, rc, status = 0, wp[2];
-    pid_t pid, waiter = -1;
+    pid_t pid, waiter = -1, hcalls, htouch;
 
     if (!check(fd >= 0, "open %s: %s", name0, fd < 0 ? strerror(errno) : "ok")) {
         return;
@@ -938,9 +994,27 @@ static void t_unbind(const char *name0)
         waiter = round_waiter(fd, 2, q.seq, 20000, wp[1]);
         usleep(200000);
     }
+    hcalls = hammer(fd, false);
+    htouch = hammer(fd, true);
+    usleep(300000);
     rc = write_sysfs("/sys/bus/pci/drivers/cxl_pci/unbind", info.pci_dev);
     check(rc == 0, "unbind %s from cxl_pci with %s open and mapped: %s", info.pci_dev, name0,
           rc ? strerror(errno) : "done");
+    status = -1;
+    if (hcalls > 0) {
+        waitpid(hcalls, &status, 0);
+    }
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a process calling INFO, WIN_GET, "
+          "STATS, WIN_SET, WIN_DISABLE in a loop through the unbind: every call 0 (or EBUSY) "
+          "then ENODEV (status 0x%x)", status);
+    status = -1;
+    if (htouch > 0) {
+        waitpid(htouch, &status, 0);
+    }
+    check(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS, "a process faulting the register "
+          "page in a loop through the unbind: MAGIC, then %s",
+          WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "no signal");
+    status = 0;
     if (waiter > 0) {
         rc = waiter_result(waiter, wp[0]);
         check(rc == -ENODEV, "a ROUND_WAIT sleeping at the unbind returns %s (want ENODEV)",
