@@ -68,15 +68,16 @@ nf_qtest_wait_log() {
 # says created, joined, then rejoined (docs/multihost.md).
 nf_qtest_rejoin() {
     local n=$1 d=$NF_BUILD/test-logs/qtest-rejoin a b ok=1 dev
+    local shm=/dev/shm/nfabric-qtest-rejoin.$$
     rm -rf "$d"
     mkdir -p "$d"
     local common=(-M "q35,cxl=on" -nodefaults -display none -S -monitor none -m 128M
-        -object "memory-backend-file,id=vmem0,share=on,mem-path=$d/mem,size=256M"
+        -object "memory-backend-file,id=vmem0,share=on,mem-path=$shm.mem,size=256M"
         -device "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1"
         -device "cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2"
         -M "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
         -trace nfabric_head_attach)
-    dev="cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,shared-state=$d/state,heads=2"
+    dev="cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,shared-state=$shm.state,heads=2"
     "$NF_QEMU_BIN" "${common[@]}" -device "$dev,head=0" -D "$d/head0.log" &
     a=$!
     nf_qtest_wait_log "$d/head0.log" nfabric_head_attach || ok=0
@@ -100,7 +101,7 @@ nf_qtest_rejoin() {
         echo "not ok $n - trace of a killed head's restart (logs in $d)"
         grep -h nfabric_head_attach "$d"/*.log | sed 's/^/#   /'
     fi
-    rm -f "$d/mem" "$d/state"
+    rm -f "$shm.mem" "$shm.state"
     [ "$ok" = 1 ]
 }
 
