@@ -10,11 +10,20 @@
  * head enables, clears and disables other windows; a head killed while it
  * holds a window lock or the configuration lock never blocks the others
  * and leaves INCOMPLETE; dead heads are found (reaped) and may attach
- * again; a reset of one head leaves the device's windows alone.
+ * again; a reset of one head leaves the device's windows alone; an FP32
+ * window's COUNTERS is not checked (the fuzz finding of issue 21); a
+ * corrupted or truncated state file (odd table sequence, garbage window
+ * entry, garbage lock, another identity, truncation) makes the head refuse
+ * the device's accesses with STATE within bounds, never hang or crash; a
+ * garbage lock word held "forever" delays one access by the bound only;
+ * liveness is the process's: a head attached by a thread that exited is
+ * still alive for a forked process, and another thread may detach it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <time.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -457,6 +466,301 @@ static void test_rounds_reset(void)
     nfabric_shared_detach(sh, fd, 0);
 }
 
+
+/* ---- the fuzz finding of issue 21 -------------------------------------- */
+
+static void test_fp32_counters(void)
+{
+    NFabricCtrl c;
+    NFabricShared *sh;
+    uint64_t v = 0x0123456789abcdefull, back = 0;
+    uint32_t err;
+    int fd;
+
+    unlink(state_path);
+    sh = head_up(&c, 0, 1, &fd);
+    /* As fuzz-shared's crash-19b68f72: COUNTERS far past device memory. */
+    err = win_set(&c, 0, 0, 0x2e80, 0xff000000ull, NFABRIC_PATH_FP32, 0);
+    nfabric_ctrl_mem_access(&c, 0x40, (uint8_t *)&v, 8, true);
+    nfabric_ctrl_mem_access(&c, 0x40, (uint8_t *)&back, 8, false);
+    TAP_CHECK(err == NFABRIC_ERR_NONE && sh->enabled_mask == 1 &&
+              rd(&c, NFABRIC_REG_WIN(0, NFABRIC_WIN_COUNTERS), 8) ==
+              0xff000000ull && back == v && !c.failed,
+              "fp32: an FP32 window's COUNTERS is stored, never checked or "
+              "used (error %u, read back 0x%" PRIx64 ")", err, back);
+    nfabric_shared_detach(sh, fd, 0);
+}
+
+/* ---- a corrupted or truncated state file ------------------------------- */
+
+enum {
+    CORRUPT_GEN,            /* an odd table sequence count, nobody busy */
+    CORRUPT_WINDOW,         /* an enabled window past device memory */
+    CORRUPT_MASK,           /* enabled bits of windows the device lacks */
+    CORRUPT_LOCK_KIND,      /* a window lock of another kind */
+    CORRUPT_IDENTITY,       /* the state made anew under the head */
+    CORRUPT_TRUNCATE,       /* the file truncated under the mapping */
+    CORRUPT_TRUNCATE_REG,   /* the same, found by a register write */
+    CORRUPT_TRUNCATE0,      /* truncated to nothing: every access SIGBUS */
+    CORRUPT_LOCK_HELD,      /* a lock word "held" by a thread that is not */
+    CORRUPT_NUM
+};
+
+static const char *const corrupt_names[CORRUPT_NUM] = {
+    "an odd table sequence count",
+    "a garbage window entry (past device memory)",
+    "an enabled mask naming windows the device lacks",
+    "a window lock of another kind",
+    "another state identity",
+    "the file truncated under the mapping (memory access)",
+    "the file truncated under the mapping (register write)",
+    "the file truncated to 0 bytes under the mapping (SIGBUS)",
+    "a window lock held by no live thread",
+};
+
+typedef struct CorruptResult {
+    int64_t ms;             /* the access after the corruption */
+    uint64_t val;           /* what it read */
+    uint32_t head_info, last_error, failed, enabled_after;
+    char failure[256];
+} CorruptResult;
+
+static int64_t now_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* In a child: attach, enable window 0, corrupt as k, access, report. */
+static void corrupt_child(unsigned k, int out)
+{
+    CorruptResult r;
+    NFabricCtrl c;
+    NFabricShared *sh;
+    uint64_t v = 0x5555555555555555ull;
+    int fd;
+    int64_t t0;
+
+    memset(&r, 0, sizeof(r));
+    sh = head_up(&c, 0, 2, &fd);
+    if (win_set(&c, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 8)) {
+        _exit(3);
+    }
+    nfabric_ctrl_mem_access(&c, W_BASE, (uint8_t *)&v, 8, true);
+    switch (k) {
+    case CORRUPT_GEN:
+        sh->gen |= 1;
+        break;
+    case CORRUPT_WINDOW:
+        sh->win[0].dpa_base = MEM_SIZE - 64;    /* size 0x400: past the end */
+        sh->gen += 2;
+        break;
+    case CORRUPT_MASK:
+        sh->enabled_mask |= 0xffff0000u;
+        sh->gen += 2;
+        break;
+    case CORRUPT_LOCK_KIND:
+        sh->win_lock[0].m.__data.__kind = 0x7fffffff;
+        break;
+    case CORRUPT_IDENTITY:
+        sh->state_id ^= 1;
+        break;
+    case CORRUPT_TRUNCATE:
+    case CORRUPT_TRUNCATE_REG:
+    case CORRUPT_TRUNCATE0:
+        if (ftruncate(fd, k == CORRUPT_TRUNCATE0 ? 0 : 100) != 0) {
+            _exit(4);
+        }
+        break;
+    case CORRUPT_LOCK_HELD:
+        /* A thread id no process can have (above pid_max's limit). */
+        sh->win_lock[0].m.__data.__lock = 0x3fffffff;
+        break;
+    }
+    if (k == CORRUPT_TRUNCATE_REG || k == CORRUPT_IDENTITY) {
+        wr(&c, NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+    } else if (k == CORRUPT_TRUNCATE || k == CORRUPT_TRUNCATE0) {
+        /* The first access meets the SIGBUS (and lives). */
+        nfabric_ctrl_mem_access(&c, W_BASE, (uint8_t *)&r.val, 8, false);
+    }
+    t0 = now_ms();
+    nfabric_ctrl_mem_access(&c, W_BASE, (uint8_t *)&r.val, 8, false);
+    r.ms = now_ms() - t0;
+    r.head_info = (uint32_t)rd(&c, NFABRIC_REG_HEAD_INFO, 4);
+    r.last_error = (uint32_t)rd(&c, NFABRIC_REG_LAST_ERROR, 4);
+    r.enabled_after = (uint32_t)rd(&c, NFABRIC_REG_ENABLED_MASK, 4);
+    r.failed = c.failed;
+    snprintf(r.failure, sizeof(r.failure), "%s", c.failure);
+    if (write(out, &r, sizeof(r)) != (ssize_t)sizeof(r)) {
+        _exit(5);
+    }
+    _exit(0);
+}
+
+static void test_corrupt(void)
+{
+    for (unsigned k = 0; k < CORRUPT_NUM; k++) {
+        CorruptResult r;
+        int p[2], st;
+        pid_t pid;
+        bool transient = k == CORRUPT_LOCK_HELD;
+
+        unlink(state_path);
+        memset(&r, 0, sizeof(r));
+        if (pipe(p) != 0) {
+            abort();
+        }
+        pid = fork();
+        if (pid == 0) {
+            close(p[0]);
+            corrupt_child(k, p[1]);
+        }
+        close(p[1]);
+        if (read(p[0], &r, sizeof(r)) != (ssize_t)sizeof(r)) {
+            memset(&r, 0, sizeof(r));
+            r.ms = -1;
+        }
+        close(p[0]);
+        st = wait_child(pid);
+        if (transient) {
+            /* Not corrupt for good: one access waits the bound, no more. */
+            TAP_CHECK(st == 0 && r.ms >= NFABRIC_SHARED_LOCK_MS - 50 &&
+                      r.ms < 3 * NFABRIC_SHARED_LOCK_MS &&
+                      r.val == UINT64_MAX && r.last_error == NFABRIC_ERR_STATE &&
+                      !(r.head_info & NFABRIC_HEAD_INFO_STATE_FAILED),
+                      "corrupt: %s: the access gives up after %lld ms (bound "
+                      "%u ms), reads all-ones, STATE; the head stays usable "
+                      "(exit %d)", corrupt_names[k], (long long)r.ms,
+                      NFABRIC_SHARED_LOCK_MS, st);
+            continue;
+        }
+        TAP_CHECK(st == 0 && r.ms >= 0 && r.ms < 2000 && r.failed &&
+                  r.val == UINT64_MAX && r.last_error == NFABRIC_ERR_STATE &&
+                  (r.head_info & NFABRIC_HEAD_INFO_STATE_FAILED) &&
+                  r.enabled_after == 0,
+                  "corrupt: %s: no crash or hang (exit %d, %lld ms); the "
+                  "head refuses accesses (reads 0x%" PRIx64 ", LAST_ERROR %u, "
+                  "HEAD_INFO 0x%x): %s", corrupt_names[k], st,
+                  (long long)r.ms, r.val, r.last_error, r.head_info,
+                  r.failure);
+    }
+    unlink(state_path);
+}
+
+/* Attaching to files that are not (or no longer) whole state files. */
+static void test_corrupt_attach(void)
+{
+    NFabricAttach a = attach_args(1, 2);
+    NFabricAttachHow how;
+    NFabricShared *sh0, *sh;
+    char err[256] = "";
+    int fd0, fd;
+
+    unlink(state_path);
+    if (nfabric_shared_attach(&a, &sh0, &fd0, &how, err, sizeof(err))) {
+        abort();
+    }
+    /* Truncated to nothing while head 1 lives: never made anew. */
+    truncate(state_path, 0);
+    a = attach_args(0, 2);
+    TAP_CHECK(nfabric_shared_attach(&a, &sh, &fd, &how, err, sizeof(err)) != 0 &&
+              strstr(err, "truncated under them"),
+              "corrupt attach: an emptied file with a live head is refused "
+              "(%s)", err);
+    truncate(state_path, 4096);
+    TAP_CHECK(nfabric_shared_attach(&a, &sh, &fd, &how, err, sizeof(err)) != 0 &&
+              strstr(err, "4096 bytes"),
+              "corrupt attach: a truncated file is refused (%s)", err);
+    /* Zeros of the right size while head 1 lives: refused too. */
+    truncate(state_path, sizeof(NFabricShared));
+    TAP_CHECK(nfabric_shared_attach(&a, &sh, &fd, &how, err, sizeof(err)) != 0 &&
+              strstr(err, "not a state file"),
+              "corrupt attach: a zeroed file with a live head is refused (%s)",
+              err);
+    nfabric_shared_detach(sh0, fd0, 1);
+    unlink(state_path);
+}
+
+/* ---- liveness is the process's, not the thread's ---------------------- */
+
+static NFabricCtrl thread_ctrl;
+static NFabricShared *thread_sh;
+static int thread_fd;
+
+static void *attach_thread(void *arg)
+{
+    (void)arg;
+    thread_sh = head_up(&thread_ctrl, 0, 2, &thread_fd);
+    win_set(&thread_ctrl, 2, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 8);
+    return NULL;            /* the thread ends; the head stays attached */
+}
+
+static void test_thread_liveness(void)
+{
+    pthread_t t;
+    NFabricShared *sh;
+    NFabricAttachHow how;
+    char err[256];
+    int p[2], fd, st;
+    uint32_t res[3] = { 0, 0, 0 };
+    pid_t pid;
+
+    unlink(state_path);
+    pthread_create(&t, NULL, attach_thread, NULL);
+    pthread_join(t, NULL);
+    if (pipe(p) != 0) {
+        abort();
+    }
+    pid = fork();
+    if (pid == 0) {
+        NFabricAttach b = attach_args(1, 2);
+        NFabricCtrl c;
+
+        if (nfabric_shared_attach(&b, &sh, &fd, &how, err, sizeof(err))) {
+            _exit(2);
+        }
+        nfabric_ctrl_init(&c, ram, MEM_SIZE, &tparams, NULL, NULL);
+        nfabric_ctrl_use_shared(&c, sh, 1);
+        res[0] = how;
+        res[1] = (uint32_t)rd(&c, NFABRIC_REG_ENABLED_MASK, 4);
+        res[2] = (uint32_t)rd(&c, NFABRIC_REG_HEADS_LIVE, 4);
+        write(p[1], res, sizeof(res));
+        _exit(0);
+    }
+    close(p[1]);
+    if (read(p[0], res, sizeof(res)) != (ssize_t)sizeof(res)) {
+        res[0] = 99;
+    }
+    close(p[0]);
+    st = wait_child(pid);
+    TAP_CHECK(st == 0 && res[0] == NFABRIC_ATTACH_JOINED && res[1] == 4 &&
+              res[2] == 3,
+              "liveness: a head attached by a thread that ended is alive for a "
+              "forked process: it joins (how %u, not re-initialised), window 2 "
+              "stays enabled (mask 0x%x), both heads live (0x%x)",
+              res[0], res[1], res[2]);
+    TAP_CHECK(nfabric_shared_reap(thread_sh, 0) == 1 &&
+              thread_sh->head[0].state == NFABRIC_HEAD_ATTACHED &&
+              thread_sh->head[1].state == NFABRIC_HEAD_GONE,
+              "liveness: the attaching thread's end did not make head 0 gone; "
+              "the child's exit made head 1 gone");
+    /* Another thread (this one) detaches it: the live byte is dropped. */
+    nfabric_shared_detach(thread_sh, thread_fd, 0);
+    {
+        NFabricAttach b = attach_args(0, 2);
+
+        err[0] = 0;
+        TAP_CHECK(nfabric_shared_attach(&b, &sh, &fd, &how, err, sizeof(err)) == 0 &&
+                  how == NFABRIC_ATTACH_REINIT,
+                  "liveness: detached from another thread, no head is alive: "
+                  "the next attach makes the state anew (%s)", err);
+        nfabric_shared_detach(sh, fd, 0);
+    }
+    unlink(state_path);
+}
+
 int main(void)
 {
     int fd;
@@ -482,6 +786,10 @@ int main(void)
     test_contention();
     test_dead_holder();
     test_rounds_reset();
+    test_fp32_counters();
+    test_corrupt();
+    test_corrupt_attach();
+    test_thread_liveness();
     unlink(state_path);
     unlink(mem_path);
     rmdir(dir);

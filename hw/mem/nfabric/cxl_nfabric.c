@@ -111,7 +111,8 @@ static void nfabric_hook_window(void *opaque, NFabricWinEvent ev,
 
     switch (ev) {
     case NFABRIC_WIN_EV_ENABLE:
-        trace_nfabric_window_enable(win, nfabric_path_names[cfg->path],
+        trace_nfabric_window_enable(win, cfg->path < NFABRIC_NUM_PATHS ?
+                                    nfabric_path_names[cfg->path] : "?",
                                     w->dpa_base, w->dpa_size, w->counters,
                                     cfg->width);
         nfabric_direct_update(s);
@@ -139,8 +140,19 @@ static void nfabric_hook_record_failed(void *opaque)
                  ferror(s->ctrl.record) ? "write error" : "short write");
 }
 
+static void nfabric_hook_state_failed(void *opaque, const char *why)
+{
+    CXLNFabricState *s = opaque;
+
+    error_report("%s: head %" PRIu32 " of the shared device '%s': %s; this "
+                 "head refuses the device's accesses from now on "
+                 "(HEAD_INFO.STATE_FAILED, error STATE)", TYPE_CXL_NFABRIC,
+                 s->head, s->shared_path ? s->shared_path : "?", why);
+}
+
 static const NFabricCtrlOps nfabric_ctrl_ops = {
     .record_failed = nfabric_hook_record_failed,
+    .state_failed = nfabric_hook_state_failed,
     .dirty = nfabric_hook_dirty,
     .guest_error = nfabric_hook_guest_error,
     .reg_access = nfabric_hook_reg_access,

@@ -9,6 +9,7 @@
  * head of a shared device: the window table, rounds and counts live in an
  * NFabricShared, changed only under its locks (nfabric_shared.h).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,220 @@ static void nfabric_set_error(NFabricCtrl *s, int win, uint32_t code,
     }
 }
 
+/* ---- a shared state that cannot be trusted --------------------------- */
+
+/*
+ * The state file is unusable: say why once, then refuse the device's
+ * accesses for good (this head's own registers still work).
+ */
+static void nfabric_fail(NFabricCtrl *s, const char *why)
+{
+    if (s->failed) {
+        return;
+    }
+    s->failed = true;
+    snprintf(s->failure, sizeof(s->failure), "%s", why);
+    if (s->ops && s->ops->state_failed) {
+        s->ops->state_failed(s->opaque, s->failure);
+    } else {
+        fprintf(stderr, "nfabric: head %u: %s; the head refuses the "
+                "device's accesses\n", s->head, s->failure);
+    }
+}
+
+/* Is the shared state still usable (identity, size, mapping)? */
+static bool nfabric_state_ok(NFabricCtrl *s)
+{
+    char why[sizeof(s->failure)];
+
+    if (!s->shared) {
+        return true;
+    }
+    if (s->failed) {
+        return false;
+    }
+    s->faults_seen = nfabric_shared_faults();
+    if (nfabric_shared_check(s->sh, why, sizeof(why)) != 0) {
+        nfabric_fail(s, why);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * A shared lock could not be taken: a corrupted lock makes the state
+ * unusable; one held too long fails only this operation.
+ */
+static void nfabric_lock_failed(NFabricCtrl *s, const char *which, int win)
+{
+    char why[96];
+
+    if (errno == ETIMEDOUT || !nfabric_state_ok(s)) {
+        return;                 /* held too long, or already reported */
+    }
+    if (win >= 0) {
+        snprintf(why, sizeof(why), "the lock of window %d in the state file "
+                 "is corrupted", win);
+    } else {
+        snprintf(why, sizeof(why), "the %s lock in the state file is "
+                 "corrupted", which);
+    }
+    nfabric_fail(s, why);
+}
+
+static bool nfabric_lock_cfg(NFabricCtrl *s)
+{
+    if (!s->shared) {
+        return true;
+    }
+    if (!nfabric_shared_lock_cfg(s->sh)) {
+        nfabric_lock_failed(s, "configuration", -1);
+        return false;
+    }
+    return true;
+}
+
+static void nfabric_unlock_cfg(NFabricCtrl *s)
+{
+    if (s->shared) {
+        nfabric_shared_unlock_cfg(s->sh);
+    }
+}
+
+static bool nfabric_lock_win(NFabricCtrl *s, unsigned i)
+{
+    if (!s->shared) {
+        return true;
+    }
+    if (!nfabric_shared_lock_win(s->sh, i)) {
+        nfabric_lock_failed(s, "window", (int)i);
+        return false;
+    }
+    return true;
+}
+
+static void nfabric_unlock_win(NFabricCtrl *s, unsigned i)
+{
+    if (s->shared) {
+        nfabric_shared_unlock_win(s->sh, i);
+    }
+}
+
+/*
+ * The view: a private copy of the shared window table, validated by the
+ * rules an enable is checked with (every enabled window inside device
+ * memory, aligned, its fields valid, no overlaps).  Made again whenever
+ * the table's sequence count moved.  Returns 0; 1 if the table did not
+ * settle within the bounds (another head busy: this access gives up);
+ * -1 if the table is invalid (the state is corrupted: the head fails).
+ */
+#define NFABRIC_VIEW_SPINS      1000    /* pauses before taking cfg_lock */
+#define NFABRIC_VIEW_TRIES      10000   /* copies before giving up */
+
+static int nfabric_view_refresh(NFabricCtrl *s)
+{
+    NFabricShared *sh = s->sh;
+    NFabricWindowCfg table[NFABRIC_NUM_WINDOWS];
+    NFabricView v;
+    char why[160];
+
+    memset(table, 0, sizeof(table));
+    for (unsigned tries = 0; tries < NFABRIC_VIEW_TRIES; tries++) {
+        uint32_t gen = nfabric_shared_gen(sh);
+        bool ok = true;
+
+        if (gen & 1) {
+            if (tries < NFABRIC_VIEW_SPINS || !s->shared) {
+                continue;
+            }
+            /*
+             * Changes are made under cfg_lock, and a dead changer's is
+             * repaired by the next locker: under it the count is even,
+             * unless the state is corrupted.
+             */
+            if (!nfabric_lock_cfg(s)) {
+                return s->failed ? -1 : 1;
+            }
+            gen = nfabric_shared_gen(sh);
+            nfabric_unlock_cfg(s);
+            if (gen & 1) {
+                nfabric_fail(s, "the window table's sequence count is odd "
+                             "with no change in progress: the state file is "
+                             "corrupted");
+                return -1;
+            }
+            continue;
+        }
+        memset(&v, 0, sizeof(v));
+        v.mask = __atomic_load_n(&sh->enabled_mask, __ATOMIC_RELAXED);
+        for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+            const NFabricWindow *w = &sh->win[i];
+            uint32_t ctrl;
+
+            if (!(v.mask & (1u << i))) {
+                continue;
+            }
+            v.base[i] = __atomic_load_n(&w->dpa_base, __ATOMIC_RELAXED);
+            v.size[i] = __atomic_load_n(&w->dpa_size, __ATOMIC_RELAXED);
+            v.counters[i] = __atomic_load_n(&w->counters, __ATOMIC_RELAXED);
+            ctrl = __atomic_load_n(&w->ctrl, __ATOMIC_RELAXED);
+            table[i] = nfabric_window_cfg(v.base[i], v.size[i], v.counters[i],
+                                          ctrl, __atomic_load_n(&w->threshold,
+                                                                __ATOMIC_RELAXED));
+            if (!(ctrl & NFABRIC_WCTRL_ENABLE) || (ctrl & ~NFABRIC_WCTRL_VALID)) {
+                ok = false;
+            }
+        }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&sh->gen, __ATOMIC_RELAXED) != gen) {
+            continue;           /* changed while we copied: again */
+        }
+        if (v.mask >> NFABRIC_NUM_WINDOWS) {
+            snprintf(why, sizeof(why), "the state file's enabled-window mask "
+                     "0x%08" PRIx32 " names windows the device lacks: it is "
+                     "corrupted", v.mask);
+            nfabric_fail(s, why);
+            return -1;
+        }
+        for (unsigned i = 0; ok && i < NFABRIC_NUM_WINDOWS; i++) {
+            uint32_t err;
+
+            if (!(v.mask & (1u << i))) {
+                continue;
+            }
+            err = nfabric_window_validate(&table[i], i, s->ram_size, table,
+                                          v.mask);
+            if (err != NFABRIC_ERR_NONE) {
+                snprintf(why, sizeof(why), "window %u's entry in the state "
+                         "file is invalid (%s): the state file is corrupted",
+                         i, nfabric_err_text(err));
+                nfabric_fail(s, why);
+                return -1;
+            }
+            v.cfg[i].path = table[i].path;
+            v.cfg[i].width = table[i].width;
+            v.cfg[i].tie = table[i].tie;
+            v.cfg[i].threshold = table[i].threshold;
+            v.cfg[i].size = table[i].dpa_size;
+            v.clen[i] = nfabric_window_counter_len(&table[i]);
+        }
+        if (!ok) {
+            nfabric_fail(s, "an enabled window's CTRL in the state file is "
+                         "not an enabled configuration: the state file is "
+                         "corrupted");
+            return -1;
+        }
+        if (s->shared && !nfabric_state_ok(s)) {
+            return -1;          /* the copy may be of zeros (truncated) */
+        }
+        v.gen = gen;
+        v.valid = true;
+        s->view = v;
+        return 0;
+    }
+    return 1;
+}
+
 /* ---- the path-select table ------------------------------------------ */
 
 /*
@@ -112,21 +327,19 @@ static uint32_t nfabric_win_validate(NFabricCtrl *s, unsigned i,
 }
 
 /*
- * Start a new round: zero the counters, the contribution counts of every
+ * Start a new round: zero the counter area [counters, counters + clen)
+ * (validated: inside device memory), the contribution counts of every
  * head and the round state.  Called with window i's lock held.
  */
-static void nfabric_win_clear_locked(NFabricCtrl *s, unsigned i)
+static void nfabric_win_clear_locked(NFabricCtrl *s, unsigned i,
+                                     uint64_t counters, uint64_t clen)
 {
     NFabricShared *sh = s->sh;
     NFabricWindow *w = &sh->win[i];
 
-    if (nfabric_win_enabled(s, i)) {
-        uint64_t clen = nfabric_win_counter_len(w);
-
-        if (clen) {
-            memset(s->ram + w->counters, 0, clen);
-            nfabric_ctrl_dirty(s, w->counters, clen);
-        }
+    if (clen) {
+        memset(s->ram + counters, 0, clen);
+        nfabric_ctrl_dirty(s, counters, clen);
     }
     w->contrib_writes = 0;
     w->contrib_bytes = 0;
@@ -143,11 +356,31 @@ static void nfabric_win_clear_locked(NFabricCtrl *s, unsigned i)
     nfabric_win_event(s, NFABRIC_WIN_EV_CLEAR, i, 0);
 }
 
+/*
+ * The view as it is now (configuration lock held: the table cannot move,
+ * unless the state is corrupted).  False if it cannot be had.
+ */
+static bool nfabric_view_locked(NFabricCtrl *s)
+{
+    if (s->view.valid && nfabric_shared_gen(s->sh) == s->view.gen) {
+        return true;
+    }
+    return nfabric_view_refresh(s) == 0;
+}
+
+/* CMD = CLEAR of window i (configuration lock held). */
 static void nfabric_win_clear(NFabricCtrl *s, unsigned i)
 {
-    if (nfabric_shared_lock_win(s->sh, i)) {
-        nfabric_win_clear_locked(s, i);
-        nfabric_shared_unlock_win(s->sh, i);
+    bool on;
+
+    if (!nfabric_view_locked(s)) {
+        return;
+    }
+    on = s->view.mask & (1u << i);
+    if (nfabric_lock_win(s, i)) {
+        nfabric_win_clear_locked(s, i, on ? s->view.counters[i] : 0,
+                                 on ? s->view.clen[i] : 0);
+        nfabric_unlock_win(s, i);
     }
 }
 
@@ -159,7 +392,7 @@ static void nfabric_win_clear(NFabricCtrl *s, unsigned i)
  */
 static bool nfabric_win_publish_begin(NFabricCtrl *s, unsigned i)
 {
-    if (!nfabric_shared_lock_win(s->sh, i)) {
+    if (!nfabric_lock_win(s, i)) {
         return false;
     }
     s->sh->cfg_busy = (int32_t)i;
@@ -171,7 +404,7 @@ static void nfabric_win_publish_end(NFabricCtrl *s, unsigned i)
 {
     nfabric_shared_gen_bump(s->sh);
     s->sh->cfg_busy = -1;
-    nfabric_shared_unlock_win(s->sh, i);
+    nfabric_unlock_win(s, i);
 }
 
 static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
@@ -179,7 +412,10 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
 {
     NFabricShared *sh = s->sh;
     NFabricWindow *w = &sh->win[i];
+    NFabricWindowCfg table[NFABRIC_NUM_WINDOWS];
+    NFabricWindowCfg c;
     NFabricAggCfg cfg;
+    uint64_t clen;
     uint32_t err;
 
     if (val & ~NFABRIC_WCTRL_VALID) {
@@ -207,21 +443,53 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
         return;
     }
 
-    err = nfabric_win_validate(s, i, val, &cfg);
+    /*
+     * Judge the new window on one copy of its registers against the other
+     * windows as the (validated) view has them; clear and publish that
+     * copy, whatever the state file holds meanwhile.
+     */
+    if (!nfabric_view_locked(s)) {
+        return;
+    }
+    memset(table, 0, sizeof(table));
+    for (unsigned j = 0; j < NFABRIC_NUM_WINDOWS; j++) {
+        if (s->view.mask & (1u << j)) {
+            table[j] = nfabric_window_cfg(s->view.base[j], s->view.size[j],
+                                          s->view.counters[j],
+                                          NFABRIC_WCTRL(s->view.cfg[j].path,
+                                                        s->view.cfg[j].width,
+                                                        s->view.cfg[j].tie),
+                                          s->view.cfg[j].threshold);
+        }
+    }
+    c = nfabric_window_cfg(w->dpa_base, w->dpa_size, w->counters, val,
+                           w->threshold);
+    err = nfabric_window_validate(&c, i, s->ram_size, table,
+                                  s->view.mask & ~(1u << i));
     if (err != NFABRIC_ERR_NONE) {
         /* A refused enable changes nothing but the error registers. */
         nfabric_win_event(s, NFABRIC_WIN_EV_REJECT, i, err);
         nfabric_set_error(s, i, err, off, "window configuration rejected");
         return;
     }
+    cfg.path = c.path;
+    cfg.width = c.width;
+    cfg.tie = c.tie;
+    cfg.threshold = c.threshold;
+    cfg.size = c.dpa_size;
+    clen = nfabric_window_counter_len(&c);
     if (!nfabric_win_publish_begin(s, i)) {
         return;
     }
+    w->dpa_base = c.dpa_base;
+    w->dpa_size = c.dpa_size;
+    w->counters = c.counters;
+    w->threshold = c.threshold;
     w->ctrl = val;
     w->error = NFABRIC_ERR_NONE;
     sh->cfg[i] = cfg;
     sh->enabled_mask |= 1u << i;
-    nfabric_win_clear_locked(s, i);
+    nfabric_win_clear_locked(s, i, c.counters, clen);
     nfabric_win_publish_end(s, i);
     nfabric_win_event(s, NFABRIC_WIN_EV_ENABLE, i, 0);
 }
@@ -252,20 +520,17 @@ static int nfabric_rebuild(NFabricCtrl *s, uint32_t enabled)
 /* ---- the CXL.mem path ------------------------------------------------ */
 
 /*
- * The window holding dpa, or -1 for plain memory; *end is where the
- * current path ends (window end, or the next window's start).  Reads the
- * table without a lock: the caller checks the sequence count around it.
+ * The window of the view holding dpa, or -1 for plain memory; *end is
+ * where the current path ends (window end, or the next window's start).
  */
-static int nfabric_lookup(const NFabricShared *sh, uint64_t dpa,
-                          uint64_t *end)
+static int nfabric_lookup(const NFabricView *v, uint64_t dpa, uint64_t *end)
 {
-    uint32_t mask = __atomic_load_n(&sh->enabled_mask, __ATOMIC_RELAXED);
+    uint32_t mask = v->mask;
     uint64_t next = UINT64_MAX;
 
     while (mask) {
         unsigned i = nfabric_ctz(mask);
-        const NFabricWindow *w = &sh->win[i];
-        uint64_t base = w->dpa_base, size = w->dpa_size;
+        uint64_t base = v->base[i], size = v->size[i];
 
         mask &= mask - 1;
         if (dpa >= base && dpa - base < size) {
@@ -278,35 +543,6 @@ static int nfabric_lookup(const NFabricShared *sh, uint64_t dpa,
     }
     *end = next;
     return -1;
-}
-
-/*
- * A consistent lookup: the table did not change while it was read.  If
- * it stays mid-change (odd count) for long, its changer may have died:
- * taking the configuration lock repairs that.
- */
-static int nfabric_lookup_stable(NFabricCtrl *s, uint64_t dpa, uint64_t *end,
-                                 uint32_t *genp)
-{
-    NFabricShared *sh = s->sh;
-
-    for (unsigned spins = 0;; spins++) {
-        uint32_t gen = nfabric_shared_gen(sh);
-        int i;
-
-        if (gen & 1) {
-            if (spins > 1000 && nfabric_shared_lock_cfg(sh)) {
-                nfabric_shared_unlock_cfg(sh);
-            }
-            continue;
-        }
-        i = nfabric_lookup(sh, dpa, end);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&sh->gen, __ATOMIC_RELAXED) == gen) {
-            *genp = gen;
-            return i;
-        }
-    }
 }
 
 /*
@@ -362,11 +598,11 @@ static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
 {
     NFabricShared *sh = s->sh;
     NFabricWindow *w = &sh->win[i];
-    const NFabricAggCfg *cfg = &sh->cfg[i];
-    uint64_t off = dpa - w->dpa_base;
+    const NFabricAggCfg *cfg = &s->view.cfg[i];
+    uint64_t off = dpa - s->view.base[i];
     /* FP32 windows' COUNTERS is never validated: no pointer from it. */
     uint8_t *counters = cfg->path == NFABRIC_PATH_FP32 ? NULL :
-                        s->ram + w->counters;
+                        s->ram + s->view.counters[i];
 
     if (!write) {
         if (cfg->path == NFABRIC_PATH_FP32) {
@@ -384,14 +620,14 @@ static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
         int64_t rc = nfabric_agg_write(cfg, counters, off, buf, n);
 
         if (rc > 0) {
-            if (sh->pshared) {
+            if (s->shared) {
                 sh->head[s->head].reserved_codes[i] += (uint32_t)rc;
             } else {
                 w->reserved_codes += (uint32_t)rc;
             }
         }
         nfabric_ctrl_dirty(s,
-            w->counters + nfabric_counter_bytes(cfg->path, cfg->width, off),
+            s->view.counters[i] + nfabric_counter_bytes(cfg->path, cfg->width, off),
             nfabric_counter_bytes(cfg->path, cfg->width, n));
     }
     /*
@@ -401,7 +637,7 @@ static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
      */
     sh->head[s->head].contrib_writes[i]++;
     sh->head[s->head].contrib_bytes[i] += n;
-    if (!sh->pshared) {
+    if (!s->shared) {
         w->contrib_writes++;
         w->contrib_bytes += n;
     }
@@ -409,6 +645,26 @@ static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
         sh->round[i].contrib |= 1u << s->head;
     }
 }
+
+/*
+ * An access the device refuses (the state is unusable, or another head
+ * kept the table or a lock past the bounds): a read returns all-ones, as
+ * an access no decoder claims; a write is dropped; LAST_ERROR says STATE.
+ */
+static void nfabric_access_refused(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
+                                   unsigned len, bool write)
+{
+    if (!write) {
+        memset(buf, 0xff, len);
+    }
+    nfabric_set_error(s, -1, NFABRIC_ERR_STATE, dpa,
+                      s->failed ? "access refused: the shared state is "
+                      "unusable" : "access refused: the shared state stayed "
+                      "busy past its bounds");
+}
+
+/* Retries of one access when another head changes the table meanwhile. */
+#define NFABRIC_ACCESS_TRIES    1000
 
 /*
  * One guest access of len (1..8) bytes at dpa.  buf holds the bytes in
@@ -421,14 +677,29 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
 {
     NFabricShared *sh = s->sh;
     uint64_t served[NFABRIC_NUM_PATHS] = { 0 };
+    unsigned tries = 0;
 
+    if (s->shared && (s->failed || nfabric_shared_faults() != s->faults_seen) &&
+        !nfabric_state_ok(s)) {
+        nfabric_access_refused(s, dpa, buf, len, write);
+        return;
+    }
     while (len) {
         uint64_t end;
-        uint32_t gen;
-        int i = nfabric_lookup_stable(s, dpa, &end, &gen);
-        unsigned n = (unsigned)(end - dpa < len ? end - dpa : len);
+        uint32_t gen = nfabric_shared_gen(sh);
+        int i;
+        unsigned n;
         unsigned path;
 
+        if (!s->view.valid || gen != s->view.gen) {
+            if (++tries > NFABRIC_ACCESS_TRIES || nfabric_view_refresh(s)) {
+                nfabric_access_refused(s, dpa, buf, len, write);
+                break;
+            }
+            continue;
+        }
+        i = nfabric_lookup(&s->view, dpa, &end);
+        n = (unsigned)(end - dpa < len ? end - dpa : len);
         if (i < 0) {
             /* Plain memory: no state of the device's changes. */
             if (write) {
@@ -439,17 +710,18 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
             }
             path = NFABRIC_PATH_FP32;
         } else {
-            if (!nfabric_shared_lock_win(sh, i)) {
+            if (!nfabric_lock_win(s, i)) {
+                nfabric_access_refused(s, dpa, buf, len, write);
                 break;
             }
-            if (nfabric_shared_gen(sh) != gen) {
+            if (nfabric_shared_gen(sh) != s->view.gen) {
                 /* Another head changed the table meanwhile: look again. */
-                nfabric_shared_unlock_win(sh, i);
+                nfabric_unlock_win(s, i);
                 continue;
             }
-            path = sh->cfg[i].path;
+            path = s->view.cfg[i].path;
             nfabric_win_access(s, i, dpa, buf, n, write);
-            nfabric_shared_unlock_win(sh, i);
+            nfabric_unlock_win(s, i);
         }
         served[path] += n;
         dpa += n;
@@ -545,6 +817,20 @@ static unsigned nfabric_popcount(uint32_t v)
     return n;
 }
 
+/* Heads a round waits for: every head of the device not gone. */
+static uint32_t nfabric_expected(const NFabricCtrl *s)
+{
+    uint32_t mask = 0;
+
+    for (unsigned h = 0; h < s->heads; h++) {
+        if (__atomic_load_n(&s->sh->head[h].state, __ATOMIC_RELAXED) !=
+            NFABRIC_HEAD_GONE) {
+            mask |= 1u << h;
+        }
+    }
+    return mask;
+}
+
 /* ROUND_STATUS of window i: finds dead heads first. */
 static uint32_t nfabric_round_status(NFabricCtrl *s, unsigned i)
 {
@@ -555,7 +841,7 @@ static uint32_t nfabric_round_status(NFabricCtrl *s, unsigned i)
         return 0;
     }
     nfabric_shared_reap(sh, s->head);
-    expected = nfabric_shared_expected(sh);
+    expected = nfabric_expected(s);
     done = __atomic_load_n(&sh->round[i].done, __ATOMIC_ACQUIRE);
     if (expected && (done & expected) == expected) {
         st |= NFABRIC_RSTAT_ALL_DONE;
@@ -585,12 +871,13 @@ static uint64_t nfabric_round_value(NFabricCtrl *s, const NFabricReg *r)
 }
 
 /* A shared window's contribution count: the sum of its heads'. */
-static uint64_t nfabric_win_contrib_sum(const NFabricShared *sh, unsigned i,
+static uint64_t nfabric_win_contrib_sum(const NFabricCtrl *s, unsigned i,
                                         bool bytes)
 {
+    const NFabricShared *sh = s->sh;
     uint64_t sum = 0;
 
-    for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
+    for (unsigned h = 0; h < s->heads; h++) {
         sum += __atomic_load_n(bytes ? &sh->head[h].contrib_bytes[i] :
                                &sh->head[h].contrib_writes[i],
                                __ATOMIC_RELAXED);
@@ -617,18 +904,18 @@ static uint64_t nfabric_win_value(NFabricCtrl *s, const NFabricReg *r)
         return w->error;
     case NFABRIC_WIN_CONTRIB_WRITES:
     case NFABRIC_WIN_CONTRIB_BYTES:
-        if (s->sh->pshared) {
-            return nfabric_win_contrib_sum(s->sh, r->win,
+        if (s->shared) {
+            return nfabric_win_contrib_sum(s, r->win,
                 (r->base - NFABRIC_REG_WIN_BASE) % NFABRIC_WIN_STRIDE ==
                 NFABRIC_WIN_CONTRIB_BYTES);
         }
         return (r->base - NFABRIC_REG_WIN_BASE) % NFABRIC_WIN_STRIDE ==
                NFABRIC_WIN_CONTRIB_BYTES ? w->contrib_bytes : w->contrib_writes;
     case NFABRIC_WIN_RESERVED_CODES:
-        if (s->sh->pshared) {
+        if (s->shared) {
             uint32_t sum = 0;
 
-            for (unsigned h = 0; h < s->sh->heads && h < NFABRIC_MAX_HEADS; h++) {
+            for (unsigned h = 0; h < s->heads; h++) {
                 sum += __atomic_load_n(&s->sh->head[h].reserved_codes[r->win],
                                        __ATOMIC_RELAXED);
             }
@@ -640,15 +927,29 @@ static uint64_t nfabric_win_value(NFabricCtrl *s, const NFabricReg *r)
 }
 
 /* Statistic k of path p summed over every head of the device. */
-static uint64_t nfabric_pool_stat(const NFabricShared *sh, unsigned p,
+static uint64_t nfabric_pool_stat(const NFabricCtrl *s, unsigned p,
                                   unsigned k)
 {
+    const NFabricShared *sh = s->sh;
     uint64_t sum = 0;
 
-    for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
+    for (unsigned h = 0; h < s->heads; h++) {
         sum += __atomic_load_n(&sh->head[h].stats[p][k], __ATOMIC_RELAXED);
     }
     return sum;
+}
+
+/* Is the register's value read from the shared state (device scope)? */
+static bool nfabric_reg_in_state(const NFabricReg *r)
+{
+    uint64_t off = r->base;
+
+    return r->round || r->win >= 0 || off == NFABRIC_REG_ENABLED_MASK ||
+           off == NFABRIC_REG_HEADS_LIVE || off == NFABRIC_REG_HEADS_LOST ||
+           (off >= NFABRIC_REG_HEAD_CONTRIB &&
+            off < NFABRIC_REG_HEAD_CONTRIB_WIN(NFABRIC_NUM_WINDOWS)) ||
+           (off >= NFABRIC_REG_POOL_STATS &&
+            off < NFABRIC_REG_POOL_STATS_PATH(NFABRIC_NUM_PATHS, 0));
 }
 
 /* The current value of a (decoded) register. */
@@ -660,6 +961,9 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
 
     if (r->access == NFABRIC_ACCESS_WO) {
         return 0;
+    }
+    if (s->failed && nfabric_reg_in_state(r)) {
+        return 0;               /* nothing of an unusable state is shown */
     }
     if (r->round) {
         return nfabric_round_value(s, r);
@@ -683,7 +987,7 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
         off < NFABRIC_REG_POOL_STATS_PATH(NFABRIC_NUM_PATHS, 0)) {
         uint64_t rel = off - NFABRIC_REG_POOL_STATS;
 
-        return nfabric_pool_stat(sh, rel / NFABRIC_STATS_STRIDE,
+        return nfabric_pool_stat(s, rel / NFABRIC_STATS_STRIDE,
                                  (rel % NFABRIC_STATS_STRIDE) / 8);
     }
     if (off >= NFABRIC_REG_T_PATH &&
@@ -716,8 +1020,9 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
     case NFABRIC_REG_MEM_SIZE:
         return s->ram_size;
     case NFABRIC_REG_HEAD_INFO:
-        return s->head | sh->heads << NFABRIC_HEAD_INFO_COUNT_SHIFT |
-               (sh->pshared ? NFABRIC_HEAD_INFO_SHARED : 0);
+        return s->head | s->heads << NFABRIC_HEAD_INFO_COUNT_SHIFT |
+               (s->shared ? NFABRIC_HEAD_INFO_SHARED : 0) |
+               (s->failed ? NFABRIC_HEAD_INFO_STATE_FAILED : 0);
     case NFABRIC_REG_HEADS_LIVE:
         return nfabric_shared_reap(s->sh, s->head);
     case NFABRIC_REG_HEADS_LOST:
@@ -833,7 +1138,7 @@ static void nfabric_global_ctrl_write(NFabricCtrl *s, uint32_t val,
 static void nfabric_head_select_write(NFabricCtrl *s, uint32_t val,
                                       uint64_t off)
 {
-    if (val >= s->sh->heads) {
+    if (val >= s->heads) {
         nfabric_set_error(s, -1, NFABRIC_ERR_HEAD, off,
                           "HEAD_SELECT names a head the device does not have");
         return;
@@ -847,11 +1152,11 @@ static void nfabric_round_complete(NFabricCtrl *s, unsigned i, uint32_t val,
 {
     NFabricShared *sh = s->sh;
 
-    if (!nfabric_shared_lock_win(sh, i)) {
+    if (!nfabric_lock_win(s, i)) {
         return;
     }
     if (!nfabric_win_enabled(s, i) || val != sh->round[i].seq) {
-        nfabric_shared_unlock_win(sh, i);
+        nfabric_unlock_win(s, i);
         /* A head's own mistake: the shared window's ERROR is left alone. */
         nfabric_set_error(s, -1, NFABRIC_ERR_ROUND, off,
                           "completes a round that is not the window's "
@@ -859,7 +1164,7 @@ static void nfabric_round_complete(NFabricCtrl *s, unsigned i, uint32_t val,
         return;
     }
     __atomic_fetch_or(&sh->round[i].done, 1u << s->head, __ATOMIC_RELEASE);
-    nfabric_shared_unlock_win(sh, i);
+    nfabric_unlock_win(s, i);
 }
 
 static void nfabric_win_write(NFabricCtrl *s, const NFabricReg *r,
@@ -945,17 +1250,37 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
                           "write to a read-only register");
         return;
     }
+    /* CTRL is this head's own; the rest is the device's. */
+    if (r.win < 0 && r.base != NFABRIC_REG_HEAD_SELECT) {
+        nfabric_global_ctrl_write(s, val, off);
+        return;
+    }
+    if (s->failed) {
+        nfabric_set_error(s, -1, NFABRIC_ERR_STATE, off,
+                          "write refused: the shared state is unusable");
+        return;
+    }
     /* Every head's register writes are serialised by the device. */
-    if (!nfabric_shared_lock_cfg(s->sh)) {
+    if (!nfabric_lock_cfg(s)) {
+        nfabric_set_error(s, -1, NFABRIC_ERR_STATE, off,
+                          "write refused: the shared configuration lock is "
+                          "unusable or was held past its bound");
+        return;
+    }
+    if (!nfabric_state_ok(s)) {
+        nfabric_unlock_cfg(s);
+        nfabric_set_error(s, -1, NFABRIC_ERR_STATE, off,
+                          "write refused: the shared state is unusable");
         return;
     }
     nfabric_reg_write_locked(s, &r, off, val, size);
-    nfabric_shared_unlock_cfg(s->sh);
+    nfabric_unlock_cfg(s);
 }
 
 void nfabric_ctrl_reset(NFabricCtrl *s)
 {
-    if (!s->sh->pshared) {
+    s->view.valid = false;
+    if (!s->shared) {
         /* The device is this head's alone: windows and rounds too. */
         uint64_t mem_size = s->sh->mem_size;
 
@@ -982,6 +1307,8 @@ void nfabric_ctrl_init(NFabricCtrl *s, uint8_t *ram, uint64_t ram_size,
     nfabric_shared_init_local(&s->local, ram_size);
     s->sh = &s->local;
     s->head = 0;
+    s->heads = 1;
+    s->shared = false;
     s->stats = s->sh->head[0].stats;
     nfabric_ctrl_reset(s);
 }
@@ -989,9 +1316,19 @@ void nfabric_ctrl_init(NFabricCtrl *s, uint8_t *ram, uint64_t ram_size,
 void nfabric_ctrl_use_shared(NFabricCtrl *s, NFabricShared *sh, unsigned head)
 {
     s->sh = sh;
-    s->head = head;
-    s->head_select = head;
-    s->stats = sh->head[head].stats;
+    s->shared = sh != &s->local;
+    /* As attached (checked then; nfabric_shared_check keeps it so). */
+    s->heads = s->shared ? sh->heads : 1;
+    if (s->heads < 1 || s->heads > NFABRIC_MAX_HEADS) {
+        s->heads = 1;
+    }
+    s->head = head < s->heads ? head : 0;
+    s->head_select = s->head;
+    s->stats = sh->head[s->head].stats;
+    s->view.valid = false;
+    s->failed = false;
+    s->failure[0] = 0;
+    s->faults_seen = nfabric_shared_faults();
 }
 
 bool nfabric_ctrl_mem_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
@@ -1041,6 +1378,7 @@ int nfabric_ctrl_post_load(NFabricCtrl *s)
     s->timing.occ_count = 0;
     s->timing.occ_started = 0;
 
+    s->view.valid = false;
     if (s->sh != &s->local || s->head_select >= NFABRIC_MAX_HEADS ||
         s->head_select >= s->sh->heads) {
         return -1;          /* shared devices do not migrate */

@@ -8,7 +8,10 @@
  * instruction (SIGKILL), holding a lock or not.  Robust mutexes hand a
  * dead holder's lock to the next locker with EOWNERDEAD; the locker repairs
  * what the holder may have left half-done before it marks the lock
- * consistent again, so no head ever waits for a dead one.
+ * consistent again, so no head ever waits for a dead one.  Waits for a
+ * live holder are bounded (NFABRIC_SHARED_LOCK_MS).  What the file holds
+ * is untrusted too (a corrupted or truncated file): see
+ * nfabric_shared_check().
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -16,12 +19,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hw/mem/nfabric_shared.h"
@@ -39,6 +45,172 @@ static void nfabric_seterr(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+}
+
+/* ---- the state mappings of this process ------------------------------ */
+
+/*
+ * What this process attached to, per mapping: the file descriptor that
+ * holds the head's live byte, and the identity the state had at attach.
+ * Read by the SIGBUS handler without a lock: an entry is filled before
+ * its .sh is published and cleared (.sh = NULL) before it is reused.
+ */
+typedef struct NFabricMapping {
+    NFabricShared *sh;
+    int fd;
+    unsigned head;
+    uint32_t heads;
+    uint64_t mem_size;
+    uint64_t state_id;
+    volatile sig_atomic_t lost;     /* replaced by zeros after a SIGBUS */
+} NFabricMapping;
+
+#define NFABRIC_MAX_MAPPINGS 64
+
+static NFabricMapping nfabric_maps[NFABRIC_MAX_MAPPINGS];
+static pthread_mutex_t nfabric_maps_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile sig_atomic_t nfabric_fault_count;
+static struct sigaction nfabric_old_sigbus;
+static bool nfabric_sigbus_installed;
+
+unsigned nfabric_shared_faults(void)
+{
+    return (unsigned)__atomic_load_n(&nfabric_fault_count, __ATOMIC_ACQUIRE);
+}
+
+static NFabricMapping *nfabric_mapping(const NFabricShared *sh)
+{
+    for (unsigned k = 0; k < NFABRIC_MAX_MAPPINGS; k++) {
+        if (__atomic_load_n(&nfabric_maps[k].sh, __ATOMIC_ACQUIRE) == sh) {
+            return &nfabric_maps[k];
+        }
+    }
+    return NULL;
+}
+
+/*
+ * A SIGBUS: if it hit a state mapping (its file was truncated), put
+ * zero-filled private memory in its place, so that the faulting access
+ * reads zeros instead of killing the process; the head's next check
+ * finds the state lost.  Every other SIGBUS goes to the handler that was
+ * there before (QEMU's, a sanitizer's, or the default action).
+ */
+static void nfabric_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    uintptr_t a = (uintptr_t)si->si_addr;
+
+    for (unsigned k = 0; k < NFABRIC_MAX_MAPPINGS; k++) {
+        NFabricMapping *m = &nfabric_maps[k];
+        uintptr_t base = (uintptr_t)__atomic_load_n(&m->sh, __ATOMIC_ACQUIRE);
+
+        if (base && a >= base && a - base < sizeof(NFabricShared)) {
+            if (mmap((void *)base, sizeof(NFabricShared),
+                     PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) !=
+                MAP_FAILED) {
+                m->lost = 1;
+                __atomic_fetch_add(&nfabric_fault_count, 1, __ATOMIC_RELEASE);
+                return;
+            }
+            break;
+        }
+    }
+    if (nfabric_old_sigbus.sa_flags & SA_SIGINFO) {
+        if (nfabric_old_sigbus.sa_sigaction) {
+            nfabric_old_sigbus.sa_sigaction(sig, si, uc);
+            return;
+        }
+    } else if (nfabric_old_sigbus.sa_handler == SIG_IGN) {
+        return;
+    } else if (nfabric_old_sigbus.sa_handler != SIG_DFL) {
+        nfabric_old_sigbus.sa_handler(sig);
+        return;
+    }
+    /* The default action: die of the SIGBUS, as without this handler. */
+    signal(SIGBUS, SIG_DFL);
+    raise(SIGBUS);
+}
+
+/* Remember a new mapping (and install the SIGBUS handler once). */
+static NFabricMapping *nfabric_mapping_add(NFabricShared *sh, int fd,
+                                           const NFabricAttach *a,
+                                           uint64_t state_id)
+{
+    NFabricMapping *m = NULL;
+
+    pthread_mutex_lock(&nfabric_maps_lock);
+    if (!nfabric_sigbus_installed) {
+        struct sigaction sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_sigaction = nfabric_sigbus;
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGBUS, &sa, &nfabric_old_sigbus) == 0) {
+            nfabric_sigbus_installed = true;
+        }
+    }
+    for (unsigned k = 0; k < NFABRIC_MAX_MAPPINGS; k++) {
+        if (!nfabric_maps[k].sh) {
+            m = &nfabric_maps[k];
+            break;
+        }
+    }
+    if (m) {
+        m->fd = fd;
+        m->head = a->head;
+        m->heads = a->heads;
+        m->mem_size = a->mem_size;
+        m->state_id = state_id;
+        m->lost = 0;
+        __atomic_store_n(&m->sh, sh, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&nfabric_maps_lock);
+    return m;
+}
+
+static void nfabric_mapping_del(NFabricMapping *m)
+{
+    pthread_mutex_lock(&nfabric_maps_lock);
+    __atomic_store_n(&m->sh, NULL, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&nfabric_maps_lock);
+}
+
+/* ---- liveness: an OFD lock per head ---------------------------------- */
+
+/*
+ * Take (F_WRLCK) or drop (F_UNLCK) head h's live byte through fd.  OFD
+ * locks belong to the open file description, not to a thread or even a
+ * process id: the kernel drops them when the last descriptor of it closes,
+ * which is at the latest when the process ends.  Taking fails (EAGAIN)
+ * while another description holds the byte.
+ */
+static int nfabric_live_lock(int fd, unsigned h, short type)
+{
+    struct flock fl;
+
+    memset(&fl, 0, sizeof(fl));
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)NFABRIC_SHARED_LIVE_BYTE(h);
+    fl.l_len = 1;
+    return fcntl(fd, F_OFD_SETLK, &fl);
+}
+
+/* Does another description than fd's hold a live byte of heads [0, n)? */
+static bool nfabric_live_any(int fd, unsigned n)
+{
+    struct flock fl;
+
+    memset(&fl, 0, sizeof(fl));
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)NFABRIC_SHARED_LIVE_BYTE(0);
+    fl.l_len = n;
+    if (fcntl(fd, F_OFD_GETLK, &fl) != 0) {
+        return true;            /* cannot tell: never take it for dead */
+    }
+    return fl.l_type != F_UNLCK;
 }
 
 static void nfabric_shared_reset_tables(NFabricShared *sh)
@@ -80,6 +252,23 @@ static int nfabric_robust_init(pthread_mutex_t *m)
     return rc;
 }
 
+/* A state's identity: random, so that a state made anew differs. */
+static uint64_t nfabric_state_id(void)
+{
+    struct timespec ts;
+    uint64_t z;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    z = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    z ^= (uint64_t)getpid() << 32;
+    z ^= (uintptr_t)&ts;
+    /* splitmix64's finaliser */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return z ? z : 1;
+}
+
 /* Make a state file's content anew (no head alive; flock held). */
 static int nfabric_shared_format(NFabricShared *sh, const NFabricAttach *a)
 {
@@ -92,17 +281,13 @@ static int nfabric_shared_format(NFabricShared *sh, const NFabricAttach *a)
             return -1;
         }
     }
-    for (unsigned h = 0; h < NFABRIC_MAX_HEADS; h++) {
-        if (nfabric_robust_init(&sh->head[h].alive)) {
-            return -1;
-        }
-    }
     nfabric_shared_reset_tables(sh);
     sh->heads = a->heads;
     sh->mem_size = a->mem_size;
     sh->mem_dev = a->mem_dev;
     sh->mem_ino = a->mem_ino;
     sh->pshared = 1;
+    sh->state_id = nfabric_state_id();
     sh->layout = NFABRIC_SHARED_LAYOUT;
     sh->struct_size = sizeof(*sh);
     /* Last: a file with the magic is a complete one. */
@@ -164,12 +349,49 @@ static inline void nfabric_cpu_relax(void)
  */
 #define NFABRIC_LOCK_SPINS 2000
 
+/*
+ * Is m a robust, process-shared mutex as nfabric_robust_init() makes them?
+ * A corrupted state file may hold anything in a lock: glibc trusts the
+ * mutex's kind word (it picks the code path, and asserts on combinations
+ * it never makes), so a lock of another kind is never handed to it.
+ */
+static pthread_once_t nfabric_kind_once = PTHREAD_ONCE_INIT;
+static int nfabric_kind = -1;
+
+static void nfabric_kind_init(void)
+{
+#ifdef __GLIBC__
+    pthread_mutex_t m;
+
+    if (nfabric_robust_init(&m) == 0) {
+        nfabric_kind = m.__data.__kind;
+        pthread_mutex_destroy(&m);
+    }
+#endif
+}
+
+static bool nfabric_mutex_sane(pthread_mutex_t *m)
+{
+#ifdef __GLIBC__
+    pthread_once(&nfabric_kind_once, nfabric_kind_init);
+    return __atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED) == nfabric_kind;
+#else
+    (void)m;
+    return true;
+#endif
+}
+
 static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
                                 void (*repair)(NFabricShared *, unsigned),
                                 unsigned arg)
 {
-    int rc = pthread_mutex_trylock(m);
+    int rc;
 
+    if (!nfabric_mutex_sane(m)) {
+        errno = EINVAL;
+        return false;
+    }
+    rc = pthread_mutex_trylock(m);
     if (rc == EBUSY) {
         __atomic_fetch_add(&sh->lock_waits, 1, __ATOMIC_RELAXED);
         for (unsigned i = 0; i < NFABRIC_LOCK_SPINS && rc == EBUSY; i++) {
@@ -177,8 +399,21 @@ static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
             rc = pthread_mutex_trylock(m);
         }
         if (rc == EBUSY) {
+            struct timespec t;
+
+            /* Bounded: a stopped holder, or a garbage lock word. */
             __atomic_fetch_add(&sh->lock_sleeps, 1, __ATOMIC_RELAXED);
-            rc = pthread_mutex_lock(m);
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            t.tv_sec += NFABRIC_SHARED_LOCK_MS / 1000;
+            t.tv_nsec += (NFABRIC_SHARED_LOCK_MS % 1000) * 1000000L;
+            if (t.tv_nsec >= 1000000000L) {
+                t.tv_sec++;
+                t.tv_nsec -= 1000000000L;
+            }
+            rc = pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &t);
+            if (rc == ETIMEDOUT) {
+                __atomic_fetch_add(&sh->lock_timeouts, 1, __ATOMIC_RELAXED);
+            }
         }
     }
     if (rc == EOWNERDEAD) {
@@ -186,7 +421,12 @@ static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
         pthread_mutex_consistent(m);
         rc = 0;
     }
-    return rc == 0;
+    if (rc != 0) {
+        /* ETIMEDOUT: held too long; anything else: a corrupted lock. */
+        errno = rc == ETIMEDOUT ? ETIMEDOUT : EINVAL;
+        return false;
+    }
+    return true;
 }
 
 static void nfabric_repair_cfg_cb(NFabricShared *sh, unsigned unused)
@@ -204,32 +444,26 @@ static void nfabric_repair_win_cb(NFabricShared *sh, unsigned i)
 
 bool nfabric_shared_lock_cfg(NFabricShared *sh)
 {
-    if (!sh->pshared) {
-        return true;
-    }
     return nfabric_robust_lock(sh, &sh->cfg_lock, nfabric_repair_cfg_cb, 0);
 }
 
 void nfabric_shared_unlock_cfg(NFabricShared *sh)
 {
-    if (sh->pshared) {
-        pthread_mutex_unlock(&sh->cfg_lock);
-    }
+    pthread_mutex_unlock(&sh->cfg_lock);
 }
 
 bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i)
 {
-    if (!sh->pshared) {
-        return true;
+    if (i >= NFABRIC_NUM_WINDOWS) {
+        errno = EINVAL;
+        return false;
     }
     return nfabric_robust_lock(sh, &sh->win_lock[i].m, nfabric_repair_win_cb, i);
 }
 
 void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i)
 {
-    if (sh->pshared) {
-        pthread_mutex_unlock(&sh->win_lock[i].m);
-    }
+    pthread_mutex_unlock(&sh->win_lock[i].m);
 }
 
 uint32_t nfabric_shared_expected(const NFabricShared *sh)
@@ -245,91 +479,104 @@ uint32_t nfabric_shared_expected(const NFabricShared *sh)
     return mask;
 }
 
-/*
- * Is head h's process alive?  Takes its alive mutex if the process died
- * (EOWNERDEAD) or the head is free; then the caller owns it.
- * Returns 1 alive (EBUSY), 0 dead or free (caller holds the mutex).
- */
-static int nfabric_head_probe(NFabricShared *sh, unsigned h, bool *died)
-{
-    int rc = pthread_mutex_trylock(&sh->head[h].alive);
-
-    *died = false;
-    if (rc == EBUSY) {
-        return 1;
-    }
-    if (rc == EOWNERDEAD) {
-        pthread_mutex_consistent(&sh->head[h].alive);
-        *died = true;
-        return 0;
-    }
-    if (rc == 0) {
-        return 0;
-    }
-    /* EDEADLK (our own) or unrecoverable: treat as alive, never take it. */
-    return 1;
-}
-
 uint32_t nfabric_shared_reap(NFabricShared *sh, unsigned self)
 {
+    NFabricMapping *m = nfabric_mapping(sh);
     uint32_t live = 0;
 
-    if (!sh->pshared) {
-        return 1u << self;
+    if (!m || m->lost) {
+        return 1u << self;      /* a private state, or one lost */
     }
-    for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
-        bool died;
-
+    for (unsigned h = 0; h < m->heads; h++) {
         if (__atomic_load_n(&sh->head[h].state, __ATOMIC_ACQUIRE) !=
             NFABRIC_HEAD_ATTACHED) {
             continue;
         }
-        if (h == self) {
-            live |= 1u << h;
+        if (h == self || nfabric_live_lock(m->fd, h, F_WRLCK) != 0) {
+            live |= 1u << h;    /* ours, or another description holds it */
             continue;
         }
-        if (nfabric_head_probe(sh, h, &died)) {
-            live |= 1u << h;
-            continue;
-        }
-        /* Its process is gone: mark it, then free the slot. */
+        /* We hold its live byte: its process is gone.  Mark it, free it. */
         if (nfabric_shared_lock_cfg(sh)) {
             if (sh->head[h].state == NFABRIC_HEAD_ATTACHED) {
                 nfabric_shared_mark_gone(sh, h, true);
             }
             nfabric_shared_unlock_cfg(sh);
         }
-        pthread_mutex_unlock(&sh->head[h].alive);
+        nfabric_live_lock(m->fd, h, F_UNLCK);
     }
     return live;
 }
 
-/* Is any head's process alive (flock held)? */
-static bool nfabric_any_alive(NFabricShared *sh)
+int nfabric_shared_check(NFabricShared *sh, char *err, size_t errlen)
 {
-    bool alive = false;
+    NFabricMapping *m = nfabric_mapping(sh);
+    struct stat st;
 
-    for (unsigned h = 0; h < NFABRIC_MAX_HEADS; h++) {
-        bool died;
-
-        if (nfabric_head_probe(sh, h, &died)) {
-            alive = true;
-        } else {
-            pthread_mutex_unlock(&sh->head[h].alive);
-        }
+    if (!m) {
+        return 0;               /* private: this process's own memory */
     }
-    return alive;
+    if (m->lost) {
+        nfabric_seterr(err, errlen, "the state file was truncated under "
+                       "its mapping (SIGBUS): the device's state is lost");
+        return -1;
+    }
+    if (fstat(m->fd, &st) != 0 || (uint64_t)st.st_size < sizeof(*sh)) {
+        nfabric_seterr(err, errlen, "the state file is %lld bytes now, not "
+                       "%zu: it was truncated", (long long)st.st_size,
+                       sizeof(*sh));
+        return -1;
+    }
+    if (sh->magic != NFABRIC_SHARED_MAGIC ||
+        sh->layout != NFABRIC_SHARED_LAYOUT ||
+        sh->struct_size != sizeof(*sh) || sh->pshared != 1 ||
+        sh->heads != m->heads || sh->mem_size != m->mem_size ||
+        sh->state_id != m->state_id) {
+        nfabric_seterr(err, errlen, "the state file's identity changed "
+                       "(magic 0x%08" PRIx32 ", layout %" PRIu32 ", heads %"
+                       PRIu32 ", memory %" PRIu64 " bytes, id %016" PRIx64
+                       "; attached to heads %" PRIu32 ", %" PRIu64 " bytes, id %016"
+                       PRIx64 "): it was overwritten or made anew",
+                       sh->magic, sh->layout, sh->heads, sh->mem_size,
+                       sh->state_id, m->heads, m->mem_size, m->state_id);
+        return -1;
+    }
+    return 0;
 }
+
+/*
+ * flock() fd (LOCK_EX), waiting at most ms: a process stopped in the middle
+ * of an attach or a detach must not stop the others for good.
+ */
+static int nfabric_flock_bounded(int fd, unsigned ms)
+{
+    for (unsigned t = 0;; t++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            return 0;
+        }
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            return -1;
+        }
+        if (t >= ms) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        usleep(1000);
+    }
+}
+
+/* How long an attach waits for another attach or detach of the file. */
+#define NFABRIC_ATTACH_WAIT_MS  10000
 
 int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
                           int *fdp, NFabricAttachHow *how,
                           char *err, size_t errlen)
 {
     NFabricShared *sh = MAP_FAILED;
+    NFabricMapping *m = NULL;
     struct stat st;
-    bool fresh;
-    int fd, rc;
-    bool died;
+    bool fresh, live_taken = false;
+    int fd;
 
     *out = NULL;
     *fdp = -1;
@@ -350,13 +597,22 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
         return -1;
     }
     /* One attach at a time; the kernel drops the lock if we die. */
-    if (flock(fd, LOCK_EX) != 0 || fstat(fd, &st) != 0) {
+    if (nfabric_flock_bounded(fd, NFABRIC_ATTACH_WAIT_MS) != 0 ||
+        fstat(fd, &st) != 0) {
         nfabric_seterr(err, errlen, "property 'shared-state': cannot lock "
-                       "'%s': %s", a->path, strerror(errno));
+                       "'%s': %s", a->path, errno == ETIMEDOUT ?
+                       "another process has been attaching to it for 10 s" :
+                       strerror(errno));
         close(fd);
         return -1;
     }
     fresh = st.st_size == 0;
+    if (fresh && nfabric_live_any(fd, NFABRIC_MAX_HEADS)) {
+        nfabric_seterr(err, errlen, "property 'shared-state': '%s' is empty "
+                       "but heads are attached to it: it was truncated under "
+                       "them", a->path);
+        goto fail;
+    }
     if (fresh && ftruncate(fd, sizeof(NFabricShared)) != 0) {
         nfabric_seterr(err, errlen, "property 'shared-state': cannot size "
                        "'%s': %s", a->path, strerror(errno));
@@ -365,8 +621,9 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
     if (!fresh && (uint64_t)st.st_size != sizeof(NFabricShared)) {
         nfabric_seterr(err, errlen, "property 'shared-state': '%s' is %" PRIu64
                        " bytes, not the %zu of state layout %u (another "
-                       "version's file?)", a->path, (uint64_t)st.st_size,
-                       sizeof(NFabricShared), NFABRIC_SHARED_LAYOUT);
+                       "version's file, or truncated?)", a->path,
+                       (uint64_t)st.st_size, sizeof(NFabricShared),
+                       NFABRIC_SHARED_LAYOUT);
         goto fail;
     }
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -375,10 +632,18 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
                        "'%s': %s", a->path, strerror(errno));
         goto fail;
     }
+    /* From here a truncation of the file cannot kill the process. */
+    m = nfabric_mapping_add(sh, fd, a, 0);
+    if (!m) {
+        nfabric_seterr(err, errlen, "property 'shared-state': this process "
+                       "has %u state files attached already",
+                       NFABRIC_MAX_MAPPINGS);
+        goto fail;
+    }
     if (!fresh && (sh->magic != NFABRIC_SHARED_MAGIC ||
                    sh->layout != NFABRIC_SHARED_LAYOUT ||
                    sh->struct_size != sizeof(*sh))) {
-        if (sh->magic == 0) {
+        if (sh->magic == 0 && !nfabric_live_any(fd, NFABRIC_MAX_HEADS)) {
             /* A creator died before it finished: nobody can be attached. */
             fresh = true;
         } else {
@@ -396,7 +661,7 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
             goto fail;
         }
         *how = NFABRIC_ATTACH_CREATED;
-    } else if (!nfabric_any_alive(sh)) {
+    } else if (!nfabric_live_any(fd, NFABRIC_MAX_HEADS)) {
         /* Left by a crashed or finished run: no head is alive. */
         if (nfabric_shared_format(sh, a)) {
             nfabric_seterr(err, errlen, "property 'shared-state': cannot "
@@ -425,21 +690,29 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
                            a->mem_ino, sh->mem_dev, sh->mem_ino);
             goto fail;
         }
+        if (sh->pshared != 1) {
+            nfabric_seterr(err, errlen, "property 'shared-state': '%s' is "
+                           "corrupted (pshared %" PRIu32 ")", a->path,
+                           sh->pshared);
+            goto fail;
+        }
         *how = NFABRIC_ATTACH_JOINED;
     }
+    m->state_id = sh->state_id;
 
-    rc = nfabric_head_probe(sh, a->head, &died);
-    if (rc == 1) {
+    /* This head's live byte, held through fd until we detach or die. */
+    if (nfabric_live_lock(fd, a->head, F_WRLCK) != 0) {
         nfabric_seterr(err, errlen, "property 'head': head %u of '%s' is in "
                        "use by a live process (pid %" PRIu32 ")", a->head,
                        a->path, sh->head[a->head].pid);
         goto fail;
     }
-    /* We hold head a->head's alive mutex from here until we detach. */
+    live_taken = true;
     if (!nfabric_shared_lock_cfg(sh)) {
-        pthread_mutex_unlock(&sh->head[a->head].alive);
         nfabric_seterr(err, errlen, "property 'shared-state': the "
-                       "configuration lock of '%s' is unusable", a->path);
+                       "configuration lock of '%s' is unusable (corrupted, "
+                       "or held for over %u ms)", a->path,
+                       NFABRIC_SHARED_LOCK_MS);
         goto fail;
     }
     if (sh->head[a->head].state == NFABRIC_HEAD_ATTACHED) {
@@ -457,12 +730,28 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
     __atomic_store_n(&sh->head[a->head].state, NFABRIC_HEAD_ATTACHED,
                      __ATOMIC_RELEASE);
     nfabric_shared_unlock_cfg(sh);
+    if (m->lost) {
+        nfabric_seterr(err, errlen, "property 'shared-state': '%s' was "
+                       "truncated while this head attached", a->path);
+        goto fail;
+    }
     flock(fd, LOCK_UN);
     *out = sh;
     *fdp = fd;
     return 0;
 
 fail:
+    if (live_taken) {
+        nfabric_live_lock(fd, a->head, F_UNLCK);
+    }
+    if (m) {
+        bool lost = m->lost;
+
+        nfabric_mapping_del(m);
+        if (lost) {
+            sh = MAP_FAILED;    /* zero pages now: left mapped, see .h */
+        }
+    }
     if (sh != MAP_FAILED) {
         munmap(sh, sizeof(*sh));
     }
@@ -473,18 +762,26 @@ fail:
 
 void nfabric_shared_detach(NFabricShared *sh, int fd, unsigned head)
 {
-    if (!sh || !sh->pshared) {
-        return;
+    NFabricMapping *m = sh ? nfabric_mapping(sh) : NULL;
+    bool lost;
+
+    if (!m) {
+        return;                 /* a private state */
     }
-    flock(fd, LOCK_EX);
-    if (nfabric_shared_lock_cfg(sh)) {
+    /* Bounded: the cfg lock, not the flock, is what keeps the state sane. */
+    nfabric_flock_bounded(fd, NFABRIC_SHARED_LOCK_MS);
+    if (nfabric_shared_check(sh, NULL, 0) == 0 && nfabric_shared_lock_cfg(sh)) {
         if (sh->head[head].state == NFABRIC_HEAD_ATTACHED) {
             nfabric_shared_mark_gone(sh, head, false);
         }
         nfabric_shared_unlock_cfg(sh);
     }
-    pthread_mutex_unlock(&sh->head[head].alive);
+    nfabric_live_lock(fd, head, F_UNLCK);
     flock(fd, LOCK_UN);
-    munmap(sh, sizeof(*sh));
+    lost = m->lost;
+    nfabric_mapping_del(m);
+    if (!lost) {
+        munmap(sh, sizeof(*sh));
+    }
     close(fd);
 }

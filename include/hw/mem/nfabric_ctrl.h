@@ -48,7 +48,31 @@ typedef struct NFabricCtrlOps {
                    uint32_t code);
     /* Writing the access-stream record failed; recording stopped. */
     void (*record_failed)(void *opaque);
+    /*
+     * The shared device's state file is unusable (why says how: corrupted,
+     * truncated, made anew): from now on this head refuses the device's
+     * accesses (docs/multihost.md).  Called once.  Without the hook the
+     * controller prints why to stderr.
+     */
+    void (*state_failed)(void *opaque, const char *why);
 } NFabricCtrlOps;
+
+/*
+ * A head's private copy of the window table, made from the shared table
+ * and validated before any of it is used (nfabric_ctrl.c): the memory path
+ * works only from it, so nothing another head or a corrupted state file
+ * wrote can send an access outside device memory.
+ */
+typedef struct NFabricView {
+    uint32_t gen;               /* the table's sequence count it copies */
+    bool valid;
+    uint32_t mask;              /* enabled windows */
+    uint64_t base[NFABRIC_NUM_WINDOWS];
+    uint64_t size[NFABRIC_NUM_WINDOWS];
+    uint64_t counters[NFABRIC_NUM_WINDOWS];
+    uint64_t clen[NFABRIC_NUM_WINDOWS];     /* counter area bytes */
+    NFabricAggCfg cfg[NFABRIC_NUM_WINDOWS];
+} NFabricView;
 
 typedef struct NFabricCtrl {
     /* Device memory, owned by the caller. */
@@ -64,6 +88,17 @@ typedef struct NFabricCtrl {
     NFabricShared *sh;
     unsigned head;
     uint64_t (*stats)[NFABRIC_NUM_STATS];
+    bool shared;                /* sh is a state file's mapping */
+    uint32_t heads;             /* the device's heads, as attached */
+    NFabricView view;
+    unsigned faults_seen;       /* nfabric_shared_faults() last checked */
+    /*
+     * The state file was found unusable: every access of the device is
+     * refused (HEAD_INFO.STATE_FAILED, error STATE) until the process
+     * attaches again.  failure says why.
+     */
+    bool failed;
+    char failure[256];
 
     /* This head's own registers (the device migrates these). */
     uint32_t last_error;

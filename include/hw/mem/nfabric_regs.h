@@ -45,9 +45,11 @@
 /*
  * 1.1: heads and rounds.  1.2: T_MAX_IN_FLIGHT (0x214) and T_MAX_QUEUED
  * (0x268) removed (unmapped): the device's stream is dependent, one access
- * in flight at a time, so they could not say anything.
+ * in flight at a time, so they could not say anything.  1.3: error STATE
+ * and HEAD_INFO.STATE_FAILED (a head that found the shared device's state
+ * file corrupted or truncated refuses the device's accesses).
  */
-#define NFABRIC_VERSION_MINOR       2
+#define NFABRIC_VERSION_MINOR       3
 #define NFABRIC_VERSION \
     ((NFABRIC_VERSION_MAJOR << 16) | NFABRIC_VERSION_MINOR)
 
@@ -85,7 +87,8 @@
     X(RESERVED_BITS, 12, "reserved bits set") \
     X(COMMAND,      13, "unknown command") \
     X(ROUND,        14, "not the window's current round") \
-    X(HEAD,         15, "no such head")
+    X(HEAD,         15, "no such head") \
+    X(STATE,        16, "the shared device's state is unusable")
 
 #define NFABRIC_X_PATH_(name, v, str)   NFABRIC_PATH_##name = (v),
 #define NFABRIC_X_TIE_(name, v, str)    NFABRIC_TIE_##name = (v),
@@ -234,6 +237,8 @@ typedef struct NFabricRegDesc {
 #define NFABRIC_HEAD_INFO_COUNT_SHIFT   8           /* number of heads */
 #define NFABRIC_HEAD_INFO_COUNT_MASK    0x0000ff00u
 #define NFABRIC_HEAD_INFO_SHARED        (1u << 16)  /* shared by processes */
+/* 1.3: this head found the state corrupted or truncated: it refuses accesses */
+#define NFABRIC_HEAD_INFO_STATE_FAILED  (1u << 17)
 
 #define NFABRIC_CAPS_WINDOWS_MASK   0x000000ffu /* number of windows */
 #define NFABRIC_CAPS_PATHS_SHIFT    8           /* bit 8+p: path p supported */

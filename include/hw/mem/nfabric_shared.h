@@ -18,10 +18,26 @@
  * look a DPA up without the configuration lock.  A process that dies
  * holding a lock leaves it to the next locker, which repairs what the dead
  * holder may have left half-done and flags the window's round INCOMPLETE.
- * Each attached head holds its own head[h].alive mutex for as long as its
- * process lives, so a dead head is recognised by any other (reaping).
+ * Every wait for a lock is bounded (NFABRIC_SHARED_LOCK_MS).
  *
- * Pure C11 + POSIX (pthread, mmap, flock): no QEMU headers.
+ * Liveness belongs to a head's process, not to the thread that attached
+ * it: each attached head holds an OFD write lock (fcntl F_OFD_SETLK) on
+ * one byte of the state file, NFABRIC_SHARED_LIVE_BYTE(h), through the
+ * file descriptor it keeps open; the kernel drops it when the process
+ * ends (or detaches), whatever thread took it.  Any other head recognises
+ * a dead one by taking that byte (reaping).
+ *
+ * The state file is untrusted input: other heads, or anything that can
+ * write the file, may corrupt or truncate it.  A head checks the state's
+ * identity whenever it takes the configuration lock, reads the window
+ * table into a private, validated copy before it uses any of it (the
+ * memory path works only from that copy), bounds every wait and retry,
+ * checks the file's size, and survives a truncation (SIGBUS) of the
+ * mapping (nfabric_shared_check).  A head that finds the state unusable
+ * reports it and refuses the device's accesses (nfabric_ctrl.c).
+ *
+ * Pure C11 + POSIX (pthread, mmap, flock, fcntl, sigaction): no QEMU
+ * headers.
  */
 #ifndef HW_MEM_NFABRIC_SHARED_H
 #define HW_MEM_NFABRIC_SHARED_H
@@ -36,7 +52,20 @@
 
 #define NFABRIC_SHARED_MAGIC    0x48534e46u     /* "NFSH" */
 /* Bump when NFabricShared changes: old state files are then refused. */
-#define NFABRIC_SHARED_LAYOUT   5
+#define NFABRIC_SHARED_LAYOUT   6
+
+/*
+ * The byte of the state file whose OFD lock says head h is alive (beyond
+ * the end of the file: a lock there changes nothing in it).
+ */
+#define NFABRIC_SHARED_LIVE_BASE    (1ull << 32)
+#define NFABRIC_SHARED_LIVE_BYTE(h) (NFABRIC_SHARED_LIVE_BASE + (h))
+
+/*
+ * The longest a head waits for a lock another head holds, or for the
+ * window table to settle, before it gives up on that operation (ms).
+ */
+#define NFABRIC_SHARED_LOCK_MS      1000
 
 /* Statistics kept per path (register order). */
 enum {
@@ -71,19 +100,18 @@ typedef struct NFabricRound {
 /* Head states. */
 enum {
     NFABRIC_HEAD_FREE = 0,      /* not attached since the state was made */
-    NFABRIC_HEAD_ATTACHED,      /* its process holds .alive */
+    NFABRIC_HEAD_ATTACHED,      /* its process holds its live byte */
     NFABRIC_HEAD_GONE,          /* detached or died: not expected in rounds */
 };
 
 typedef struct NFabricSharedHead {
-    pthread_mutex_t alive;      /* held by the attached head's process */
     uint32_t state;             /* NFABRIC_HEAD_* */
     uint32_t pid;               /* of the attached (or last) process */
     uint64_t attaches;          /* times a process attached this head */
     /*
      * This head's statistics and contribution counts, written on every
-     * access: not on the line of .alive, which other heads probe (a CAS)
-     * while they wait for a round.
+     * access: not on the line of .state, which other heads read while
+     * they wait for a round.
      */
     uint64_t stats[NFABRIC_NUM_PATHS][NFABRIC_NUM_STATS] __attribute__((aligned(64)));
     uint64_t contrib_writes[NFABRIC_NUM_WINDOWS];
@@ -101,6 +129,7 @@ typedef struct NFabricShared {
     uint64_t mem_dev, mem_ino;  /* the device memory file (0: private) */
     uint32_t pshared;           /* 1: in a state file, locks in use */
     uint32_t pad0;
+    uint64_t state_id;          /* random, made with the state (identity) */
 
     /*
      * Cache lines: what every access reads (the table), what only some
@@ -116,6 +145,7 @@ typedef struct NFabricShared {
     uint64_t lock_repairs;      /* locks taken over from a dead holder */
     uint64_t lock_waits;        /* contended lock acquisitions */
     uint64_t lock_sleeps;       /* of which slept in the kernel */
+    uint64_t lock_timeouts;     /* of which gave up (NFABRIC_SHARED_LOCK_MS) */
 
     /* Read by every access; written only when a window is (dis)enabled. */
     uint32_t gen __attribute__((aligned(64)));  /* table sequence (odd: busy) */
@@ -167,12 +197,39 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
 void nfabric_shared_detach(NFabricShared *sh, int fd, unsigned head);
 
 /*
+ * Is the attached state sh still usable?  Checks that its mapping was not
+ * lost to a truncation (SIGBUS, see below), the file's size, and the
+ * identity written when the state was made (magic, layout, size, heads,
+ * memory size, state id) against what this process attached to.  Returns
+ * 0, or -1 with a message in err.  For a private state (not shared),
+ * always 0.
+ *
+ * Truncation: a mapping of a file that shrinks raises SIGBUS on access.
+ * The first shared attach installs a SIGBUS handler (chained to the one
+ * before it, which still gets every other SIGBUS) that replaces a state
+ * mapping the fault hit with zero-filled private memory of the same size
+ * and counts the event (nfabric_shared_faults); the faulting access then
+ * reads zeros, and the head's next check reports the state lost.  Such a
+ * mapping stays until the process ends (detach does not unmap it).
+ */
+int nfabric_shared_check(NFabricShared *sh, char *err, size_t errlen);
+
+/* SIGBUS faults of state mappings in this process (a cheap "look again"). */
+unsigned nfabric_shared_faults(void);
+
+/*
  * Find heads whose process died (other than self), mark them gone, and
  * return the mask of attached heads.  Cheap when nobody died.
  */
 uint32_t nfabric_shared_reap(NFabricShared *sh, unsigned self);
 
-/* Locks (no-ops unless sh->pshared).  False only if the lock is unusable. */
+/*
+ * Locks of a state file (a private state has none: its callers do not
+ * lock; a state's own pshared field is never trusted for that).  False if
+ * the lock is unusable (not a lock of the kind the state was made with:
+ * corrupted), or another head held it for over NFABRIC_SHARED_LOCK_MS;
+ * the caller then gives up.
+ */
 bool nfabric_shared_lock_cfg(NFabricShared *sh);
 void nfabric_shared_unlock_cfg(NFabricShared *sh);
 bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i);
