@@ -1,9 +1,10 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # `scripts/nfabric bench NAME`: each benchmark is a function nf_bench_NAME
-# defined by one of the libraries, with a one-line description in
-# NF_BENCH_DESC[NAME].  Benchmarks print key=value lines.
+# defined by one of the libraries, registered with a one-line description
+# by `nf_register_bench NAME "what"`.  Benchmarks print key=value lines.
 
-NF_BENCH_DESC[engine]="aggregation engine throughput vs scalar reference and memcpy (host)"
+nf_register_bench engine "aggregation engine throughput vs scalar reference and memcpy (host)"
 
 nf_bench_engine() {
     nf_host_build

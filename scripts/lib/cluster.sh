@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # `scripts/nfabric cluster`: several hosts (one QEMU each) with one shared
 # NEURON-Fabric device: each host's device is a head of the same device
@@ -292,7 +293,7 @@ nf_mh_qemu_args() {
     local backend=$1 props=$2
     shift 2
     # shellcheck disable=SC2086
-    printf '%s\n' $NF_FIRMWARE "${NF_MH_MACHINE[@]}" -object "$backend" \
+    printf '%s\n' "${NF_FIRMWARE[@]}" "${NF_MH_MACHINE[@]}" -object "$backend" \
         -device "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,id=nf0,$props" "$@"
 }
 
@@ -403,7 +404,7 @@ nf_suite_multihost() {
 
 # ---- bench cluster ------------------------------------------------------------
 
-NF_BENCH_DESC[cluster]="aggregate G-Binary/G-Ternary contribution throughput, 1/2/4 heads vs the single-head device; --mib N --rounds N"
+nf_register_bench cluster "aggregate G-Binary/G-Ternary contribution throughput, 1/2/4 heads vs the single-head device; --mib N --rounds N"
 
 # nf_mh_bench_figures DIR N: "PATH MBPS" per path: all hosts' bytes over
 # the slowest host's time (the hosts start together at a barrier).

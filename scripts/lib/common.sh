@@ -1,18 +1,66 @@
+# shellcheck shell=bash disable=SC2034  # this file defines the globals the other libraries use
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Shared helpers and paths for scripts/nfabric and its libraries.
 
 NF_ROOT=${NF_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-NF_BUILD=${NF_BUILD:-$NF_ROOT/build}
+# The build directory: build/ in the checkout.  QEMU's configure refuses a
+# directory whose path has a space or a colon, and kbuild cannot build a
+# module there either: for such a checkout the build goes to a directory of
+# its own under /var/tmp (named after the checkout's path), and build/ in
+# the checkout is a symbolic link to it.
+if [ -z "${NF_BUILD:-}" ]; then
+    case $NF_ROOT in
+    *[[:space:]:]*)
+        NF_BUILD=/var/tmp/nfabric-build-$(printf '%s' "$NF_ROOT" | md5sum | cut -c1-12)
+        if [ ! -e "$NF_ROOT/build" ] && [ ! -L "$NF_ROOT/build" ]; then
+            mkdir -p "$NF_BUILD"
+            ln -s "$NF_BUILD" "$NF_ROOT/build"
+        fi
+        ;;
+    *) NF_BUILD=$NF_ROOT/build ;;
+    esac
+fi
 # Downloads (QEMU source package, Debian .debs) survive `rm -rf build`.
 NF_CACHE=${NF_CACHE:-/var/cache/nfabric}
 NF_QEMU_SRC=$NF_BUILD/qemu-src
 NF_QEMU_BUILD=$NF_BUILD/qemu-build
 NF_QEMU_BIN=$NF_QEMU_BUILD/qemu-system-x86_64
 NF_HOST_BUILD=$NF_BUILD/host
-NF_FIRMWARE="-L /usr/share/seabios -L /usr/share/qemu"
+NF_FIRMWARE=(-L /usr/share/seabios -L /usr/share/qemu)
 
 nf_log() { printf '[nfabric] %s\n' "$*" >&2; }
+
+# No silent exit: under `set -e`, a command that fails ends the script, and
+# this ERR trap (inherited by functions and subshells through `set -E`) says
+# first which command failed, where, and with what status.  Command
+# substitutions keep -e (inherit_errexit), so a function that fails inside
+# `x=$(f)` stops there and is reported where it failed, then where its
+# assignment failed.  Where errexit is off (a condition, `|| ...`), nothing
+# is reported: the caller handles the status.
+nf_on_err() {
+    local rc=$? cmd=$BASH_COMMAND
+    case $- in *e*) ;; *) return "$rc" ;; esac
+    # A command's main function returns its verdict (tests failed, a bad
+    # option: it said so itself); anything that failed inside it was
+    # reported where it failed.
+    if [ "${FUNCNAME[1]:-main}" = main ] && [[ $cmd == return* || $cmd == nf_*_main* ]]; then
+        return "$rc"
+    fi
+    printf 'nfabric: error: "%s" failed with status %d at %s:%d (in %s)\n' \
+        "$cmd" "$rc" "${BASH_SOURCE[1]:-?}" "${BASH_LINENO[0]}" "${FUNCNAME[1]:-main}" >&2
+    if [ -n "${NF_STEP_LOG:-}" ] && [ -f "$NF_STEP_LOG" ]; then
+        printf 'nfabric: the log of that step: %s\n' "$NF_STEP_LOG" >&2
+    fi
+    return "$rc"
+}
+set -E
+shopt -s inherit_errexit
+trap nf_on_err ERR
 nf_die() { printf 'nfabric: error: %s\n' "$*" >&2; exit 1; }
+
+# What a user can do when a download from Debian's mirrors fails; every
+# message of a failed download ends with it.
+NF_DOWNLOAD_HINT="A download from Debian's mirror failed: check that deb.debian.org answers (apt-get update), then run the same command again; what was fetched is kept in $NF_CACHE and reused."
 
 # nf_time_start NAME / nf_time_end NAME: print how long a step took.
 nf_time_start() { eval "NF_T_$1=\$(date +%s.%N)"; }
@@ -28,10 +76,34 @@ nf_require_root() {
 
 # Registries filled by the libraries (scripts/lib/*.sh are sourced in name
 # order, so these live here).
-declare -gA NF_SUITE_ORDER NF_SUITE_DESC NF_BENCH_DESC
+declare -gA NF_SUITE_ORDER NF_SUITE_DESC NF_SUITE_NOSETUP NF_BENCH_DESC
 
 # nf_register_suite ORDER NAME "description": see scripts/lib/test.sh.
 nf_register_suite() {
     NF_SUITE_ORDER[$2]=$1
     NF_SUITE_DESC[$2]=$3
+}
+
+# nf_suite_needs_no_setup NAME: `test NAME` alone does not run the set-up.
+nf_suite_needs_no_setup() {
+    NF_SUITE_NOSETUP[$1]=1
+}
+
+# nf_register_bench NAME "description": see scripts/lib/bench.sh.
+nf_register_bench() {
+    NF_BENCH_DESC[$1]=$2
+}
+
+# nf_newest_dir DIR PATTERN: the path of the newest (version order)
+# directory in DIR whose name matches PATTERN, or nothing, with status 0,
+# when DIR does not exist or nothing matches.  Never ends a `set -e` script.
+nf_newest_dir() {
+    [ -d "$1" ] || return 0
+    find "$1" -mindepth 1 -maxdepth 1 -type d -name "$2" -print | sort -V | tail -n 1
+}
+
+# nf_newest_file DIR PATTERN: the same for files.
+nf_newest_file() {
+    [ -d "$1" ] || return 0
+    find "$1" -mindepth 1 -maxdepth 1 -type f -name "$2" -print | sort -V | tail -n 1
 }

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The `concurrency` suite: a guest with 4 vCPUs (MTTCG: one host thread per
 # vCPU) in which the G-Binary, G-Ternary and statistics checks run their
@@ -9,6 +10,7 @@ nf_register_suite 35 concurrency "4 vCPUs, 4 worker processes writing the same w
 nf_suite_concurrency() {
     local log=$NF_BUILD/test-logs/concurrency-console.log rc=0
     mkdir -p "$(dirname "$log")"
+    # shellcheck disable=SC2016  # the command runs in the guest
     nf_guest_run "$log" 'echo "NFABRIC-CPUS=$(grep -c ^processor /proc/cpuinfo)"; nfabric-test --only gbinary,gternary,mixed,stats,toggle' \
         --cpus 4 || rc=$?
     if tr -d '\r' < "$log" | grep -q '^NFABRIC-CPUS=4$'; then

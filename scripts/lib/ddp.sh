@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # PyTorch: the `ddp` suite and `bench ddp` (docs/pytorch.md).  Debian's
 # python3-torch (1.13.1, gloo) and python3-numpy run the hooks of
@@ -5,7 +6,7 @@
 # device served by the device's controller (libnfabric.so, no VM).
 
 NF_PY=/usr/bin/python3      # Debian's: a python3 earlier on PATH cannot see its torch
-NF_PKGS_DDP="python3-torch python3-numpy dataset-fashion-mnist"
+NF_PKGS_DDP=(python3-torch python3-numpy dataset-fashion-mnist)
 
 # nf_ddp_py ARGS...: python3 with the project's package on the path.
 nf_ddp_py() {
@@ -14,7 +15,7 @@ nf_ddp_py() {
 }
 
 nf_ddp_prepare() {
-    nf_need $NF_PKGS_DDP
+    nf_need "${NF_PKGS_DDP[@]}"
     nf_host_build
 }
 
@@ -26,9 +27,8 @@ nf_ddp_vm_script() {
     shift
     {
         echo "#!/bin/sh"
-        echo "export PYTHONPATH=$NF_ROOT/guest/python NFABRIC_LIB=$NF_HOST_BUILD/guest/libnfabric.so"
+        printf 'export PYTHONPATH=%q NFABRIC_LIB=%q\n' "$NF_ROOT/guest/python" "$NF_HOST_BUILD/guest/libnfabric.so"
         echo "export GLOO_SOCKET_IFNAME=eth0 ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=Prescott DNNL_MAX_CPU_ISA=SSE41"
-        echo "export TMPDIR=/var/tmp    # /tmp is the host's (read-only): the checkout may be there"
         printf '%s\n' "$@"
     } > "$f"
 }
@@ -38,7 +38,7 @@ nf_ddp_vm_script() {
 nf_ddp_vm_run() {
     local dir=$1 script=$2
     nf_cluster_main --hosts 2 --hostfs --net --cpus 1 --mem 2G \
-        --timeout 900 --dir "$dir" --run "chroot /host /bin/sh $script"
+        --timeout 900 --dir "$dir" --run "chroot /host /bin/sh $(printf %q "$script")"
 }
 
 nf_register_suite 48 ddp "PyTorch DDP hooks: aggregated buckets vs a reference, DDP runs through the device (host heads, and 2 VMs = host bit for bit)"
@@ -49,11 +49,12 @@ nf_suite_ddp() {
     echo "# the hooks' aggregation against a reference of all ranks' gradients"
     nf_ddp_py -m nfabric.selftest --ranks 3 --dir /dev/shm/nfabric-selftest || rc=1
     echo "# DDP (gloo on loopback for the process group) through the device"
-    local mode flags name port=29600
+    local mode opts name port=29600
     for mode in "gbinary" "gternary --error-feedback" "layer_aware --warmup 3 --error-feedback" "fp32"; do
         name=${mode// /_}
         port=$((port + 1))
-        (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 2 --mode $mode \
+        read -ra opts <<<"$mode"
+        (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 2 --mode "${opts[@]}" \
              --steps 12 --train-samples 4000 --test-samples 500 --master-port "$port" \
              --state "/dev/shm/nfabric-ddp-test.state" --mem "/dev/shm/nfabric-ddp-test.mem" \
              > "$d/$name.json" 2> "$d/$name.err") || true
@@ -62,19 +63,20 @@ nf_suite_ddp() {
            grep -q '"loss_last": [0-9]' <<<"$out"; then
             echo "ok - DDP $mode, 2 ranks, 12 steps: every rank ends with the same parameters ($(grep -o '"traffic_pct": [0-9.]*' <<<"$out"), $(grep -o '"acc": [0-9.]*' <<<"$out"))"
         else
-            echo "not ok - DDP $mode, 2 ranks: $(tail -3 "$d/$name.err" | tr '\n' ' ') $(cat "$d/$name.json" | tr '\n' ' ')"
+            echo "not ok - DDP $mode, 2 ranks: $(tail -3 "$d/$name.err" | tr '\n' ' ') $(tr '\n' ' ' < "$d/$name.json")"
             rc=1
         fi
     done
     echo "# in VMs: 2 guests, one shared device, the host's Python and PyTorch (virtio-9p)"
-    local vm=$d/vm host=$d/host-portable.json args
-    args="--portable-math --mode gbinary --steps 3 --train-samples 2000 --test-samples 200"
+    local vm=$d/vm host=$d/host-portable.json
+    local args=(--portable-math --mode gbinary --steps 3 --train-samples 2000 --test-samples 200)
     mkdir -p "$vm"
+    # shellcheck disable=SC2016  # these lines run in the guest: its $start, not ours
     nf_ddp_vm_script "$vm/run.sh" \
         'start=$(cut -d" " -f1 /proc/uptime)' \
         '/usr/bin/python3 -c "import torch" && echo "# import-torch-seconds $(awk -v a=$start "{print \$1 - a}" /proc/uptime)"' \
         "/usr/bin/python3 -m nfabric.selftest --guest --rank \$NFABRIC_RANK --ranks 2 || exit 1" \
-        "/usr/bin/python3 -m nfabric.examples.train $args --master-addr 169.254.0.1"
+        "/usr/bin/python3 -m nfabric.examples.train ${args[*]} --master-addr 169.254.0.1"
     if nf_ddp_vm_run "$vm" "$vm/run.sh" > "$vm/cluster.out" 2>&1; then
         echo "ok - 2 VMs ran the self-test and a DDP run through the shared device"
     else
@@ -83,7 +85,7 @@ nf_suite_ddp() {
     fi
     grep -hE '^(ok|not ok)' "$vm"/host*.log | sed 's/^\(not \)\{0,1\}ok [0-9]* - /&[VM] /' || true
     grep -h 'import-torch-seconds' "$vm"/host*.log | sed 's/^# /# VM /' || true
-    (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 2 $args --master-port 29650 \
+    (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 2 "${args[@]}" --master-port 29650 \
          --state /dev/shm/nfabric-ddp-test.state --mem /dev/shm/nfabric-ddp-test.mem \
          > "$host" 2> "$d/host-portable.err") || true
     local hp vp
@@ -92,7 +94,7 @@ nf_suite_ddp() {
     if [ -n "$hp" ] && [ "$hp" = "$vp" ] && [ "$(wc -l <<<"$hp")" = 1 ]; then
         echo "ok - a 2-VM DDP run (3 steps, G-Binary) ends with the same parameters as the host run with the same seed, bit for bit ($hp)"
     else
-        echo "not ok - 2-VM DDP vs host: VMs $(echo $vp), host $(echo $hp)"
+        echo "not ok - 2-VM DDP vs host: VMs ${vp//$'\n'/ }, host ${hp//$'\n'/ }"
         rc=1
     fi
     rm -f /dev/shm/nfabric-ddp-test.state /dev/shm/nfabric-ddp-test.mem
@@ -100,10 +102,10 @@ nf_suite_ddp() {
     return $rc
 }
 
-NF_BENCH_DESC[ddp]="PyTorch DDP on Fashion-MNIST: 4 ranks on the host, accuracy and traffic of every mode; then 2 VMs, exchange_speedup_vs_gloo; --steps N --vm-steps N"
+nf_register_bench ddp "PyTorch DDP on Fashion-MNIST: 4 ranks on the host, accuracy and traffic of every mode; then 2 VMs, exchange_speedup_vs_gloo; --steps N --vm-steps N"
 
 nf_bench_ddp() {
-    local steps=400 d=$NF_BUILD/bench-ddp port=29700 mode shards key json vm_steps=20
+    local steps=400 d=$NF_BUILD/bench-ddp port=29700 mode shards key json opts vm_steps=20
     while [ $# -gt 0 ]; do
         case "$1" in
         --steps) steps=${2:?}; shift ;;
@@ -119,7 +121,7 @@ nf_bench_ddp() {
         esac
         shift
     done
-    [[ "$steps" =~ ^[0-9]+$ ]] && [[ "$vm_steps" =~ ^[0-9]+$ ]] ||
+    { [[ "$steps" =~ ^[0-9]+$ ]] && [[ "$vm_steps" =~ ^[0-9]+$ ]]; } ||
         { echo "bench ddp: bad --steps or --vm-steps" >&2; return 2; }
     nf_ddp_prepare
     mkdir -p "$d"
@@ -133,7 +135,8 @@ nf_bench_ddp() {
             key=${mode/ --error-feedback/_ef}
             port=$((port + 1))
             json=$d/$key-$shards.json
-            (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 4 --mode $mode \
+            read -ra opts <<<"$mode"
+            (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 4 --mode "${opts[@]}" \
                  --shards "$shards" --steps "$steps" --master-port "$port" \
                  --state /dev/shm/nfabric-bench-ddp.state --mem /dev/shm/nfabric-bench-ddp.mem \
                  > "$json" 2> "$d/$key-$shards.err") ||

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # `scripts/nfabric demo` and the `guest` test suite: boot the guest once and
 # run the guest programs' functional checks (guest/tests/) against the

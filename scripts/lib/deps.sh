@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # this file defines the globals the other libraries use
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Host package installation for NEURON-Fabric. Sourced by scripts/nfabric.
 # Adds the apt entries the project needs (bookworm-backports binaries, trixie
@@ -34,7 +35,9 @@ PREF
     fi
     if [ ! -f "$NF_APT_STAMP" ] || [ -n "$(find "$NF_APT_STAMP" -mmin +720 2>/dev/null)" ]; then
         nf_log "apt-get update"
-        apt-get update -qq >/dev/null || nf_die "apt-get update failed"
+        mkdir -p "$NF_CACHE"
+        apt-get update -q > "$NF_CACHE/apt-update.log" 2>&1 ||
+            nf_die "apt-get update failed (log: $NF_CACHE/apt-update.log). $NF_DOWNLOAD_HINT"
         touch "$NF_APT_STAMP"
     fi
 }
@@ -52,12 +55,14 @@ nf_need() {
     [ ${#missing[@]} -eq 0 ] && return 0
     nf_apt_sources
     nf_log "installing: ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        "${missing[@]}" >/dev/null || nf_die "apt-get install ${missing[*]} failed"
+    mkdir -p "$NF_CACHE"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        "${missing[@]}" > "$NF_CACHE/apt-install.log" 2>&1 ||
+        nf_die "apt-get install ${missing[*]} failed (log: $NF_CACHE/apt-install.log). $NF_DOWNLOAD_HINT"
 }
 
-NF_PKGS_BUILD="build-essential dpkg-dev pkg-config ninja-build flex bison
+NF_PKGS_BUILD=(build-essential dpkg-dev pkg-config ninja-build flex bison
     libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev python3-venv
-    meson/bookworm-backports python3-pycotap/bookworm-backports"
-NF_PKGS_RUN="seabios ipxe-qemu qemu-system-data/bookworm-backports"
-NF_PKGS_IMAGE="busybox-static cpio xz-utils kmod"
+    meson/bookworm-backports python3-pycotap/bookworm-backports)
+NF_PKGS_RUN=(seabios ipxe-qemu qemu-system-data/bookworm-backports)
+NF_PKGS_IMAGE=(busybox-static cpio xz-utils kmod)

@@ -1,11 +1,11 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # `scripts/nfabric bench guest`: throughput of 8-byte writes and reads from
 # guest user space through /dev/daxX.Y (guest/tools/nfabric-bench.c), on a
 # stock cxl-type3 and on the NEURON-Fabric device's paths: the same QEMU
 # binary, the same guest, two boots.  key=value lines on stdout.
 
-declare -gA NF_BENCH_DESC
-NF_BENCH_DESC[guest]="guest user-space MB/s on stock cxl-type3 and on the device's FP32/G-Binary/G-Ternary paths (two boots)"
+nf_register_bench guest "guest user-space MB/s on stock cxl-type3 and on the device's FP32/G-Binary/G-Ternary paths (two boots)"
 
 nf_bench_guest_usage() {
     cat <<'USAGE'

@@ -1,9 +1,10 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The project's own meson build (engine, unit tests, benchmarks, guest programs).
 
 nf_host_build() {
     # The training program bakes a small Fashion-MNIST subset in at configure time.
-    nf_need $NF_PKGS_BUILD dataset-fashion-mnist
+    nf_need "${NF_PKGS_BUILD[@]}" dataset-fashion-mnist
     if [ ! -f "$NF_HOST_BUILD/build.ninja" ]; then
         nf_log "configuring the host build in $NF_HOST_BUILD"
         meson setup "$NF_HOST_BUILD" "$NF_ROOT" >/dev/null ||

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # `scripts/nfabric image`: the guest image, from Debian packages alone.
 #
@@ -51,10 +52,11 @@ nf_image_kernel_pkg() {
         return 0
     fi
     pkg=$(apt-cache depends linux-image-amd64/bookworm-backports 2>/dev/null |
-          awk '$1 == "Depends:" && $2 ~ /^linux-image-6\.12\./ { print $2; exit }')
+          awk '$1 == "Depends:" && $2 ~ /^linux-image-6\.12\./ { print $2; exit }') || pkg=""
     if [ -z "$pkg" ]; then
-        pkg=$(ls "$NF_CACHE"/debs/linux-image-6.12.*-amd64_*.deb 2>/dev/null |
-              sed 's|.*/||; s|_.*||' | sort -V | tail -1)
+        pkg=$(nf_newest_file "$NF_CACHE/debs" 'linux-image-6.12.*-amd64_*.deb')
+        pkg=${pkg##*/}
+        pkg=${pkg%%_*}
     fi
     [ -n "$pkg" ] || nf_die "image: cannot resolve the bookworm-backports 6.12 kernel (apt-get update?)"
     mkdir -p "$NF_GUEST"
@@ -66,12 +68,12 @@ nf_image_kernel_pkg() {
 nf_image_fetch() {
     local spec=$1 name=${1%%/*} deb
     mkdir -p "$NF_CACHE/debs"
-    deb=$(ls "$NF_CACHE/debs/${name}_"*.deb 2>/dev/null | sort -V | tail -1)
+    deb=$(nf_newest_file "$NF_CACHE/debs" "${name}_*.deb")
     if [ -z "$deb" ]; then
         nf_log "downloading $spec"
-        (cd "$NF_CACHE/debs" && apt-get download -q "$spec" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2) ||
-            nf_die "image: apt-get download $spec failed"
-        deb=$(ls "$NF_CACHE/debs/${name}_"*.deb 2>/dev/null | sort -V | tail -1)
+        (cd "$NF_CACHE/debs" && apt-get download -q "$spec") > "$NF_CACHE/debs/download.log" 2>&1 ||
+            nf_die "image: apt-get download $spec failed (log: $NF_CACHE/debs/download.log). $NF_DOWNLOAD_HINT"
+        deb=$(nf_newest_file "$NF_CACHE/debs" "${name}_*.deb")
         [ -n "$deb" ] || nf_die "image: $spec did not download"
     fi
     echo "$deb"
@@ -163,7 +165,7 @@ nf_image_main() {
     done
     nf_require_root
     local t0=$EPOCHREALTIME
-    nf_need $NF_PKGS_IMAGE
+    nf_need "${NF_PKGS_IMAGE[@]}"
     nf_apt_sources
 
     # ---- kernel -----------------------------------------------------------
@@ -193,11 +195,11 @@ nf_image_main() {
 
     # ---- the driver, against this kernel's headers -------------------------
     local kmod
-    kmod=$(nf_driver_build "$kver") || exit 1
+    kmod=$(nf_driver_build "$kver")
 
     # ---- ndctl 81 (cxl, daxctl) ---------------------------------------------
     local ndctl_stage
-    ndctl_stage=$(nf_ndctl_build) || exit 1
+    ndctl_stage=$(nf_ndctl_build)
 
     # ---- guest programs ---------------------------------------------------
     nf_host_build
@@ -278,9 +280,10 @@ nf_image_main() {
     printf 'image: built in %.1f s\n' "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{print b-a}')" >&2
 }
 
-# nf_image_ensure: build the image if it is missing (used by vm, demo, tests).
+# nf_image_ensure [ARGS]: build the image (nf_image_main ARGS) if it is
+# missing (used by vm, demo, tests).
 nf_image_ensure() {
     if [ ! -f "$NF_GUEST_KERNEL" ] || [ ! -f "$NF_GUEST_INITRD" ]; then
-        nf_image_main >&2
+        nf_image_main "$@" >&2
     fi
 }

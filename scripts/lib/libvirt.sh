@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # libvirt: `scripts/nfabric libvirt-xml` writes a domain for the same guest as
 # `scripts/nfabric vm`, and the `libvirt` suite runs it under libvirtd.
@@ -9,8 +10,8 @@
 
 NF_LIBVIRT_DOMAIN=nfabric-guest
 NF_LIBVIRT_URI=qemu:///system
-NF_LIBVIRT_PKGS="libvirt-daemon-driver-qemu/bookworm-backports
-    libvirt-clients/bookworm-backports libvirt-daemon/bookworm-backports"
+NF_LIBVIRT_PKGS=(libvirt-daemon-driver-qemu/bookworm-backports
+    libvirt-clients/bookworm-backports libvirt-daemon/bookworm-backports)
 
 nf_libvirt_xml_usage() {
     cat <<'USAGE'
@@ -90,7 +91,7 @@ nf_libvirt_xml() {
 XML
     {
         # shellcheck disable=SC2086
-        printf '%s\n' $NF_FIRMWARE -machine cxl=on
+        printf '%s\n' "${NF_FIRMWARE[@]}" -machine cxl=on
         nf_vm_cxl_args "$device" "$cxl" "$fmw" "$props" "$mem_path"
     } | sed 's/^-M$/-machine/' | while IFS= read -r a; do
         printf "    <qemu:arg value='%s'/>\n" "$(nf_xml_escape "$a")"
@@ -122,9 +123,9 @@ nf_libvirt_xml_main() {
     local mem_mib cxl_mib
     [[ "$cpus" =~ ^[1-9][0-9]*$ ]] || { echo "nfabric libvirt-xml: bad --cpus \"$cpus\"" >&2; return 2; }
     mem_mib=$(nf_size_mib "$mem")
-    [ -n "$mem_mib" ] && [ "$mem_mib" -ge 256 ] || { echo "nfabric libvirt-xml: bad --mem \"$mem\"" >&2; return 2; }
+    { [ -n "$mem_mib" ] && [ "$mem_mib" -ge 256 ]; } || { echo "nfabric libvirt-xml: bad --mem \"$mem\"" >&2; return 2; }
     cxl_mib=$(nf_size_mib "$cxlmem")
-    [ -n "$cxl_mib" ] && [ "$cxl_mib" -ge 256 ] && [ $((cxl_mib % 256)) -eq 0 ] ||
+    { [ -n "$cxl_mib" ] && [ "$cxl_mib" -ge 256 ] && [ $((cxl_mib % 256)) -eq 0 ]; } ||
         { echo "nfabric libvirt-xml: bad --cxl-mem \"$cxlmem\" (a multiple of 256M)" >&2; return 2; }
     case "$device" in
     cxl-neuron-fabric|cxl-type3) ;;
@@ -132,7 +133,7 @@ nf_libvirt_xml_main() {
     esac
     case "$serial" in /*) ;; *) serial=$PWD/$serial ;; esac
     if [ -n "$hosts" ]; then
-        [[ "$hosts" =~ ^[0-9]+$ ]] && [ "$hosts" -ge 1 ] && [ "$hosts" -le 16 ] ||
+        { [[ "$hosts" =~ ^[0-9]+$ ]] && [ "$hosts" -ge 1 ] && [ "$hosts" -le 16 ]; } ||
             { echo "nfabric libvirt-xml: --hosts must be 1..16, not \"$hosts\"" >&2; return 2; }
         [ -n "$out" ] || { echo "nfabric libvirt-xml: --hosts needs -o DIR" >&2; return 2; }
         [ "$device" = cxl-neuron-fabric ] ||
@@ -180,11 +181,13 @@ CTRL
             nf_die "libvirt: cannot build the placeholder package"
         nf_apt_sources
         nf_log "installing libvirt (bookworm-backports) and the QEMU placeholder"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            "$NF_BUILD/libvirt/nfabric-qemu-system.deb" $NF_LIBVIRT_PKGS >/dev/null ||
-            nf_die "libvirt: apt-get install failed"
+        mkdir -p "$NF_CACHE"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+            "$NF_BUILD/libvirt/nfabric-qemu-system.deb" "${NF_LIBVIRT_PKGS[@]}" \
+            > "$NF_CACHE/apt-install.log" 2>&1 ||
+            nf_die "libvirt: apt-get install failed (log: $NF_CACHE/apt-install.log). $NF_DOWNLOAD_HINT"
     fi
-    nf_need $NF_LIBVIRT_PKGS
+    nf_need "${NF_LIBVIRT_PKGS[@]}"
     # QEMU as root, no relabelling or chown of the kernel/initrd.
     local conf=/etc/libvirt/qemu.conf
     if ! grep -q '^# nfabric: begin' "$conf" 2>/dev/null; then
@@ -335,8 +338,11 @@ nf_suite_libvirt() {
             exitc=$(tr -d '\r' < "$serial" 2>/dev/null | sed -n 's/^NFABRIC-EXIT=//p' | head -1)
             p=$(tr -d '\r' < "$serial" 2>/dev/null | grep -c '^ok ' || true)
             f=$(tr -d '\r' < "$serial" 2>/dev/null | grep -c '^not ok ' || true)
-            [ -n "$ready" ] && nf_lv_tap OK "guest ready: ${ready#NFABRIC-READY }" ||
+            if [ -n "$ready" ]; then
+                nf_lv_tap OK "guest ready: ${ready#NFABRIC-READY }"
+            else
                 nf_lv_tap FAIL "guest never printed NFABRIC-READY (serial log $serial)"
+            fi
             if [ "$exitc" = 0 ] && [ "$p" -gt 0 ] && [ "$f" -eq 0 ]; then
                 nf_lv_tap OK "guest checks passed: $p ok, 0 not ok, in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}') s from start"
             else

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The `lifecycle` suite: a guest's life with the device beyond one boot
 # (issue 13), with a real booted Debian guest under TCG, not qtest:
@@ -38,6 +39,7 @@ NF_LC_CXL_MEM=${NF_LIFECYCLE_CXL_MEM:-256M}
 # bridge is no longer in passthrough, Linux programs its HDM decoder and
 # CXL.mem goes through it, so the migration also needs the bridge's
 # registers (patch 0008).
+# shellcheck disable=SC2054  # the commas are QEMU's option syntax
 NF_LC_RP1=(-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3)
 # The device's read-only figures (hw/mem/nfabric/cxl_nfabric.c).
 NF_LC_FIGURES=(timing-total-ps timing-exposed-ppm timing-runtime-ps
@@ -186,7 +188,7 @@ nf_lc_start() {
     shift 6
     b64=$(printf '%s' "$cmd" | base64 -w0)
     rm -f "$NF_LC_DIR/$name.log" "$NF_LC_DIR/$name.qmp"
-    timeout -k 5 600 "$NF_QEMU_BIN" $NF_FIRMWARE -nodefaults -M q35,cxl=on \
+    timeout -k 5 600 "$NF_QEMU_BIN" "${NF_FIRMWARE[@]}" -nodefaults -M q35,cxl=on \
         -cpu max,-hypervisor -m "$mem,maxmem=8G,slots=4" -smp 1 \
         -display none -nic none -serial "file:$NF_LC_DIR/$name.log" \
         -qmp "unix:$NF_LC_DIR/$name.qmp,server=on,wait=off" \
@@ -251,6 +253,7 @@ nf_lc_migration() {
     NF_LC_SHM+=("$s_mem" "$d_mem")
     rm -f "$s_mem" "$d_mem"
     echo "# 1. live migration: guest RAM $NF_LC_MEM, device memory $NF_LC_CXL_MEM, G-Binary round + FP32 writer running"
+    # shellcheck disable=SC2016  # the command runs in the guest: its $rc
     nf_lc_start src mig-src cxl-neuron-fabric "$NF_LC_MEM" \
         "memory-backend-file,id=vmem0,share=on,mem-path=$s_mem,size=$NF_LC_CXL_MEM" \
         'nfabric-lifecycle-check migrate; rc=$?; nfabricctl info && nfabricctl windows || rc=1; exit $rc' \
@@ -282,7 +285,7 @@ nf_lc_migration() {
         return
     fi
     st=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["ram"]["dirty-sync-count"])' <<<"$info")
-    nf_lc_ok $([ "$st" -ge 2 ] && echo 0 || echo 1) "precopy iterated while the guest ran (dirty-sync-count $st)"
+    nf_lc_ok "$([ "$st" -ge 2 ] && echo 0 || echo 1)" "precopy iterated while the guest ran (dirty-sync-count $st)"
 
     # Both sides stopped: the device's state must be the same.
     src_fig=$(nf_lc_figures "$NF_LC_DIR/mig-src.qmp") || src_fig="(qom-get failed)"
@@ -337,6 +340,7 @@ nf_lc_migration() {
 nf_lc_reboots() {
     local vm n
     echo "# 2. warm reset: guest reboot -f, then QMP system_reset, in one QEMU run"
+    # shellcheck disable=SC2016  # the command runs in the guest: its $rc
     nf_lc_start vm reboot cxl-neuron-fabric 1G \
         "memory-backend-ram,id=vmem0,share=on,size=256M" \
         'nfabric-lifecycle-check boot; rc=$?; case $rc in 10) echo LC-REBOOTING; reboot -f; sleep 60 ;; 11) echo LC-RESET-ME; sleep 300 ;; esac; exit $rc' ||

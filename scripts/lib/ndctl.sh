@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # ndctl 81 (Debian trixie's source) for the guest image: `cxl` and `daxctl`
 # with their libraries.  Bookworm's ndctl 76.1 cannot create RAM regions
@@ -11,20 +12,20 @@
 # build/guest/ndctl/stage; docs/driver.md gives the figures.
 
 NF_NDCTL_VERSION=81
-NF_PKGS_NDCTL="libkmod-dev libudev-dev uuid-dev libjson-c-dev libiniparser-dev
-    libkeyutils-dev libtracefs-dev libtraceevent-dev"
+NF_PKGS_NDCTL=(libkmod-dev libudev-dev uuid-dev libjson-c-dev libiniparser-dev
+    libkeyutils-dev libtracefs-dev libtraceevent-dev)
 
 # nf_ndctl_source : the path of the unpacked source tree.
 nf_ndctl_source() {
     local dir=$NF_CACHE/src tar
     mkdir -p "$dir"
-    tar=$(ls "$dir"/ndctl_${NF_NDCTL_VERSION}*.orig.tar.* 2>/dev/null | sort -V | tail -1)
+    tar=$(nf_newest_file "$dir" "ndctl_${NF_NDCTL_VERSION}*.orig.tar.*")
     if [ -z "$tar" ]; then
         nf_log "fetching ndctl source (trixie)"
         (cd "$dir" && apt-get source --tar-only -q "ndctl/trixie") > "$dir/ndctl-fetch.log" 2>&1 ||
-            { cat "$dir/ndctl-fetch.log" >&2; nf_die "ndctl: apt-get source --tar-only ndctl/trixie failed"; }
-        tar=$(ls "$dir"/ndctl_${NF_NDCTL_VERSION}*.orig.tar.* 2>/dev/null | sort -V | tail -1)
-        [ -n "$tar" ] || nf_die "ndctl: trixie no longer has ndctl $NF_NDCTL_VERSION ($(ls "$dir"/ndctl_* 2>/dev/null | tr '\n' ' '))"
+            { tail -5 "$dir/ndctl-fetch.log" >&2; nf_die "ndctl: apt-get source --tar-only ndctl/trixie failed (log: $dir/ndctl-fetch.log). $NF_DOWNLOAD_HINT"; }
+        tar=$(nf_newest_file "$dir" "ndctl_${NF_NDCTL_VERSION}*.orig.tar.*")
+        [ -n "$tar" ] || nf_die "ndctl: trixie no longer has ndctl $NF_NDCTL_VERSION (have: $(find "$dir" -maxdepth 1 -name 'ndctl_*' -printf '%f ')) (log: $dir/ndctl-fetch.log)"
     fi
     local src=$NF_GUEST/ndctl/src
     if [ ! -f "$src/.unpacked" ] || [ "$tar" -nt "$src/.unpacked" ]; then
@@ -40,9 +41,8 @@ nf_ndctl_source() {
 # Rebuilt only when the source changed.
 nf_ndctl_build() {
     local src stage=$NF_GUEST/ndctl/stage bdir=$NF_GUEST/ndctl/build t0
-    nf_need $NF_PKGS_BUILD $NF_PKGS_NDCTL
-    # A failure in $(...) must stop here too (no errexit in subshells).
-    src=$(nf_ndctl_source) || exit 1
+    nf_need "${NF_PKGS_BUILD[@]}" "${NF_PKGS_NDCTL[@]}"
+    src=$(nf_ndctl_source)
     if [ -f "$stage/.done" ] && [ "$stage/.done" -nt "$src/.unpacked" ]; then
         echo "$stage"
         return 0

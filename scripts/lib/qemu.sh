@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Fetch Debian's QEMU 10.0 source, link the project's device files into it,
 # apply the project's QEMU patch series (qemu-patches/) and build
@@ -40,15 +41,15 @@ NF_QEMU_TREE_FORMAT="nfabric-qemu-tree 2"
 # NF_QEMU_CACHED.
 nf_qemu_cached_source() {
     local dir
-    dir=$(find "$NF_CACHE/qemu" -maxdepth 1 -type d -name 'qemu-10.0*' 2>/dev/null | sort -V | tail -n 1)
+    dir=$(nf_newest_dir "$NF_CACHE/qemu" 'qemu-10.0*')
     if [ -z "$dir" ]; then
         nf_need dpkg-dev
         nf_apt_sources
         mkdir -p "$NF_CACHE/qemu"
         nf_log "fetching QEMU's source package (qemu/trixie, 10.0.x) into $NF_CACHE/qemu"
         (cd "$NF_CACHE/qemu" && apt-get source -qq qemu/trixie >"$NF_CACHE/qemu/fetch.log" 2>&1) ||
-            nf_die "apt-get source qemu/trixie failed (log: $NF_CACHE/qemu/fetch.log)"
-        dir=$(find "$NF_CACHE/qemu" -maxdepth 1 -type d -name 'qemu-10.0*' | sort -V | tail -n 1)
+            nf_die "apt-get source qemu/trixie failed (log: $NF_CACHE/qemu/fetch.log). $NF_DOWNLOAD_HINT"
+        dir=$(nf_newest_dir "$NF_CACHE/qemu" 'qemu-10.0*')
         [ -n "$dir" ] || nf_die "no qemu-10.0* directory after apt-get source"
     fi
     NF_QEMU_CACHED=$dir
@@ -172,7 +173,7 @@ nf_qemu_ninja() {
 }
 
 nf_qemu_build() {
-    nf_need $NF_PKGS_BUILD
+    nf_need "${NF_PKGS_BUILD[@]}"
     nf_qemu_prepare
     nf_qemu_overlay
     nf_qemu_configure
@@ -220,7 +221,7 @@ nf_setup_main() {
     nf_require_root
     nf_time_start setup
     NF_QUIET=$quiet nf_qemu_build
-    nf_need $NF_PKGS_RUN
+    nf_need "${NF_PKGS_RUN[@]}"
     nf_qemu_firmware
     nf_host_build
     [ "$quiet" = 1 ] || { nf_time_end setup; nf_log "ready: $NF_QEMU_BIN"; }
@@ -243,6 +244,5 @@ nf_qemu_main() {
     "") nf_qemu_usage >&2; return 2 ;;
     esac
     [ -x "$NF_QEMU_BIN" ] || nf_setup_main --quiet
-    # shellcheck disable=SC2086
-    exec "$NF_QEMU_BIN" $NF_FIRMWARE "$@"
+    exec "$NF_QEMU_BIN" "${NF_FIRMWARE[@]}" "$@"
 }

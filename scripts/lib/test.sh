@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # `scripts/nfabric test`: runs every registered suite, counts TAP results.
 #
@@ -41,7 +42,13 @@ nf_test_main() {
     done
     [ ${#suites[@]} -gt 0 ] || mapfile -t suites < <(nf_suites_sorted)
 
-    nf_setup_main --quiet
+    # Suites that need nothing built (lint) run without the set-up.
+    for s in "${suites[@]}"; do
+        if [ -z "${NF_SUITE_NOSETUP[$s]:-}" ]; then
+            nf_setup_main --quiet
+            break
+        fi
+    done
     local logdir=$NF_BUILD/test-logs passed=0 failed=0 p f rc
     mkdir -p "$logdir"
     rm -f "$logdir/boot-hangs.log"      # scripts/lib/vm.sh notes hung boots there
@@ -66,7 +73,7 @@ nf_test_main() {
         sed 's/^/  /' "$logdir/boot-hangs.log"
     fi
     echo "$passed passed, $failed failed"
-    [ "$failed" -eq 0 ]
+    [ "$failed" -eq 0 ] || return 1
 }
 
 # ---- unit: the host-side unit tests built by the root meson.build --------
@@ -80,5 +87,49 @@ nf_suite_unit() {
     done < <(find "$NF_HOST_BUILD/tests/unit" -maxdepth 1 -type f -name 'test*' -perm -u+x | sort)
     echo "# tests/unit/test_timing_tool.sh"
     sh "$NF_ROOT/tests/unit/test_timing_tool.sh" "$NF_HOST_BUILD/bench/nfabric-timing" || rc=1
+    return $rc
+}
+
+# ---- lint: shellcheck over every shell file of the project ---------------
+nf_register_suite 5 lint "shellcheck (Debian's) over every shell file of the project: no findings"
+nf_suite_needs_no_setup lint
+
+# nf_shell_files: every tracked shell file (scripts/nfabric and its
+# libraries, .ci/run, tests, the guest's init), found by name or by its
+# first line, so that a new script cannot escape the lint.
+nf_shell_files() {
+    local f first
+    git -C "$NF_ROOT" ls-files -z | while IFS= read -r -d '' f; do
+        case "${f##*/}" in
+        *.sh) echo "$f"; continue ;;
+        ?*.*) continue ;;
+        esac
+        [ -f "$NF_ROOT/$f" ] || continue
+        IFS= read -r first < "$NF_ROOT/$f" || true
+        case "$first" in
+        '#!'*/sh|'#!'*/bash|'#!'*'env bash'|'#!'*'env sh') echo "$f" ;;
+        esac
+    done
+}
+
+nf_suite_lint() {
+    local f n=0 rc=0 out files=() lines
+    nf_need shellcheck
+    mapfile -t files < <(nf_shell_files)
+    echo "# $(shellcheck --version | sed -n 's/^version: /shellcheck /p'), ${#files[@]} files"
+    [ ${#files[@]} -ge 25 ] || { echo "not ok - only ${#files[@]} shell files found (git ls-files in $NF_ROOT)"; return 1; }
+    for f in "${files[@]}"; do
+        n=$((n + 1))
+        # -x follows `. FILE` (scripts/nfabric reads every library); each
+        # file's own directives say where its sources are.
+        if out=$(cd "$NF_ROOT" && shellcheck -x -f gcc "$f" 2>&1); then
+            echo "ok $n - shellcheck $f"
+        else
+            echo "not ok $n - shellcheck $f: $(grep -c ': \(error\|warning\|note\|style\):' <<<"$out") findings"
+            mapfile -t lines <<<"$out"
+            printf '#   %s\n' "${lines[@]}"
+            rc=1
+        fi
+    done
     return $rc
 }

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # `scripts/nfabric bench timing`: the timing model's exposed datapath
 # overhead in both regimes and the sweep between them (offered load,
@@ -5,7 +6,7 @@
 # Prints two tables and key=value lines; draws build/bench/timing/*.png.
 # docs/timing.md explains the model and the figures.
 
-NF_BENCH_DESC[timing]="timing model: exposed datapath overhead vs offered load and depth, PNG plots (host)"
+nf_register_bench timing "timing model: exposed datapath overhead vs offered load and depth, PNG plots (host)"
 
 NF_TIMING_LOADS="0.05 0.1 0.15 0.2 0.25 0.3 0.35 0.4 0.5 0.6 0.7 0.8 0.9 0.95 1.0 1.05 1.1 1.2"
 NF_TIMING_DEPTHS="0 1 2 3 4 5 6 8 10 12 14 16 20 24 28 32"
@@ -105,36 +106,36 @@ nf_bench_timing() {
 
     nf_host_build
     NF_TIMING_TOOL=$NF_HOST_BUILD/bench/nfabric-timing
-    local out=$NF_BUILD/bench/timing c="--count $count"
+    local out=$NF_BUILD/bench/timing c=(--count "$count")
     mkdir -p "$out"
 
     # ---- the two regimes ------------------------------------------------
     local llc llc_ppm llc64 llc32 bw bwp bwq bwf over
-    read -r llc llc_ppm <<<"$(nf_timing_run --dependent $c |
+    read -r llc llc_ppm <<<"$(nf_timing_run --dependent "${c[@]}" |
                               nf_timing_fig exposed_pct exposed_ppm)"
-    llc64=$(nf_timing_run --dependent $c --size 64 | nf_timing_fig exposed_pct)
-    llc32=$(nf_timing_run --dependent $c --depth 32 | nf_timing_fig exposed_pct)
-    read -r bw bwq bwf <<<"$(nf_timing_run --load 1.0 $c |
+    llc64=$(nf_timing_run --dependent "${c[@]}" --size 64 | nf_timing_fig exposed_pct)
+    llc32=$(nf_timing_run --dependent "${c[@]}" --depth 32 | nf_timing_fig exposed_pct)
+    read -r bw bwq bwf <<<"$(nf_timing_run --load 1.0 "${c[@]}" |
                          nf_timing_fig exposed_pct max_queued mean_in_flight)"
-    bwp=$(nf_timing_run --load 1.0 --arrivals poisson $c | nf_timing_fig exposed_pct)
-    over=$(nf_timing_run --load 1.2 $c | nf_timing_fig exposed_pct)
+    bwp=$(nf_timing_run --load 1.0 --arrivals poisson "${c[@]}" | nf_timing_fig exposed_pct)
+    over=$(nf_timing_run --load 1.2 "${c[@]}" | nf_timing_fig exposed_pct)
     NF_TIMING_LLC=$llc
 
     # ---- load sweep -------------------------------------------------------
-    local l row f8 p8 f64 p64 occ
+    local l f8 p8 f64 p64 occ
     {
         echo "# load exp%_8B_fixed exp%_8B_poisson exp%_64B_fixed exp%_64B_poisson" \
              "mean_queued max_queued mean_in_flight max_in_flight link_util%" \
              "latency_added% runtime_added% (8B Poisson)"
         for l in $NF_TIMING_LOADS; do
-            f8=$(nf_timing_run --load "$l" $c | nf_timing_fig exposed_pct)
-            occ=$(nf_timing_run --load "$l" --arrivals poisson $c |
+            f8=$(nf_timing_run --load "$l" "${c[@]}" | nf_timing_fig exposed_pct)
+            occ=$(nf_timing_run --load "$l" --arrivals poisson "${c[@]}" |
                   nf_timing_fig exposed_pct mean_queued max_queued \
                                 mean_in_flight max_in_flight link_util_pct \
                                 latency_added_pct runtime_added_pct)
             p8=${occ%% *}
-            f64=$(nf_timing_run --load "$l" --size 64 $c | nf_timing_fig exposed_pct)
-            p64=$(nf_timing_run --load "$l" --size 64 --arrivals poisson $c |
+            f64=$(nf_timing_run --load "$l" --size 64 "${c[@]}" | nf_timing_fig exposed_pct)
+            p64=$(nf_timing_run --load "$l" --size 64 --arrivals poisson "${c[@]}" |
                   nf_timing_fig exposed_pct)
             echo "$l $f8 $p8 $f64 $p64 ${occ#* }"
         done
@@ -160,11 +161,11 @@ nf_bench_timing() {
     {
         echo "# depth exp%_dependent exp%_poisson0.1 exp%_poisson0.5 exp%_poisson0.9 exp%_load1.0 (8B)"
         for d in $NF_TIMING_DEPTHS; do
-            dep=$(nf_timing_run --dependent --depth "$d" $c | nf_timing_fig exposed_pct)
-            q1=$(nf_timing_run --load 0.1 --arrivals poisson --depth "$d" $c | nf_timing_fig exposed_pct)
-            q5=$(nf_timing_run --load 0.5 --arrivals poisson --depth "$d" $c | nf_timing_fig exposed_pct)
-            q9=$(nf_timing_run --load 0.9 --arrivals poisson --depth "$d" $c | nf_timing_fig exposed_pct)
-            b1=$(nf_timing_run --load 1.0 --depth "$d" $c | nf_timing_fig exposed_pct)
+            dep=$(nf_timing_run --dependent --depth "$d" "${c[@]}" | nf_timing_fig exposed_pct)
+            q1=$(nf_timing_run --load 0.1 --arrivals poisson --depth "$d" "${c[@]}" | nf_timing_fig exposed_pct)
+            q5=$(nf_timing_run --load 0.5 --arrivals poisson --depth "$d" "${c[@]}" | nf_timing_fig exposed_pct)
+            q9=$(nf_timing_run --load 0.9 --arrivals poisson --depth "$d" "${c[@]}" | nf_timing_fig exposed_pct)
+            b1=$(nf_timing_run --load 1.0 --depth "$d" "${c[@]}" | nf_timing_fig exposed_pct)
             echo "$d $dep $q1 $q5 $q9 $b1"
         done
     } >"$out/depth.dat"

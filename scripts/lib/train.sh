@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # nfabric-train (guest/train/, docs/training.md):
 #   scripts/nfabric bench train   the host study: every mode on the easy and
@@ -44,7 +45,7 @@ nf_train_kv() {
 }
 
 # ---- bench ---------------------------------------------------------------
-NF_BENCH_DESC[train]="nfabric-train host study: accuracy and gradient traffic per mode, easy and hard (plots)"
+nf_register_bench train "nfabric-train host study: accuracy and gradient traffic per mode, easy and hard (plots)"
 
 nf_bench_train_usage() {
     cat <<'USAGE'
@@ -268,7 +269,8 @@ nf_suite_train() {
 }
 
 nf_train_guest() {
-    local dir=$1 why="" r name args log=$dir/guest-console.log cmd rc=0 h g k ok
+    local dir=$1 why="" r name args cmd rc=0 h g k ok
+    local log=$dir/guest-console.log
     if [ ! -x "$NF_QEMU_BIN" ] ||
        ! "$NF_QEMU_BIN" -nodefaults -device help 2>/dev/null | grep -q '"cxl-neuron-fabric"'; then
         why="QEMU with cxl-neuron-fabric not built (scripts/nfabric setup)"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # `scripts/nfabric vm`: boot the guest with a NEURON-Fabric (or stock
 # cxl-type3) device under QEMU/TCG, console on the terminal.
@@ -58,7 +59,7 @@ nf_size_mib() {
     n=${BASH_REMATCH[1]}
     unit=${BASH_REMATCH[2]^^}
     case "$unit" in
-    K) [ $((n % 1024)) -eq 0 ] && echo $((n / 1024)) ;;
+    K) if [ $((n % 1024)) -eq 0 ]; then echo $((n / 1024)); fi ;;
     ""|M) echo "$n" ;;
     G) echo $((n * 1024)) ;;
     T) echo $((n * 1024 * 1024)) ;;
@@ -146,13 +147,13 @@ nf_vm_main() {
         shift
     done
     local mem_mib cxl_mib fmw_mib
-    [[ "$cpus" =~ ^[1-9][0-9]*$ ]] && [ "$cpus" -le 64 ] ||
+    { [[ "$cpus" =~ ^[1-9][0-9]*$ ]] && [ "$cpus" -le 64 ]; } ||
         { echo "nfabric vm: --cpus must be 1..64, not \"$cpus\"" >&2; return 2; }
     mem_mib=$(nf_size_mib "$mem")
-    [ -n "$mem_mib" ] && [ "$mem_mib" -ge 256 ] ||
+    { [ -n "$mem_mib" ] && [ "$mem_mib" -ge 256 ]; } ||
         { echo "nfabric vm: bad --mem \"$mem\" (e.g. 2G, at least 256M)" >&2; return 2; }
     cxl_mib=$(nf_size_mib "$cxlmem")
-    [ -n "$cxl_mib" ] && [ "$cxl_mib" -ge 256 ] && [ $((cxl_mib % 256)) -eq 0 ] ||
+    { [ -n "$cxl_mib" ] && [ "$cxl_mib" -ge 256 ] && [ $((cxl_mib % 256)) -eq 0 ]; } ||
         { echo "nfabric vm: bad --cxl-mem \"$cxlmem\" (a multiple of 256M: CXL regions are)" >&2; return 2; }
     if [ -n "$ipaddr" ]; then
         [[ "$ipaddr" =~ ^169\.254\.[0-9]{1,3}\.[0-9]{1,3}/16$ ]] ||
@@ -201,7 +202,8 @@ nf_vm_main() {
 
     local qemu=()
     [ -n "$timeout" ] && qemu+=(timeout --foreground -k 5 "$timeout")
-    qemu+=("$NF_QEMU_BIN" $NF_FIRMWARE -nodefaults -M q35,cxl=on -cpu max,-hypervisor
+    # shellcheck disable=SC2054  # the commas are QEMU's option syntax
+    qemu+=("$NF_QEMU_BIN" "${NF_FIRMWARE[@]}" -nodefaults -M q35,cxl=on -cpu max,-hypervisor
            -m "${mem_mib}M,maxmem=$((mem_mib + 2048))M,slots=4" -smp "$cpus"
            -serial stdio -display none -nic none
            -kernel "$NF_GUEST_KERNEL" -initrd "$NF_GUEST_INITRD" -append "$cmdline")

@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2016  # each check is `sh -c '...' sh ARGS`: $1, $2 are the inner shell's
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The offline timing tool (bench/nfabric_timing_tool.c), TAP output:
 # a recorded stream replays to the figures the tool computed live, the
