@@ -5,7 +5,14 @@
  * figures (contended acquisitions, repairs after a dead holder).
  *
  *   nfabric-state FILE
+ *   nfabric-state --live FILE   live_heads=0x... (heads whose process holds
+ *                               its live byte now); exit 0 if none, 1 if
+ *                               some, 2 on error: for scripts that must not
+ *                               remove the state of running hosts
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* F_OFD_GETLK */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,14 +26,54 @@
 
 static const char *const head_state[] = { "free", "attached", "gone" };
 
+/* Heads whose process holds their live byte (an OFD lock) right now. */
+static int live_heads(const char *path)
+{
+    uint32_t live = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        if (errno == ENOENT) {
+            printf("live_heads=0x0\n");
+            return 0;
+        }
+        fprintf(stderr, "nfabric-state: %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    for (unsigned h = 0; h < NFABRIC_MAX_HEADS; h++) {
+        struct flock fl;
+
+        memset(&fl, 0, sizeof(fl));
+        fl.l_type = F_WRLCK;
+        fl.l_whence = SEEK_SET;
+        fl.l_start = (off_t)NFABRIC_SHARED_LIVE_BYTE(h);
+        fl.l_len = 1;
+        if (fcntl(fd, F_OFD_GETLK, &fl) != 0) {
+            fprintf(stderr, "nfabric-state: %s: %s\n", path, strerror(errno));
+            close(fd);
+            return 2;
+        }
+        if (fl.l_type != F_UNLCK) {
+            live |= 1u << h;
+        }
+    }
+    close(fd);
+    printf("live_heads=0x%" PRIx32 "\n", live);
+    return live ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const NFabricShared *sh;
     struct stat st;
     int fd;
 
+    if (argc == 3 && !strcmp(argv[1], "--live")) {
+        return live_heads(argv[2]);
+    }
     if (argc != 2 || !strcmp(argv[1], "--help")) {
-        fprintf(argc == 2 ? stdout : stderr, "usage: nfabric-state FILE\n");
+        fprintf(argc == 2 ? stdout : stderr,
+                "usage: nfabric-state FILE\n       nfabric-state --live FILE\n");
         return argc == 2 ? 0 : 2;
     }
     fd = open(argv[1], O_RDONLY);
@@ -54,9 +101,11 @@ int main(int argc, char **argv)
     printf("heads=%" PRIu32 "\nmem_size=%" PRIu64 "\nenabled_mask=0x%" PRIx32
            "\nlost_mask=0x%" PRIx32 "\nheads_reaped=%" PRIu64
            "\nlock_waits=%" PRIu64 "\nlock_sleeps=%" PRIu64
-           "\nlock_repairs=%" PRIu64 "\n",
+           "\nlock_repairs=%" PRIu64 "\nlock_timeouts=%" PRIu64
+           "\nstate_id=%016" PRIx64 "\n",
            sh->heads, sh->mem_size, sh->enabled_mask, sh->lost_mask,
-           sh->reaped, sh->lock_waits, sh->lock_sleeps, sh->lock_repairs);
+           sh->reaped, sh->lock_waits, sh->lock_sleeps, sh->lock_repairs,
+           sh->lock_timeouts, sh->state_id);
     for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
         const NFabricSharedHead *hd = &sh->head[h];
         uint64_t w = 0;

@@ -135,6 +135,7 @@ int nfabric_open_host(nfabric_dev *d, const char *state_path,
     }
     a.mem_dev = st.st_dev;
     a.mem_ino = st.st_ino;
+    a.mem_path = mem_path;      /* one device state per memory file */
     if (nfabric_shared_attach(&a, &h->sh, &h->state_fd, &how, d->errmsg,
                               sizeof(d->errmsg)) != 0) {
         munmap(h->ram, mem_size);

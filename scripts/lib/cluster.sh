@@ -32,10 +32,42 @@ Options:
 USAGE
 }
 
+# nf_cluster_busy DIR: print the heads and QEMU processes of an earlier
+# cluster in DIR that still run (their state and memory must not be
+# deleted under them); true if there are any.  Two witnesses: the state
+# file's live bytes (an OFD lock per attached head, whatever process holds
+# it: nfabric-state --live) and the pid files of DIR's hosts.
+nf_cluster_busy() {
+    local dir=$1 f pid live="" pids=()
+    if [ -e "$dir/state" ] && [ -x "$NF_HOST_BUILD/bench/nfabric-state" ]; then
+        live=$("$NF_HOST_BUILD/bench/nfabric-state" --live "$dir/state" 2>/dev/null |
+               sed -n 's/^live_heads=//p')
+        [ "$live" = 0x0 ] && live=""
+    fi
+    for f in "$dir"/host*.pid; do
+        [ -f "$f" ] || continue
+        pid=$(cat "$f" 2>/dev/null) || continue
+        [[ "$pid" =~ ^[0-9]+$ ]] || continue
+        if kill -0 "$pid" 2>/dev/null &&
+           tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "shared-state=$dir/state"; then
+            pids+=("$pid")
+        fi
+    done
+    [ -n "$live" ] || [ ${#pids[@]} -gt 0 ] || return 1
+    echo "heads attached to $dir/state: ${live:-none known}; QEMU processes: ${pids[*]:-none known}"
+}
+
 # nf_cluster_prepare DIR CXL_MIB: a fresh state file and memory file.
+# Never under running hosts: if hosts of an earlier cluster in DIR still
+# run (nf_cluster_busy), wait up to 15 s for them to end, then give up.
 nf_cluster_prepare() {
-    local dir=$1 cxl=$2
+    local dir=$1 cxl=$2 busy t
     mkdir -p "$dir"
+    for ((t = 0; t <= 15; t++)); do
+        busy=$(nf_cluster_busy "$dir") || break
+        [ "$t" -lt 15 ] && sleep 1
+    done
+    [ -z "$busy" ] || nf_die "cluster: $dir is in use by running hosts ($busy): stop them or use another --dir; their state and memory are left alone"
     rm -f "$dir"/host*.log "$dir"/host*.rc "$dir"/host*.pid "$dir"/qmp*.sock
     rm -f "$dir/state" "$dir/mem"
     # The files themselves live on tmpfs (/dev/shm): a file on disk would be
@@ -171,8 +203,10 @@ nf_cluster_main() {
         esac
         shift
     done
-    [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 16 ] ||
-        { echo "nfabric cluster: --hosts must be 1..16, not \"$n\"" >&2; return 2; }
+    if ! [[ "$n" =~ ^[0-9]+$ ]] || [ "$n" -lt 1 ] || [ "$n" -gt 16 ]; then
+        echo "nfabric cluster: --hosts must be 1..16, not \"$n\"" >&2
+        return 2
+    fi
     [ "$have_run" = 1 ] || { echo "nfabric cluster: --run CMD is required" >&2; return 2; }
     [ "${NF_CLUSTER_NET:-0}" = 0 ] || [ "$n" = 2 ] ||
         { echo "nfabric cluster: --net links 2 hosts (a point-to-point link), not $n" >&2; return 2; }
@@ -180,17 +214,21 @@ nf_cluster_main() {
     [[ "$stagger" =~ ^[0-9]+$ ]] || { echo "nfabric cluster: bad --stagger \"$stagger\"" >&2; return 2; }
     local cxl_mib
     cxl_mib=$(nf_size_mib "$cxlmem")
-    [ -n "$cxl_mib" ] && [ "$cxl_mib" -ge 256 ] && [ $((cxl_mib % 256)) -eq 0 ] ||
-        { echo "nfabric cluster: bad --cxl-mem \"$cxlmem\" (a multiple of 256M)" >&2; return 2; }
+    if [ -z "$cxl_mib" ] || [ "$cxl_mib" -lt 256 ] || [ $((cxl_mib % 256)) -ne 0 ]; then
+        echo "nfabric cluster: bad --cxl-mem \"$cxlmem\" (a multiple of 256M)" >&2
+        return 2
+    fi
     [ -x "$NF_QEMU_BIN" ] || nf_setup_main --quiet
     nf_image_ensure
     nf_cluster_prepare "$dir" "$cxl_mib"
     nf_log "cluster: $n hosts, one shared device (${cxl_mib} MiB, state $dir/state)"
     local r t0=$EPOCHREALTIME
+    local net=()
     for ((r = 0; r < n; r++)); do
+        read -r -a net <<<"$(nf_cluster_net_args "$dir" "$r")"
         NF_CLUSTER_PROPS=$props nf_cluster_boot "$dir" "$r" "$n" "$cmd" "$cxl_mib" \
             --cpus "$cpus" --mem "$mem" --timeout "$timeout" "${extra[@]}" \
-            $(nf_cluster_net_args "$dir" "$r")
+            "${net[@]}"
         [ "$stagger" -gt 0 ] && sleep "$stagger"
     done
     for ((r = 0; r < n; r++)); do
@@ -283,6 +321,7 @@ nf_mh_reset() {
 
 # ---- (d) refusals at start-up: QEMU alone, no guest ------------------------
 
+# shellcheck disable=SC2054  # -M q35,cxl=on is one argument
 NF_MH_MACHINE=(-nodefaults -display none -S -M q35,cxl=on -m 256M
     -device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
     -device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2
@@ -381,7 +420,9 @@ nf_mh_refusals() {
     pkill -KILL -F "$dir/c.pid" 2>/dev/null
     wait 2>/dev/null
     # The same size, but not a state file of this layout.
-    head -c "$(stat -c %s "$dir/state.junk")" /dev/urandom > "$dir/state.junk"
+    local junk_size
+    junk_size=$(stat -c %s "$dir/state.junk")
+    head -c "$junk_size" /dev/urandom > "$dir/state.junk"
     nf_mh_refused "state file of another version" "is not a state file of layout" \
         "$file" "shared-state=$dir/state.junk,head=0,heads=2"
 }
@@ -419,7 +460,7 @@ nf_mh_bench_figures() {
 }
 
 nf_bench_cluster() {
-    local mib=16 rounds=2 r n dir fig p v
+    local mib=16 rounds=2 r n dir p v
     while [ $# -gt 0 ]; do
         case "$1" in
         --mib) mib=${2:?}; shift ;;
@@ -432,8 +473,10 @@ nf_bench_cluster() {
         esac
         shift
     done
-    [[ "$mib" =~ ^[1-9][0-9]*$ ]] && [[ "$rounds" =~ ^[1-9][0-9]*$ ]] ||
-        { echo "bench cluster: --mib and --rounds take positive numbers" >&2; return 2; }
+    if ! [[ "$mib" =~ ^[1-9][0-9]*$ ]] || ! [[ "$rounds" =~ ^[1-9][0-9]*$ ]]; then
+        echo "bench cluster: --mib and --rounds take positive numbers" >&2
+        return 2
+    fi
     [ -x "$NF_QEMU_BIN" ] || nf_setup_main --quiet
     nf_image_main >&2
     declare -A best waits
@@ -483,7 +526,7 @@ nf_bench_cluster() {
     awk -v a="${best[heads1_gternary]}" -v b="${best[single_gternary]}" \
         'BEGIN{printf "shared_vs_single_head_gternary=%.3f\n", a / b}'
     for n in 1 2 4; do
-        local writes=$((n * mib * 1024 * 1024 / 8 * 2))
+        local writes=$((n * mib * 1024 * 1024 * 2 / 8))
         echo "lock_waits_heads$n=${waits[$n]:-0}"
         awk -v w="${waits[$n]:-0}" -v t="$writes" -v k="lock_contended_pct_heads$n" \
             'BEGIN{printf "%s=%.2f\n", k, 100 * w / t}'

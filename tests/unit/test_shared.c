@@ -17,7 +17,9 @@
  * the device's accesses with STATE within bounds, never hang or crash; a
  * garbage lock word held "forever" delays one access by the bound only;
  * liveness is the process's: a head attached by a thread that exited is
- * still alive for a forked process, and another thread may detach it.
+ * still alive for a forked process, and another thread may detach it;
+ * a second state file, or one made anew, over the memory of live heads is
+ * refused, naming both.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -54,7 +56,7 @@ static NFabricAttach attach_args(unsigned head, unsigned heads)
     return (NFabricAttach){
         .path = state_path, .head = head, .heads = heads,
         .mem_size = MEM_SIZE, .mem_dev = mem_st.st_dev,
-        .mem_ino = mem_st.st_ino,
+        .mem_ino = mem_st.st_ino, .mem_path = mem_path,
     };
 }
 
@@ -761,6 +763,49 @@ static void test_thread_liveness(void)
     unlink(state_path);
 }
 
+/* ---- one device state per memory file ---------------------------------- */
+
+static void test_one_state_per_memory(void)
+{
+    char other[128], err[1024] = "";
+    NFabricAttach a = attach_args(0, 2), b;
+    NFabricAttachHow how;
+    NFabricShared *sh0, *sh;
+    int fd0, fd;
+
+    snprintf(other, sizeof(other), "%s/other.state", dir);
+    unlink(state_path);
+    unlink(other);
+    if (nfabric_shared_attach(&a, &sh0, &fd0, &how, err, sizeof(err))) {
+        abort();
+    }
+    b = attach_args(0, 2);
+    b.path = other;
+    TAP_CHECK(nfabric_shared_attach(&b, &sh, &fd, &how, err, sizeof(err)) != 0 &&
+              strstr(err, other) && strstr(err, state_path) &&
+              strstr(err, "one memory file belongs to one device state"),
+              "one state per memory: a second state file over the memory of "
+              "live heads is refused, naming both (%s)", err);
+    /* The state file deleted and made anew under the live head. */
+    unlink(state_path);
+    a = attach_args(1, 2);
+    err[0] = 0;
+    TAP_CHECK(nfabric_shared_attach(&a, &sh, &fd, &how, err, sizeof(err)) != 0 &&
+              strstr(err, "another device state") && strstr(err, state_path),
+              "one state per memory: a state made anew (the old one deleted) "
+              "over the memory of live heads is refused (%s)", err);
+    nfabric_shared_detach(sh0, fd0, 0);
+    err[0] = 0;
+    /* (The refused attach above left a state nobody holds: made anew.) */
+    TAP_CHECK(nfabric_shared_attach(&b, &sh, &fd, &how, err, sizeof(err)) == 0 &&
+              how == NFABRIC_ATTACH_REINIT,
+              "one state per memory: once no head of the first state lives, "
+              "another state may take the memory (%s)", err);
+    nfabric_shared_detach(sh, fd, 0);
+    unlink(other);
+    unlink(state_path);
+}
+
 int main(void)
 {
     int fd;
@@ -790,6 +835,7 @@ int main(void)
     test_corrupt();
     test_corrupt_attach();
     test_thread_liveness();
+    test_one_state_per_memory();
     unlink(state_path);
     unlink(mem_path);
     rmdir(dir);

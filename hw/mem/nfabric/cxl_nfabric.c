@@ -497,7 +497,7 @@ static bool nfabric_attach_shared(CXLNFabricState *s, Error **errp)
     };
     NFabricAttachHow how;
     struct stat st;
-    char err[512];
+    char err[1024], mem_path[48];
     int fd = memory_region_get_fd(s->vmr);
 
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -507,6 +507,9 @@ static bool nfabric_attach_shared(CXLNFabricState *s, Error **errp)
     }
     a.mem_dev = st.st_dev;
     a.mem_ino = st.st_ino;
+    /* Claim the memory file for this device state (another description). */
+    snprintf(mem_path, sizeof(mem_path), "/proc/self/fd/%d", fd);
+    a.mem_path = mem_path;
     if (nfabric_shared_attach(&a, &s->shared, &s->shared_fd, &how,
                               err, sizeof(err)) != 0) {
         error_setg(errp, "%s: %s", TYPE_CXL_NFABRIC, err);

@@ -16,9 +16,11 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -58,6 +60,7 @@ static void nfabric_seterr(char *err, size_t errlen, const char *fmt, ...)
 typedef struct NFabricMapping {
     NFabricShared *sh;
     int fd;
+    int mem_fd;                     /* holds the memory file's claim, or -1 */
     unsigned head;
     uint32_t heads;
     uint64_t mem_size;
@@ -158,6 +161,7 @@ static NFabricMapping *nfabric_mapping_add(NFabricShared *sh, int fd,
     }
     if (m) {
         m->fd = fd;
+        m->mem_fd = -1;
         m->head = a->head;
         m->heads = a->heads;
         m->mem_size = a->mem_size;
@@ -544,6 +548,157 @@ int nfabric_shared_check(NFabricShared *sh, char *err, size_t errlen)
     return 0;
 }
 
+/* ---- one device state per memory file ------------------------------- */
+
+/*
+ * The state file, next to ours (in its directory), whose live heads hold
+ * the claim bits of the memory file: from /proc/locks, the files with OFD
+ * write locks on live bytes, and their state ids.  Fills name, or leaves
+ * it empty.
+ */
+static void nfabric_find_claimer(const char *ours, uint64_t bits, char *name,
+                                 size_t len)
+{
+    char dirbuf[4096], line[256], path[4096 + 256];
+    unsigned long inos[32];
+    unsigned n = 0;
+    struct dirent *de;
+    char *dir;
+    FILE *f;
+    DIR *d;
+
+    name[0] = 0;
+    f = fopen("/proc/locks", "r");
+    if (!f) {
+        return;
+    }
+    while (n < 32 && fgets(line, sizeof(line), f)) {
+        unsigned long long start;
+        unsigned long ino;
+        char kind[16], rw[16];
+        unsigned maj, min;
+
+        if (sscanf(line, "%*d: %15s %*s %15s %*s %x:%x:%lu %llu", kind, rw,
+                   &maj, &min, &ino, &start) == 6 &&
+            !strcmp(kind, "OFDLCK") && !strcmp(rw, "WRITE") &&
+            start >= NFABRIC_SHARED_LIVE_BASE &&
+            start < NFABRIC_SHARED_LIVE_BASE + NFABRIC_MAX_HEADS) {
+            inos[n++] = ino;
+        }
+    }
+    fclose(f);
+    snprintf(dirbuf, sizeof(dirbuf), "%s", ours);
+    dir = dirname(dirbuf);
+    d = opendir(dir);
+    if (!d) {
+        return;
+    }
+    while ((de = readdir(d)) != NULL) {
+        uint64_t id;
+        bool candidate = false;
+        int fd;
+
+        for (unsigned k = 0; k < n; k++) {
+            candidate |= de->d_ino == inos[k];
+        }
+        if (!candidate) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            continue;
+        }
+        if (pread(fd, &id, sizeof(id), offsetof(NFabricShared, state_id)) ==
+            (ssize_t)sizeof(id) &&
+            NFABRIC_SHARED_MEM_BYTE(id) - NFABRIC_SHARED_MEM_BASE == bits &&
+            strlen(path) < len) {
+            memcpy(name, path, strlen(path) + 1);
+            close(fd);
+            break;
+        }
+        close(fd);
+    }
+    closedir(d);
+}
+
+/* Another description's lock on [start, start + len) of fd: its start. */
+static bool nfabric_lock_other(int fd, uint64_t start, uint64_t len,
+                               uint64_t *at)
+{
+    struct flock fl;
+
+    if (!len) {
+        return false;
+    }
+    memset(&fl, 0, sizeof(fl));
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)start;
+    fl.l_len = (off_t)len;
+    if (fcntl(fd, F_OFD_GETLK, &fl) != 0 || fl.l_type == F_UNLCK) {
+        return false;
+    }
+    *at = (uint64_t)fl.l_start;
+    return true;
+}
+
+/*
+ * Claim the memory file a->mem_path for the state sh: an OFD read lock on
+ * its byte of this state, then no byte of another state may be held.
+ * Returns the descriptor that holds the claim (or -1 without mem_path),
+ * or -2 with a message.
+ */
+static int nfabric_mem_claim(const NFabricAttach *a, const NFabricShared *sh,
+                             char *err, size_t errlen)
+{
+    uint64_t own = NFABRIC_SHARED_MEM_BYTE(sh->state_id), at = 0;
+    uint64_t end = NFABRIC_SHARED_MEM_BASE + (1ull << NFABRIC_SHARED_MEM_BITS);
+    char other[512];
+    struct flock fl;
+    int fd;
+
+    if (!a->mem_path) {
+        return -1;
+    }
+    fd = open(a->mem_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        nfabric_seterr(err, errlen, "property 'volatile-memdev': cannot open "
+                       "the memory file to claim it: %s", strerror(errno));
+        return -2;
+    }
+    memset(&fl, 0, sizeof(fl));
+    fl.l_type = F_RDLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)own;
+    fl.l_len = 1;
+    if (fcntl(fd, F_OFD_SETLK, &fl) != 0) {
+        nfabric_seterr(err, errlen, "property 'volatile-memdev': cannot lock "
+                       "the memory file: %s", strerror(errno));
+        close(fd);
+        return -2;
+    }
+    if (nfabric_lock_other(fd, NFABRIC_SHARED_MEM_BASE,
+                           own - NFABRIC_SHARED_MEM_BASE, &at) ||
+        nfabric_lock_other(fd, own + 1, end - own - 1, &at)) {
+        nfabric_find_claimer(a->path, at - NFABRIC_SHARED_MEM_BASE, other,
+                             sizeof(other));
+        nfabric_seterr(err, errlen, "property 'volatile-memdev': the memory "
+                       "file (device:inode %" PRIu64 ":%" PRIu64 ") is the "
+                       "device memory of live heads of another device state "
+                       "(%s%s%s, state id %010" PRIx64 "...), not of '%s': one "
+                       "memory file belongs to one device state while any "
+                       "head is attached", a->mem_dev, a->mem_ino,
+                       other[0] ? "'" : "", other[0] ? other :
+                       "a state file not found next to this one",
+                       other[0] ? "'" : "",
+                       (uint64_t)(at - NFABRIC_SHARED_MEM_BASE), a->path);
+        close(fd);
+        return -2;
+    }
+    return fd;
+}
+
 /*
  * flock() fd (LOCK_EX), waiting at most ms: a process stopped in the middle
  * of an attach or a detach must not stop the others for good.
@@ -708,6 +863,11 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
         goto fail;
     }
     live_taken = true;
+    m->mem_fd = nfabric_mem_claim(a, sh, err, errlen);
+    if (m->mem_fd == -2) {
+        m->mem_fd = -1;
+        goto fail;
+    }
     if (!nfabric_shared_lock_cfg(sh)) {
         nfabric_seterr(err, errlen, "property 'shared-state': the "
                        "configuration lock of '%s' is unusable (corrupted, "
@@ -747,6 +907,10 @@ fail:
     if (m) {
         bool lost = m->lost;
 
+        if (m->mem_fd >= 0) {
+            close(m->mem_fd);
+        }
+
         nfabric_mapping_del(m);
         if (lost) {
             sh = MAP_FAILED;    /* zero pages now: left mapped, see .h */
@@ -777,6 +941,9 @@ void nfabric_shared_detach(NFabricShared *sh, int fd, unsigned head)
         nfabric_shared_unlock_cfg(sh);
     }
     nfabric_live_lock(fd, head, F_UNLCK);
+    if (m->mem_fd >= 0) {
+        close(m->mem_fd);       /* drops this head's claim of the memory */
+    }
     flock(fd, LOCK_UN);
     lost = m->lost;
     nfabric_mapping_del(m);

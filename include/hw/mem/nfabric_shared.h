@@ -175,7 +175,21 @@ typedef struct NFabricAttach {
     unsigned heads;
     uint64_t mem_size;
     uint64_t mem_dev, mem_ino;
+    /*
+     * The device memory file, opened to claim it for this state (NULL: not
+     * claimed).  Each attached head holds an OFD read lock on the byte
+     * NFABRIC_SHARED_MEM_BYTE(state_id) of it (beyond its end: the memory
+     * is untouched), dropped when it detaches or dies; an attach whose
+     * state is another (a second state file, or one made anew) while such
+     * a lock of another state is held is refused, naming both.
+     */
+    const char *mem_path;
 } NFabricAttach;
+
+#define NFABRIC_SHARED_MEM_BASE     (1ull << 62)
+#define NFABRIC_SHARED_MEM_BITS     40
+#define NFABRIC_SHARED_MEM_BYTE(id) \
+    (NFABRIC_SHARED_MEM_BASE + ((id) >> (64 - NFABRIC_SHARED_MEM_BITS)))
 
 /* How an attach went (for messages and tests). */
 typedef enum NFabricAttachHow {
