@@ -363,7 +363,7 @@ nf_mh_live() {
 }
 
 nf_mh_refusals() {
-    local dir=$NF_BUILD/test-logs/multihost/refusals apid
+    local dir=$NF_BUILD/test-logs/multihost/refusals apid i
     rm -rf "$dir"
     mkdir -p "$dir"
     truncate -s 256M "$dir/mem" "$dir/mem-other"
@@ -385,7 +385,12 @@ nf_mh_refusals() {
         return 0
     fi
     apid=$(cat "$dir/a.pid")
-    echo "ok - a first head (pid $apid) creates the state: $(grep -o 'head 0 of 2.*' "$dir/a.log" | head -1)"
+    # Its QMP socket may come up before the device attaches: wait for that.
+    for ((i = 0; i < 50; i++)); do
+        grep -q 'head 0 of 2' "$dir/a.log" && break
+        sleep 0.1
+    done
+    echo "ok - a first head (pid $apid) creates the state: $(grep -o 'head 0 of 2.*' "$dir/a.log" | head -1 || true)"
     nf_mh_refused "head in use by a live process" "head 0 of '$dir/state' is in use by a live process (pid $apid)" \
         "$file" "$st,head=0,heads=2"
     nf_mh_refused "other head count" "property 'heads': 3, but the device in '$dir/state' has 2 heads" \
@@ -394,6 +399,9 @@ nf_mh_refusals() {
         "memory-backend-file,id=vmem0,share=on,mem-path=$dir/mem-other,size=256M" "$st,head=1,heads=2"
     nf_mh_refused "other memory size" "property 'volatile-memdev': 536870912 bytes, but the device" \
         "memory-backend-file,id=vmem0,share=on,mem-path=$dir/mem-512,size=512M" "$st,head=1,heads=2"
+    nf_mh_refused "a second state file over the memory of live heads" \
+        "is the device memory of live heads of another device state ('$dir/state'" \
+        "$file" "shared-state=$dir/state2,head=0,heads=2"
     if nf_mh_live "$dir" b "$file" "$st,head=1,heads=2" && sleep 0.5 &&
        kill -0 "$(cat "$dir/b.pid")" 2>/dev/null; then
         echo "ok - head 1 joins the live head 0: $(grep -o 'head 1 of 2.*' "$dir/b.log" | head -1)"
@@ -407,6 +415,15 @@ nf_mh_refusals() {
     else
         echo "not ok - migration of a head is refused: $reply"
     fi
+    # The state emptied under the live heads: never made anew under them.
+    : > "$dir/state"
+    nf_mh_refused "a state file emptied under live heads" "is empty but heads are attached to it" \
+        "$file" "$st,head=0,heads=2"
+    # Split brain: the state deleted under the live heads and made anew.
+    rm -f "$dir/state"
+    nf_mh_refused "a state made anew over the memory of live heads" \
+        "is the device memory of live heads of another device state (a state file not found" \
+        "$file" "$st,head=0,heads=2"
     # A crashed run: every head killed; the next head makes the state anew.
     kill -KILL "$apid" "$(cat "$dir/b.pid")" 2>/dev/null
     wait 2>/dev/null
