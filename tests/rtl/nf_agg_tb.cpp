@@ -9,7 +9,11 @@
 //                                     then N/4 random byte-masked lines and
 //                                     N/16 lines of refused configurations
 //   nf_agg_tb --replay FILE           the access stream of a record file
-//   nf_agg_tb --depth-check D         D equals the measured latency
+//   nf_agg_tb --depth-check           the timing model's default depth
+//                                     equals the measured latency
+//   nf_agg_tb --make-record FILE      write a synthetic record file (the
+//                                     device's format, its writer) of
+//                                     aggregation rounds in 8-byte pieces
 //
 // Prints TAP lines ("ok N - ..." / "not ok N - ...") and key=value
 // figures.  On a mismatch it prints the first differing line (its inputs
@@ -872,6 +876,59 @@ static void check_replay(const char *file)
     (void)stalls;
 }
 
+// A stream shaped like a guest's rounds as QEMU splits them: 4 workers
+// write a 4 KiB G-Binary window and a 2 KiB G-Ternary window in 8-byte
+// pieces, one reads both back, FP32 traffic in between, a timing clear.
+static int make_record(const char *file)
+{
+    FILE *f = fopen(file, "wb");
+    NFabricTimingParams p;
+    uint64_t t = 0;
+    int err;
+
+    if (!f) {
+        perror(file);
+        return 1;
+    }
+    nfabric_timing_defaults(&p);
+    err = nfabric_record_write_header(f, &p, NFABRIC_RECORD_F_DEPENDENT);
+    for (int round = 0; round < 3 && !err; round++) {
+        for (int w = 0; w < 4 && !err; w++) {
+            for (unsigned o = 0; o < 4096 && !err; o += 8, t += 300000) {
+                err = nfabric_record_write_access(f, t, NFABRIC_PATH_GBINARY,
+                                                  8, true);
+            }
+            for (unsigned o = 0; o < 2048 && !err; o += 8, t += 300000) {
+                err = nfabric_record_write_access(f, t, NFABRIC_PATH_GTERNARY,
+                                                  8, true);
+            }
+            for (unsigned o = 0; o < 256 && !err; o += 8, t += 300000) {
+                err = nfabric_record_write_access(f, t, NFABRIC_PATH_FP32, 8,
+                                                  true);
+            }
+        }
+        for (unsigned o = 0; o < 4096 && !err; o += 8, t += 300000) {
+            err = nfabric_record_write_access(f, t, NFABRIC_PATH_GBINARY, 8,
+                                              false);
+        }
+        for (unsigned o = 0; o < 2048 && !err; o += 8, t += 300000) {
+            err = nfabric_record_write_access(f, t, NFABRIC_PATH_GTERNARY, 8,
+                                              false);
+        }
+        if (!err && round == 1) {
+            err = nfabric_record_write_clear(f);
+        }
+    }
+    if (fclose(f) && !err) {
+        err = NFABRIC_RECORD_EIO;
+    }
+    if (err) {
+        fprintf(stderr, "%s: %s\n", file, nfabric_record_strerror(err));
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     ctx = new VerilatedContext;
@@ -893,12 +950,20 @@ int main(int argc, char **argv)
         } else if (a == "--latency") {
             check_latency();
             ran++;
+        } else if (a == "--make-record") {
+            if (make_record(val())) {
+                return 1;
+            }
+            ran++;
         } else if (a == "--depth-check") {
-            unsigned long d = strtoul(val(), nullptr, 0);
+            NFabricTimingParams p;
+            nfabric_timing_defaults(&p);
+            unsigned long d = p.depth;
             int lat = measured_latency();
             printf("rtl_latency_cycles=%d\ntiming_default_depth=%lu\n", lat, d);
             tap(lat > 0 && (unsigned long)lat == d,
-                "timing model's datapath depth default (" +
+                "timing model's datapath depth default "
+                "(nfabric_timing_defaults: " +
                 std::to_string(d) + ") equals the measured latency (" +
                 std::to_string(lat) + ")");
             ran++;
@@ -924,7 +989,7 @@ int main(int argc, char **argv)
     if (!ran) {
         fprintf(stderr, "usage: nf_agg_tb [--seed S] [--latency] "
                 "[--exhaustive [--rot N]] [--random N] [--replay FILE] "
-                "[--depth-check D]\n");
+                "[--depth-check] [--make-record FILE]\n");
         return 2;
     }
     printf("rtl_failures=%d\n", failures);

@@ -1,0 +1,365 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The aggregation datapath in Verilog (hw/rtl/, docs/rtl.md):
+#   suite `rtl`       lint, the Verilator harness against the C engine
+#                     (latency, exhaustive lanes, random lines, a record
+#                     replay), the timing model's depth default against the
+#                     measured latency, mutants that must fail, a quick
+#                     synthesis; about 3-4 minutes on 2 cores from scratch
+#   bench `rtl`       the full equivalence run (10^6 random lines per path
+#                     and width, every lane rotation), Yosys synth_xilinx of
+#                     the 512-bit datapath, synth_ice40 + nextpnr-ice40 of
+#                     the wrapped datapath and of the largest slice that fits
+#                     an HX8K; key=value figures
+
+NF_RTL_DIR=$NF_ROOT/hw/rtl
+NF_RTL_BUILD=$NF_BUILD/rtl
+NF_RTL_PKGS="verilator yosys iverilog"
+NF_RTL_PNR_PKGS="nextpnr-ice40 fpga-icestorm"
+# The C sources the harness links: the engine is the reference.
+NF_RTL_REF_SRC="nfabric_engine nfabric_window nfabric_record nfabric_timing"
+
+nf_rtl_deps() {
+    local p missing=0
+    for p in $NF_RTL_PKGS "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing=1
+    done
+    [ "$missing" = 0 ] && return 0
+    nf_require_root
+    # shellcheck disable=SC2086 # word splitting of the package lists is meant
+    nf_need $NF_RTL_PKGS "$@"
+}
+
+# nf_rtl_ref: the C engine (and the record/timing code) as a static library.
+nf_rtl_ref() {
+    local out=$NF_RTL_BUILD/ref f
+    mkdir -p "$out"
+    for f in $NF_RTL_REF_SRC; do
+        if [ ! -f "$out/$f.o" ] || [ "$NF_ROOT/hw/mem/nfabric/$f.c" -nt "$out/$f.o" ] ||
+           [ -n "$(find "$NF_ROOT/include/hw/mem" -newer "$out/$f.o" -name '*.h' -print -quit)" ]; then
+            gcc -std=c11 -O2 -Wall -Wextra -Werror -I"$NF_ROOT/include" \
+                -c "$NF_ROOT/hw/mem/nfabric/$f.c" -o "$out/$f.o" ||
+                nf_die "rtl: cannot build hw/mem/nfabric/$f.c"
+            rm -f "$out/libnfref.a"
+        fi
+    done
+    if [ ! -f "$out/libnfref.a" ]; then
+        (cd "$out" && ar rcs libnfref.a ./*.o)
+    fi
+}
+
+# nf_rtl_harness NAME LANES [RTL_FILE]: build the Verilated harness of
+# nf_agg with LANES lanes into $NF_RTL_BUILD/NAME/nf_agg_tb (skipped when
+# nothing it is made of changed); prints the binary's path.
+nf_rtl_harness() {
+    local name=$1 lanes=$2 rtl=${3:-$NF_RTL_DIR/nf_agg.v}
+    local dir=$NF_RTL_BUILD/$name stamp sum
+    nf_rtl_ref
+    sum=$(cat "$rtl" "$NF_ROOT/tests/rtl/nf_agg_tb.cpp" "$NF_RTL_BUILD/ref/libnfref.a" \
+          "$NF_ROOT"/include/hw/mem/*.h | sha256sum | cut -d' ' -f1)-$lanes-$(verilator --version | tr ' ' _)
+    stamp=$dir/stamp
+    if [ -x "$dir/nf_agg_tb" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ]; then
+        echo "$dir/nf_agg_tb"
+        return 0
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    # -O1: the model is a few hundred thousand lines of straight C++; -O1
+    # builds it in half the time of -O2 and simulates as fast.
+    verilator --cc "$rtl" --top-module nf_agg -GLANES="$lanes" \
+        --exe "$NF_ROOT/tests/rtl/nf_agg_tb.cpp" -Mdir "$dir" -o nf_agg_tb \
+        -CFLAGS "-I$NF_ROOT/include -O1 -DNF_LANES=$lanes" \
+        -LDFLAGS "$NF_RTL_BUILD/ref/libnfref.a" \
+        --x-assign fast --x-initial fast --build -j 2 \
+        -MAKEFLAGS "OPT_FAST=-O1 OPT_SLOW=-O0" > "$dir/build.log" 2>&1 ||
+        { tail -n 30 "$dir/build.log" >&2; nf_die "rtl: verilator build of $name failed ($dir/build.log)"; }
+    echo "$sum" > "$stamp"
+    echo "$dir/nf_agg_tb"
+}
+
+# nf_rtl_tap OK TEXT: one TAP line (numbers are not needed by the runner).
+nf_rtl_n=0
+nf_rtl_tap() {
+    nf_rtl_n=$((nf_rtl_n + 1))
+    if [ "$1" = 0 ]; then
+        echo "ok $nf_rtl_n - $2"
+    else
+        echo "not ok $nf_rtl_n - $2"
+    fi
+}
+
+# nf_rtl_run TB ARGS...: run the harness; its TAP lines, renumbered, on
+# stdout; status non-zero if it failed.
+nf_rtl_run() {
+    local tb=$1 rc=0 out line
+    shift
+    out=$("$tb" "$@" 2>&1) || rc=$?
+    while IFS= read -r line; do
+        case $line in
+        "ok "*) nf_rtl_n=$((nf_rtl_n + 1)); echo "ok $nf_rtl_n - ${line#* - }" ;;
+        "not ok "*) nf_rtl_n=$((nf_rtl_n + 1)); echo "not ok $nf_rtl_n - ${line#* - }" ;;
+        *) echo "$line" ;;
+        esac
+    done <<< "$out"
+    return "$rc"
+}
+
+# nf_rtl_record TB FILE: a record of a real guest run (the guest's
+# G-Binary, G-Ternary and mixed groups with record=FILE) when QEMU and the
+# guest image are there (NF_RTL_GUEST_RECORD=0 skips it); otherwise one of
+# the same format written by the harness (synthetic: rounds of 8-byte
+# pieces).  Prints "guest" or "synthetic".
+nf_rtl_record() {
+    local tb=$1 rec=$2
+    rm -f "$rec"
+    if [ "${NF_RTL_GUEST_RECORD:-1}" = 1 ] && [ -x "$NF_QEMU_BIN" ] &&
+       [ -f "$NF_BUILD/guest/initramfs.cpio.gz" ] && declare -F nf_vm_main >/dev/null; then
+        if nf_vm_main --quiet --log "$NF_RTL_BUILD/record-vm.log" --timeout 600 \
+               --device-props "record=$rec" \
+               --run "nfabric-test --only gbinary,gternary,mixed" >&2 && [ -s "$rec" ]; then
+            echo guest
+            return 0
+        fi
+        nf_log "rtl: the guest run with record= failed ($NF_RTL_BUILD/record-vm.log); using a synthetic record"
+    fi
+    "$tb" --make-record "$rec" >&2 || nf_die "rtl: cannot write a record file"
+    echo synthetic
+}
+
+# The datapath-depth defaults that must equal the measured latency: the
+# timing model's (checked by the harness itself through
+# nfabric_timing_defaults()), the device property's, and the docs'.
+nf_rtl_depth_checks() {
+    local lat=$1 d
+    d=$(sed -n 's/^#define NFABRIC_T_DEFAULT_DEPTH[[:space:]]*\([0-9]*\).*/\1/p' \
+        "$NF_ROOT/include/hw/mem/nfabric_timing.h")
+    grep -A1 '"datapath-depth", CXLNFabricState' "$NF_ROOT/hw/mem/nfabric/cxl_nfabric.c" |
+        grep -q NFABRIC_T_DEFAULT_DEPTH
+    nf_rtl_tap $? "cxl_nfabric.c: the datapath-depth property defaults to NFABRIC_T_DEFAULT_DEPTH ($d)"
+    [ "$d" = "$lat" ]
+    nf_rtl_tap $? "nfabric_timing.h: NFABRIC_T_DEFAULT_DEPTH ($d) = the RTL's measured latency ($lat)"
+    grep -q "^| datapath depth D | \`datapath-depth\` | $lat cycles |" "$NF_ROOT/docs/timing.md" &&
+        grep -q "^| \`datapath-depth\` | $lat |" "$NF_ROOT/README.md"
+    nf_rtl_tap $? "docs/timing.md and README.md give the default depth as $lat"
+    if [ -x "$NF_QEMU_BIN" ]; then
+        d=$("$NF_QEMU_BIN" -device cxl-neuron-fabric,help 2>/dev/null |
+            sed -n 's/.*datapath-depth=.*(default: \([0-9]*\)).*/\1/p')
+        [ "$d" = "$lat" ]
+        nf_rtl_tap $? "the built QEMU's cxl-neuron-fabric datapath-depth default (${d:-none}) = $lat"
+    fi
+}
+
+# nf_rtl_mutant NAME SED_EXPR TB_ARGS: a copy of the RTL with one change
+# must fail the harness (16 lanes: a small, quick model).
+nf_rtl_mutant() {
+    local name=$1 expr=$2 tb out rc=0
+    shift 2
+    mkdir -p "$NF_RTL_BUILD/mutants"
+    sed "$expr" "$NF_RTL_DIR/nf_agg.v" > "$NF_RTL_BUILD/mutants/$name.v"
+    if cmp -s "$NF_RTL_DIR/nf_agg.v" "$NF_RTL_BUILD/mutants/$name.v"; then
+        nf_rtl_tap 1 "mutant $name: the change ($expr) no longer applies to nf_agg.v"
+        return 0
+    fi
+    tb=$(nf_rtl_harness "mut-$name" 16 "$NF_RTL_BUILD/mutants/$name.v")
+    out=$("$tb" "$@" 2>&1) || rc=$?
+    printf '%s\n' "$out" | grep '^# MISMATCH' | head -n 1 | sed 's/^/# mutant: /'
+    [ "$rc" != 0 ] && printf '%s\n' "$out" | grep -q '^# MISMATCH'
+    nf_rtl_tap $? "mutant $name ($expr) is caught by the harness"
+}
+
+# nf_rtl_yosys LOG SCRIPT: run yosys quietly, its log in LOG.
+nf_rtl_yosys() {
+    local log=$1
+    shift
+    yosys -q -l "$log" -p "$*" >/dev/null 2>&1
+}
+
+# nf_rtl_stat_sum STATFILE CELL...: the sum of those cells' counts in the
+# last "Number of cells" listing of a yosys stat output.
+nf_rtl_stat_sum() {
+    local f=$1
+    shift
+    awk -v cells="$*" '
+        BEGIN { n = split(cells, c, " "); for (i = 1; i <= n; i++) want[c[i]] = 1 }
+        /Number of cells:/ { s = 0 }
+        NF == 2 && ($1 in want) { s += $2 }
+        END { print s + 0 }' "$f"
+}
+
+# ---- the suite ------------------------------------------------------------
+
+nf_register_suite 15 rtl "RTL datapath (hw/rtl): lint, Verilator vs the C engine (exhaustive lanes, random lines, record replay), latency = timing depth, mutants, synthesis"
+
+nf_suite_rtl() {
+    local t0 tb tb64 lat out rc=0 rc2 rec kind
+    t0=$(date +%s)
+    nf_rtl_deps
+    mkdir -p "$NF_RTL_BUILD"
+
+    # Verilog-2005 as both tools read it.
+    local l
+    for l in 512 64 16; do
+        out=$(verilator --lint-only -Wall -Wno-UNUSEDSIGNAL -GLANES=$l \
+              "$NF_RTL_DIR/nf_agg.v" --top-module nf_agg 2>&1)
+        nf_rtl_tap $? "verilator --lint-only -Wall: nf_agg, $l lanes, no warning"
+        [ -z "$out" ] || printf '%s\n' "$out" | head -n 20 | sed 's/^/# /'
+    done
+    out=$(verilator --lint-only -Wall -Wno-UNUSEDSIGNAL "$NF_RTL_DIR/nf_agg_wrap.v" \
+          "$NF_RTL_DIR/nf_agg.v" --top-module nf_agg_wrap 2>&1)
+    nf_rtl_tap $? "verilator --lint-only -Wall: nf_agg_wrap"
+    [ -z "$out" ] || printf '%s\n' "$out" | head -n 20 | sed 's/^/# /'
+    iverilog -g2005 -o /dev/null "$NF_RTL_DIR/nf_agg.v" "$NF_RTL_DIR/nf_agg_wrap.v" 2>&1 | sed 's/^/# /'
+    nf_rtl_tap "${PIPESTATUS[0]}" "iverilog -g2005 (Verilog-2005, no SystemVerilog) accepts hw/rtl/*.v"
+
+    # The full 512-bit datapath against the engine.
+    tb=$(nf_rtl_harness full 512)
+    nf_rtl_run "$tb" --latency > "$NF_RTL_BUILD/latency.out" || rc=1
+    cat "$NF_RTL_BUILD/latency.out"
+    lat=$(sed -n 's/^rtl_latency_cycles=//p' "$NF_RTL_BUILD/latency.out" | head -n 1)
+    nf_rtl_run "$tb" --depth-check || rc=1
+    nf_rtl_depth_checks "${lat:-none}"
+    nf_rtl_run "$tb" --exhaustive --rot 4 || rc=1
+    nf_rtl_run "$tb" --seed "${NF_RTL_SEED:-$t0}" --random "${NF_RTL_LINES:-200000}" || rc=1
+    rec=$NF_RTL_BUILD/replay.rec
+    kind=$(nf_rtl_record "$tb" "$rec")
+    echo "# record: $kind ($rec)"
+    nf_rtl_run "$tb" --replay "$rec" || rc=1
+
+    # A 64-lane slice (the size synthesized for the iCE40): the same checks.
+    tb64=$(nf_rtl_harness slice64 64)
+    nf_rtl_run "$tb64" --latency --exhaustive --random 50000 || rc=1
+
+    # The checks can fail: one-line changes of the RTL are caught.
+    nf_rtl_mutant sat16 's/x == 16.h7fff/x == 16'"'"'h7ffe/' --random 2000
+    nf_rtl_mutant tie 's/gt0_16 | (eq0_16 \& tie_pos)/gt0_16 | eq0_16/' --random 2000
+    nf_rtl_mutant carry 's/wire       cin = s3_wide \& s3_step16\[j\] \& s3_carry\[j\]/wire       cin = s3_step16[j] \& s3_carry[j]/' --random 2000
+    nf_rtl_mutant reserved 's/s1_data\[8\*b1+5\] \& ~s1_data\[8\*b1+4\]/s1_data[8*b1+5]/' --random 2000
+
+    # A quick synthesis (16 lanes, iCE40 cells): fails if the design stops
+    # synthesizing or loses its logic.
+    local syn=$NF_RTL_BUILD/syn-quick luts ffs
+    mkdir -p "$syn"
+    nf_rtl_yosys "$syn/yosys.log" "read_verilog $NF_RTL_DIR/nf_agg.v $NF_RTL_DIR/nf_agg_wrap.v;
+        chparam -set LANES 16 nf_agg_wrap; synth_ice40 -top nf_agg_wrap; check -assert;
+        tee -q -o $syn/stat.txt stat"
+    rc2=$?
+    luts=$(nf_rtl_stat_sum "$syn/stat.txt" SB_LUT4)
+    ffs=$(nf_rtl_stat_sum "$syn/stat.txt" SB_DFF SB_DFFE SB_DFFSR SB_DFFR SB_DFFS SB_DFFESR)
+    echo "# quick synthesis, 16 lanes wrapped: $luts SB_LUT4, $ffs flip-flops"
+    # Every lane's 16-bit counter crosses 5 register stages, the wrapper's
+    # shift register holds the inputs: at least 16 * 16 * 5 flip-flops.
+    [ "$rc2" = 0 ] && [ "$luts" -gt 16 ] && [ "$ffs" -ge $((16 * 16 * 5)) ]
+    nf_rtl_tap $? "yosys synth_ice40 + check -assert: 16-lane wrapped datapath synthesizes ($luts LUTs, $ffs FFs)"
+
+    echo "# suite rtl took $(( $(date +%s) - t0 )) s"
+    return $rc
+}
+
+# ---- the bench --------------------------------------------------------------
+
+NF_BENCH_DESC[rtl]="RTL datapath: full equivalence run, Yosys synth_xilinx (512-bit), synth_ice40 + nextpnr-ice40 (largest fitting slice); --quick, --no-pnr"
+
+nf_bench_rtl_usage() {
+    cat <<'USAGE'
+usage: scripts/nfabric bench rtl [--quick] [--no-pnr] [--lines N]
+
+  equivalence  10^6 random full lines per path and width (--lines N),
+               every lane rotation of the exhaustive lane check
+  xilinx       yosys synth_xilinx of the 512-bit datapath: LUTs, FFs,
+               CARRY4, BRAM, DSP
+  ice40        yosys synth_ice40 of the wrapped 512-bit datapath (cells),
+               then synth_ice40 + nextpnr-ice40 --hx8k of the largest slice
+               (512, 256, ... lanes) that places and routes: LCs, Fmax
+  --quick      100000 lines, 4 rotations, no 512-lane iCE40 synthesis
+  --no-pnr     skip the iCE40 steps
+Figures are key=value lines; logs in build/rtl/bench/.
+USAGE
+}
+
+nf_bench_rtl() {
+    local quick=0 pnr=1 lines=1000000 rot=0
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --quick) quick=1; lines=100000; rot=4 ;;
+        --no-pnr) pnr=0 ;;
+        --lines) lines=$2; shift ;;
+        -h|--help) nf_bench_rtl_usage; return 0 ;;
+        *) nf_bench_rtl_usage >&2; return 2 ;;
+        esac
+        shift
+    done
+    # shellcheck disable=SC2086 # a list of package names
+    nf_rtl_deps $NF_RTL_PNR_PKGS
+    local out=$NF_RTL_BUILD/bench tb t0 t1 lat
+    mkdir -p "$out"
+
+    # Equivalence at full size.
+    tb=$(nf_rtl_harness full 512)
+    "$tb" --latency | tee "$out/latency.out" | grep '=' || nf_die "rtl bench: latency check failed"
+    lat=$(sed -n 's/^rtl_latency_cycles=//p' "$out/latency.out")
+    t0=$(date +%s)
+    "$tb" --exhaustive --rot "$([ "$rot" = 0 ] && echo 512 || echo "$rot")" > "$out/exhaustive.out" ||
+        { cat "$out/exhaustive.out"; nf_die "rtl bench: exhaustive check failed"; }
+    grep '=' "$out/exhaustive.out" | grep -v failures
+    "$tb" --seed "$t0" --random "$lines" > "$out/random.out" ||
+        { cat "$out/random.out"; nf_die "rtl bench: random check failed"; }
+    grep '=' "$out/random.out" | grep -v failures
+    t1=$(date +%s)
+    echo "rtl_equivalence_s=$((t1 - t0))"
+    echo "rtl_mismatches=0"
+
+    # Xilinx 7-series estimate of the full datapath.
+    t0=$(date +%s)
+    nf_rtl_yosys "$out/xilinx.log" "read_verilog $NF_RTL_DIR/nf_agg.v;
+        chparam -set LANES 512 nf_agg; synth_xilinx -top nf_agg;
+        tee -q -o $out/xilinx.stat stat" || nf_die "rtl bench: synth_xilinx failed ($out/xilinx.log)"
+    echo "rtl_xilinx_lanes=512"
+    echo "rtl_xilinx_luts=$(nf_rtl_stat_sum "$out/xilinx.stat" LUT1 LUT2 LUT3 LUT4 LUT5 LUT6)"
+    echo "rtl_xilinx_ffs=$(nf_rtl_stat_sum "$out/xilinx.stat" FDRE FDSE FDCE FDPE)"
+    echo "rtl_xilinx_carry4=$(nf_rtl_stat_sum "$out/xilinx.stat" CARRY4)"
+    echo "rtl_xilinx_muxf=$(nf_rtl_stat_sum "$out/xilinx.stat" MUXF7 MUXF8)"
+    echo "rtl_xilinx_bram=$(nf_rtl_stat_sum "$out/xilinx.stat" RAMB18E1 RAMB36E1)"
+    echo "rtl_xilinx_dsp=$(nf_rtl_stat_sum "$out/xilinx.stat" DSP48E1)"
+    echo "rtl_xilinx_synth_s=$(( $(date +%s) - t0 ))"
+
+    echo "rtl_latency_cycles=$lat"
+    grep '^rtl_lines_per_cycle=' "$out/latency.out"
+    [ "$pnr" = 1 ] || return 0
+
+    # iCE40: the full wrapped datapath's cell count (it cannot fit an
+    # HX8K's 7680 logic cells), then P&R of the largest slice that fits.
+    local lanes fit=0 json
+    if [ "$quick" = 0 ]; then
+        t0=$(date +%s)
+        nf_rtl_yosys "$out/ice40-512.log" "read_verilog $NF_RTL_DIR/nf_agg.v $NF_RTL_DIR/nf_agg_wrap.v;
+            chparam -set LANES 512 nf_agg_wrap; synth_ice40 -top nf_agg_wrap;
+            tee -q -o $out/ice40-512.stat stat" || nf_die "rtl bench: synth_ice40 (512) failed"
+        echo "rtl_ice40_512_luts=$(nf_rtl_stat_sum "$out/ice40-512.stat" SB_LUT4)"
+        echo "rtl_ice40_512_ffs=$(nf_rtl_stat_sum "$out/ice40-512.stat" SB_DFF SB_DFFE SB_DFFSR SB_DFFR SB_DFFS SB_DFFESR SB_DFFSS SB_DFFESS SB_DFFER SB_DFFES)"
+        echo "rtl_ice40_512_carry=$(nf_rtl_stat_sum "$out/ice40-512.stat" SB_CARRY)"
+        echo "rtl_ice40_512_synth_s=$(( $(date +%s) - t0 ))"
+    fi
+    for lanes in 64 32 16 8; do
+        json=$out/ice40-$lanes.json
+        nf_rtl_yosys "$out/ice40-$lanes.log" "read_verilog $NF_RTL_DIR/nf_agg.v $NF_RTL_DIR/nf_agg_wrap.v;
+            chparam -set LANES $lanes nf_agg_wrap; synth_ice40 -top nf_agg_wrap -json $json;
+            tee -q -o $out/ice40-$lanes.stat stat" || nf_die "rtl bench: synth_ice40 ($lanes lanes) failed"
+        if nextpnr-ice40 --hx8k --package ct256 --json "$json" --freq 100 \
+               --pcf-allow-unconstrained --seed 1 --asc "$out/ice40-$lanes.asc" \
+               > "$out/pnr-$lanes.log" 2>&1; then
+            fit=$lanes
+            break
+        fi
+        nf_log "rtl bench: $lanes lanes do not fit the HX8K ($out/pnr-$lanes.log)"
+    done
+    [ "$fit" != 0 ] || nf_die "rtl bench: no slice placed and routed"
+    local lcs fmax
+    lcs=$(sed -n 's/.*ICESTORM_LC: *\([0-9]*\)\/ *\([0-9]*\).*/\1/p' "$out/pnr-$fit.log" | tail -n 1)
+    fmax=$(sed -n "s/.*Max frequency for clock *'[^']*': \([0-9.]*\) MHz.*/\1/p" "$out/pnr-$fit.log" | tail -n 1)
+    echo "rtl_ice40_part=hx8k"
+    echo "rtl_ice40_slice_lanes=$fit"
+    echo "rtl_ice40_slice_fraction=$(awk -v l="$fit" 'BEGIN{printf "%.4f", l / 512}')"
+    echo "rtl_ice40_lcs=$lcs"
+    echo "rtl_ice40_lcs_available=7680"
+    echo "rtl_ice40_wrapper_ffs=$(( (49 + fit / 8 + fit + fit * 16 + 7) / 8 * 8 ))"
+    echo "rtl_ice40_fmax_mhz=$fmax"
+}
