@@ -313,7 +313,12 @@ nf_bench_rtl() {
         chparam -set LANES 512 nf_agg; synth_xilinx -top nf_agg;
         tee -q -o $out/xilinx.stat stat" || nf_die "rtl bench: synth_xilinx failed ($out/xilinx.log)"
     echo "rtl_xilinx_lanes=512"
-    echo "rtl_xilinx_luts=$(nf_rtl_stat_sum "$out/xilinx.stat" LUT1 LUT2 LUT3 LUT4 LUT5 LUT6)"
+    # Slice LUTs as Vivado counts them: logic LUTs and LUTs as shift
+    # registers (SRL16E: yosys packs plain register chains into them).
+    echo "rtl_xilinx_luts=$(nf_rtl_stat_sum "$out/xilinx.stat" LUT1 LUT2 LUT3 LUT4 LUT5 LUT6 SRL16E SRLC32E)"
+    echo "rtl_xilinx_lut_logic=$(nf_rtl_stat_sum "$out/xilinx.stat" LUT1 LUT2 LUT3 LUT4 LUT5 LUT6)"
+    echo "rtl_xilinx_lut_srl=$(nf_rtl_stat_sum "$out/xilinx.stat" SRL16E SRLC32E)"
+    echo "rtl_xilinx_inv=$(nf_rtl_stat_sum "$out/xilinx.stat" INV)"
     echo "rtl_xilinx_ffs=$(nf_rtl_stat_sum "$out/xilinx.stat" FDRE FDSE FDCE FDPE)"
     echo "rtl_xilinx_carry4=$(nf_rtl_stat_sum "$out/xilinx.stat" CARRY4)"
     echo "rtl_xilinx_muxf=$(nf_rtl_stat_sum "$out/xilinx.stat" MUXF7 MUXF8)"

@@ -509,7 +509,7 @@ static void check_latency(void)
 // Every counter value (width 8: every pair of values in a lane's two
 // counters) against every code (pair), tie rule and threshold of the sweep,
 // with the values rotated through the lanes (--rot: how many rotations).
-static void check_exhaustive(unsigned rot)
+static void check_exhaustive(unsigned rot_req)
 {
     for (unsigned wi = 0; wi < 2; wi++) {
         for (unsigned pi = 0; pi < 2; pi++) {
@@ -558,6 +558,10 @@ static void check_exhaustive(unsigned rot)
                     cfgs.push_back(c);
                 }
             }
+            // Distinct lane positions: every element (width 16), every
+            // lane's pair of elements (width 8).
+            unsigned rot = rot_req < (width == 8 ? elems / 2 : elems) ?
+                           rot_req : (width == 8 ? elems / 2 : elems);
             Checker ck;
             uint64_t cases = 0;
             reset();
