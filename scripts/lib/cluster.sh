@@ -319,6 +319,40 @@ nf_mh_reset() {
     echo "$([ "$rc0" = 0 ] && [ "$rc1" = 0 ] && echo ok || echo not ok) - reset: both hosts finish (status $rc0, $rc1)"
 }
 
+# (g) the state file truncated under 2 running hosts: no head may die of
+# it (SIGBUS) or hang; each reports it and refuses the device's accesses.
+nf_mh_corrupt() {
+    local dir=$NF_BUILD/test-logs/multihost/corrupt r rc ok=1
+    # shellcheck disable=SC2016  # expanded in the guest (NFABRIC_RANK)
+    local cmd='nfabricctl set-window $((NFABRIC_RANK * 2)) --base $((NFABRIC_RANK * 0x10000)) --size 4K --counters $((0x100000 + NFABRIC_RANK * 0x10000)) --path gbinary --width 8; echo NFABRIC-MARK; sleep 20; nfabricctl clear $((NFABRIC_RANK * 2)); echo "clear-status=$?"; nfabricctl info | grep -E "enabled-mask|last-error"'
+    nf_cluster_prepare "$dir" 256
+    for r in 0 1; do
+        nf_cluster_boot "$dir" "$r" 2 "$cmd" 256 --timeout 300 --cpus 1 --mem 1G
+    done
+    for r in 0 1; do
+        if ! nf_cluster_wait_mark "$dir" "$r" 200; then
+            echo "not ok - corrupt: host $r never enabled its window"
+            pkill -F "$dir/host0.pid" 2>/dev/null; pkill -F "$dir/host1.pid" 2>/dev/null; wait; return 0
+        fi
+    done
+    truncate -s 0 "$dir/state"
+    echo "# corrupt: $dir/state truncated to 0 bytes under both hosts"
+    for r in 0 1; do
+        rc=$(nf_cluster_wait "$dir" "$r" 300)
+        if [ "$rc" = 0 ] && grep -q '^clear-status=1' "$dir/host$r.log" &&
+           grep -q '^last-error: 16' "$dir/host$r.log" &&
+           grep -q '^enabled-mask: 0x00000000' "$dir/host$r.log" &&
+           grep -q "refuses the device's accesses" "$dir/host$r.out"; then
+            echo "ok - corrupt: host $r's QEMU lives on, reports it ($(grep -o 'the state file was [^;]*' "$dir/host$r.out" | head -1)), its guest sees error 16 and no window"
+        else
+            echo "not ok - corrupt: host $r (status $rc; console $dir/host$r.log, QEMU $dir/host$r.out)"
+            ok=0
+        fi
+    done
+    wait
+    [ "$ok" = 1 ] || grep -h 'Bus error\|clear-status\|last-error' "$dir"/host*.log "$dir"/host*.out | sed 's/^/# /'
+}
+
 # ---- (d) refusals at start-up: QEMU alone, no guest ------------------------
 
 # shellcheck disable=SC2054  # -M q35,cxl=on is one argument
@@ -444,7 +478,7 @@ nf_mh_refusals() {
         "$file" "shared-state=$dir/state.junk,head=0,heads=2"
 }
 
-nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, refusals"
+nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, a truncated state, refusals"
 nf_suite_multihost() {
     nf_image_main >&2
     echo "# (d) refusals and joining, QEMU alone"
@@ -458,6 +492,8 @@ nf_suite_multihost() {
     nf_mh_kill
     echo "# (f) system_reset of one host mid-round"
     nf_mh_reset
+    echo "# (g) the state file truncated under 2 running hosts"
+    nf_mh_corrupt
 }
 
 # ---- bench cluster ------------------------------------------------------------

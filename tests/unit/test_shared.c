@@ -13,7 +13,8 @@
  * again; a reset of one head leaves the device's windows alone; an FP32
  * window's COUNTERS is not checked (the fuzz finding of issue 21); a
  * corrupted or truncated state file (odd table sequence, garbage window
- * entry, garbage lock, another identity, truncation) makes the head refuse
+ * entry, garbage lock, another identity, truncation, also met by a thread
+ * that blocks every signal as QEMU's vCPU threads do) makes the head refuse
  * the device's accesses with STATE within bounds, never hang or crash; a
  * garbage lock word held "forever" delays one access by the bound only;
  * liveness is the process's: a head attached by a thread that exited is
@@ -504,6 +505,7 @@ enum {
     CORRUPT_TRUNCATE,       /* the file truncated under the mapping */
     CORRUPT_TRUNCATE_REG,   /* the same, found by a register write */
     CORRUPT_TRUNCATE0,      /* truncated to nothing: every access SIGBUS */
+    CORRUPT_TRUNCATE0_BLOCKED, /* the same, met by a thread blocking signals */
     CORRUPT_LOCK_HELD,      /* a lock word "held" by a thread that is not */
     CORRUPT_NUM
 };
@@ -517,6 +519,7 @@ static const char *const corrupt_names[CORRUPT_NUM] = {
     "the file truncated under the mapping (memory access)",
     "the file truncated under the mapping (register write)",
     "the file truncated to 0 bytes under the mapping (SIGBUS)",
+    "the same, met by a thread that blocks every signal (as QEMU's vCPUs)",
     "a window lock held by no live thread",
 };
 
@@ -533,6 +536,14 @@ static int64_t now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static NFabricCtrl *blocked_ctrl;
+
+static void *blocked_access(void *arg)
+{
+    nfabric_ctrl_mem_access(blocked_ctrl, W_BASE, arg, 8, false);
+    return NULL;
 }
 
 /* In a child: attach, enable window 0, corrupt as k, access, report. */
@@ -572,7 +583,8 @@ static void corrupt_child(unsigned k, int out)
     case CORRUPT_TRUNCATE:
     case CORRUPT_TRUNCATE_REG:
     case CORRUPT_TRUNCATE0:
-        if (ftruncate(fd, k == CORRUPT_TRUNCATE0 ? 0 : 100) != 0) {
+    case CORRUPT_TRUNCATE0_BLOCKED:
+        if (ftruncate(fd, k >= CORRUPT_TRUNCATE0 ? 0 : 100) != 0) {
             _exit(4);
         }
         break;
@@ -586,6 +598,17 @@ static void corrupt_child(unsigned k, int out)
     } else if (k == CORRUPT_TRUNCATE || k == CORRUPT_TRUNCATE0) {
         /* The first access meets the SIGBUS (and lives). */
         nfabric_ctrl_mem_access(&c, W_BASE, (uint8_t *)&r.val, 8, false);
+    } else if (k == CORRUPT_TRUNCATE0_BLOCKED) {
+        pthread_t t;
+        sigset_t all, old;
+
+        /* As QEMU creates its threads: every signal blocked. */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        blocked_ctrl = &c;
+        pthread_create(&t, NULL, blocked_access, &r.val);
+        pthread_join(t, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
     t0 = now_ms();
     nfabric_ctrl_mem_access(&c, W_BASE, (uint8_t *)&r.val, 8, false);

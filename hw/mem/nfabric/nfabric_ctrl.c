@@ -679,6 +679,9 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
     uint64_t served[NFABRIC_NUM_PATHS] = { 0 };
     unsigned tries = 0;
 
+    if (s->shared) {
+        nfabric_shared_thread_enter();
+    }
     if (s->shared && (s->failed || nfabric_shared_faults() != s->faults_seen) &&
         !nfabric_state_ok(s)) {
         nfabric_access_refused(s, dpa, buf, len, write);
@@ -1069,6 +1072,9 @@ bool nfabric_ctrl_reg_peek(NFabricCtrl *s, uint64_t off, unsigned size,
 {
     NFabricReg r;
 
+    if (s->shared) {
+        nfabric_shared_thread_enter();
+    }
     if (!nfabric_reg_decode(off, &r) || !nfabric_reg_access_ok(&r, off, size)) {
         return false;
     }
@@ -1084,6 +1090,9 @@ uint64_t nfabric_ctrl_reg_read(NFabricCtrl *s, uint64_t off, unsigned size)
     NFabricReg r;
     uint64_t val;
 
+    if (s->shared) {
+        nfabric_shared_thread_enter();
+    }
     if (!nfabric_reg_decode(off, &r)) {
         nfabric_set_error(s, -1, NFABRIC_ERR_UNMAPPED, off,
                           "read of an undefined register");
@@ -1231,6 +1240,9 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
 {
     NFabricReg r;
 
+    if (s->shared) {
+        nfabric_shared_thread_enter();
+    }
     if (s->ops && s->ops->reg_access) {
         s->ops->reg_access(s->opaque, true, off, size, val);
     }
@@ -1279,6 +1291,9 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
 
 void nfabric_ctrl_reset(NFabricCtrl *s)
 {
+    if (s->shared) {
+        nfabric_shared_thread_enter();
+    }
     s->view.valid = false;
     if (!s->shared) {
         /* The device is this head's alone: windows and rounds too. */

@@ -76,6 +76,18 @@ static volatile sig_atomic_t nfabric_fault_count;
 static struct sigaction nfabric_old_sigbus;
 static bool nfabric_sigbus_installed;
 
+__thread bool nfabric_shared_thread_ready;
+
+void nfabric_shared_thread_enter_slow(void)
+{
+    sigset_t set;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGBUS);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    nfabric_shared_thread_ready = true;
+}
+
 unsigned nfabric_shared_faults(void)
 {
     return (unsigned)__atomic_load_n(&nfabric_fault_count, __ATOMIC_ACQUIRE);
@@ -735,6 +747,7 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
 
     *out = NULL;
     *fdp = -1;
+    nfabric_shared_thread_enter();
     if (a->heads < 1 || a->heads > NFABRIC_MAX_HEADS) {
         nfabric_seterr(err, errlen, "property 'heads' must be 1..%u, not %u",
                        NFABRIC_MAX_HEADS, a->heads);
@@ -932,6 +945,7 @@ void nfabric_shared_detach(NFabricShared *sh, int fd, unsigned head)
     if (!m) {
         return;                 /* a private state */
     }
+    nfabric_shared_thread_enter();
     /* Bounded: the cfg lock, not the flock, is what keeps the state sane. */
     nfabric_flock_bounded(fd, NFABRIC_SHARED_LOCK_MS);
     if (nfabric_shared_check(sh, NULL, 0) == 0 && nfabric_shared_lock_cfg(sh)) {

@@ -234,6 +234,24 @@ int nfabric_shared_check(NFabricShared *sh, char *err, size_t errlen);
 unsigned nfabric_shared_faults(void);
 
 /*
+ * Call in a thread before it touches a state mapping.  A SIGBUS that a
+ * thread raises while it blocks SIGBUS is not delivered to any handler:
+ * the kernel kills the process.  QEMU's vCPU threads under TCG block every
+ * signal, so the first call in each thread unblocks SIGBUS there (as QEMU
+ * does itself in KVM's vCPU threads); later calls cost one thread-local
+ * load.
+ */
+void nfabric_shared_thread_enter_slow(void);
+extern __thread bool nfabric_shared_thread_ready;
+
+static inline void nfabric_shared_thread_enter(void)
+{
+    if (__builtin_expect(!nfabric_shared_thread_ready, 0)) {
+        nfabric_shared_thread_enter_slow();
+    }
+}
+
+/*
  * Find heads whose process died (other than self), mark them gone, and
  * return the mask of attached heads.  Cheap when nobody died.
  */
