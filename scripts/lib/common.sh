@@ -62,6 +62,9 @@ nf_die() { printf 'nfabric: error: %s\n' "$*" >&2; exit 1; }
 # message of a failed download ends with it.
 NF_DOWNLOAD_HINT="A download from Debian's mirror failed: check that deb.debian.org answers (apt-get update), then run the same command again; what was fetched is kept in $NF_CACHE and reused."
 
+# nf_comment: standard input as TAP comment lines ("#   LINE").
+nf_comment() { sed 's/^/#   /'; }
+
 # nf_time_start NAME / nf_time_end NAME: print how long a step took.
 nf_time_start() { eval "NF_T_$1=\$(date +%s.%N)"; }
 nf_time_end() {

@@ -34,7 +34,7 @@ nf_qtest_refused() {
         echo "ok $n - refused: $name"
     else
         echo "not ok $n - refused: $name (rc=$rc)"
-        sed 's/^/#   /' <<<"$out" | head -5
+        nf_comment <<<"$out" | head -5
     fi
 }
 
@@ -48,7 +48,7 @@ nf_qtest_accepted() {
         echo "ok $n - accepted: $name"
     else
         echo "not ok $n - accepted: $name (rc=$rc)"
-        sed 's/^/#   /' <<<"$out" | head -5
+        nf_comment <<<"$out" | head -5
     fi
 }
 
@@ -153,7 +153,7 @@ nf_suite_qtest() {
         echo "ok 13 - record=/dev/full: the lost record is reported when QEMU quits"
     else
         echo "not ok 13 - record=/dev/full: no report of the lost record"
-        sed 's/^/#   /' <<<"$out" | head -5
+        nf_comment <<<"$out" | head -5
         rc=1
     fi
     # scripts/nfabric vm reports QEMU's refusal, with QEMU's status.
@@ -164,7 +164,7 @@ nf_suite_qtest() {
         echo "ok 14 - vm: a property QEMU refuses is reported with QEMU's message and status"
     else
         echo "not ok 14 - vm: refused property: status $vrc"
-        sed 's/^/#   /' <<<"$out" | tail -3
+        nf_comment <<<"$out" | tail -3
         rc=1
     fi
     # The direct map's options (docs/device.md).

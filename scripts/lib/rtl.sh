@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The aggregation datapath in Verilog (hw/rtl/, docs/rtl.md):
 #   suite `rtl`       lint, the Verilator harness against the C engine
@@ -149,7 +150,7 @@ nf_rtl_depth_checks() {
 }
 
 # nf_rtl_mutant NAME SED_EXPR TB_ARGS: a copy of the RTL with one change
-# must fail the harness (16 lanes: a small, quick model).
+# must fail the harness (8 lanes: a small, quick model).
 nf_rtl_mutant() {
     local name=$1 expr=$2 tb out rc=0
     shift 2
@@ -159,7 +160,7 @@ nf_rtl_mutant() {
         nf_rtl_tap 1 "mutant $name: the change ($expr) no longer applies to nf_agg.v"
         return 0
     fi
-    tb=$(nf_rtl_harness "mut-$name" 16 "$NF_RTL_BUILD/mutants/$name.v")
+    tb=$(nf_rtl_harness "mut-$name" 8 "$NF_RTL_BUILD/mutants/$name.v")
     out=$("$tb" "$@" 2>&1) || rc=$?
     printf '%s\n' "$out" | grep '^# MISMATCH' | head -n 1 | sed 's/^/# mutant: /'
     [ "$rc" != 0 ] && printf '%s\n' "$out" | grep -q '^# MISMATCH'
@@ -190,7 +191,7 @@ nf_rtl_stat_sum() {
 nf_register_suite 15 rtl "RTL datapath (hw/rtl): lint, Verilator vs the C engine (exhaustive lanes, random lines, record replay), latency = timing depth, mutants, synthesis"
 
 nf_suite_rtl() {
-    local t0 tb tb64 lat out rc=0 rc2 rec kind
+    local t0 tb tbs lat out rc=0 rc2 rec kind
     t0=$(date +%s)
     nf_rtl_deps
     mkdir -p "$NF_RTL_BUILD"
@@ -224,15 +225,15 @@ nf_suite_rtl() {
     echo "# record: $kind ($rec)"
     nf_rtl_run "$tb" --replay "$rec" || rc=1
 
-    # A 64-lane slice (the size synthesized for the iCE40): the same checks.
-    tb64=$(nf_rtl_harness slice64 64)
-    nf_rtl_run "$tb64" --latency --exhaustive --random 50000 || rc=1
+    # A 32-lane slice (the one that fits the iCE40 HX8K): the same checks.
+    tbs=$(nf_rtl_harness slice32 32)
+    nf_rtl_run "$tbs" --latency --exhaustive --random 50000 || rc=1
 
     # The checks can fail: one-line changes of the RTL are caught.
-    nf_rtl_mutant sat16 's/x == 16.h7fff/x == 16'"'"'h7ffe/' --random 2000
-    nf_rtl_mutant tie 's/gt0_16 | (eq0_16 \& tie_pos)/gt0_16 | eq0_16/' --random 2000
-    nf_rtl_mutant carry 's/wire       cin = s3_wide \& s3_step16\[j\] \& s3_carry\[j\]/wire       cin = s3_step16[j] \& s3_carry[j]/' --random 2000
-    nf_rtl_mutant reserved 's/s1_data\[8\*b1+5\] \& ~s1_data\[8\*b1+4\]/s1_data[8*b1+5]/' --random 2000
+    nf_rtl_mutant sat16 's/x == 16.h7fff/x == 16'"'"'h7ffe/' --random 5000
+    nf_rtl_mutant tie 's/gt0_16 | (eq0_16 \& tie_pos)/gt0_16 | eq0_16/' --random 5000
+    nf_rtl_mutant carry 's/wire       cin = s3_wide \& s3_step16\[j\] \& s3_carry\[j\]/wire       cin = s3_step16[j] \& s3_carry[j]/' --random 5000
+    nf_rtl_mutant reserved 's/s1_data\[8\*b1+5\] \& ~s1_data\[8\*b1+4\]/s1_data[8*b1+5]/' --random 5000
 
     # A quick synthesis (16 lanes, iCE40 cells): fails if the design stops
     # synthesizing or loses its logic.
@@ -256,7 +257,7 @@ nf_suite_rtl() {
 
 # ---- the bench --------------------------------------------------------------
 
-NF_BENCH_DESC[rtl]="RTL datapath: full equivalence run, Yosys synth_xilinx (512-bit), synth_ice40 + nextpnr-ice40 (largest fitting slice); --quick, --no-pnr"
+nf_register_bench rtl "RTL datapath: full equivalence run, Yosys synth_xilinx (512-bit), synth_ice40 + nextpnr-ice40 (largest fitting slice); --quick, --no-pnr"
 
 nf_bench_rtl_usage() {
     cat <<'USAGE'
@@ -294,15 +295,15 @@ nf_bench_rtl() {
 
     # Equivalence at full size.
     tb=$(nf_rtl_harness full 512)
-    "$tb" --latency | tee "$out/latency.out" | grep '=' || nf_die "rtl bench: latency check failed"
+    "$tb" --latency | tee "$out/latency.out" | grep -E '^[a-z0-9_]+=' || nf_die "rtl bench: latency check failed"
     lat=$(sed -n 's/^rtl_latency_cycles=//p' "$out/latency.out")
     t0=$(date +%s)
     "$tb" --exhaustive --rot "$([ "$rot" = 0 ] && echo 512 || echo "$rot")" > "$out/exhaustive.out" ||
         { cat "$out/exhaustive.out"; nf_die "rtl bench: exhaustive check failed"; }
-    grep '=' "$out/exhaustive.out" | grep -v failures
+    grep -E '^[a-z0-9_]+=' "$out/exhaustive.out" | grep -v failures
     "$tb" --seed "$t0" --random "$lines" > "$out/random.out" ||
         { cat "$out/random.out"; nf_die "rtl bench: random check failed"; }
-    grep '=' "$out/random.out" | grep -v failures
+    grep -E '^[a-z0-9_]+=' "$out/random.out" | grep -v failures
     t1=$(date +%s)
     echo "rtl_equivalence_s=$((t1 - t0))"
     echo "rtl_mismatches=0"
