@@ -88,6 +88,24 @@ def main():
                              mem(0, 0x4ffc, 8, True, 0x0102030405060708) +
                              op(0, 5, 3, 0, 0) + op(1, 2, 1, 3, 8)),
     }
+    # Window set-ups at the edges of device memory (64 KiB), one per path:
+    # an FP32 window ending exactly at the end (its COUNTERS at the end
+    # too: stored, never used), a G-Binary and a G-Ternary window whose
+    # counter area ends exactly there; COUNTERS written whole (8 bytes,
+    # unmasked), so that mutations cross the edges.
+    for path, width, name in [(FP32, 0, "fp32"), (GBINARY, 8, "gbinary"),
+                              (GTERNARY, 16, "gternary")]:
+        size = 0x400
+        clen = size * width            # bytes of counters (8 or 16 bits)
+        base = 0x10000 - size if not width else 0x2000
+        ctrs = 0x10000 - clen if width else 0x10000
+        seeds["seed-edge-" + name] = (
+            wreg(0, 8, DPA_BASE, base) + wreg(0, 8, DPA_SIZE, size) +
+            op(0, 0, 0, 8, 0x04, ctrs) + wreg(0, 8, THRESHOLD, 1) +
+            wreg(1, 8, CTRL, wctrl(path, width)) +
+            mem(1, base, 8, True, 0x0f0f0f0f0f0f0f0f) +
+            mem(0, base + size - 8, 8, False) +
+            op(0, 0, 0, 8, CMD, 1))
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
