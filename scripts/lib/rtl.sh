@@ -48,14 +48,17 @@ nf_rtl_ref() {
     fi
 }
 
-# nf_rtl_harness NAME LANES [RTL_FILE]: build the Verilated harness of
-# nf_agg with LANES lanes into $NF_RTL_BUILD/NAME/nf_agg_tb (skipped when
-# nothing it is made of changed); prints the binary's path.
+# nf_rtl_harness NAME LANES [RTL_FILE]: Verilate nf_agg with LANES lanes
+# once (position-independent code) into $NF_RTL_BUILD/NAME, link the
+# harness nf_agg_tb from it and, at 512 lanes, the shared library
+# libnfrtl.so (hw/rtl/nfrtl.h); skipped when nothing they are made of
+# changed.  Prints the harness's path.
 nf_rtl_harness() {
     local name=$1 lanes=$2 rtl=${3:-$NF_RTL_DIR/nf_agg.v}
-    local dir=$NF_RTL_BUILD/$name stamp sum
+    local dir=$NF_RTL_BUILD/$name stamp sum vinc=/usr/share/verilator/include flags f
     nf_rtl_ref
-    sum=$(cat "$rtl" "$NF_ROOT/tests/rtl/nf_agg_tb.cpp" "$NF_RTL_BUILD/ref/libnfref.a" \
+    sum=$(cat "$rtl" "$NF_ROOT/tests/rtl/nf_agg_tb.cpp" "$NF_RTL_DIR/nfrtl.cpp" \
+          "$NF_RTL_DIR/nfrtl.h" "$NF_RTL_BUILD/ref/libnfref.a" \
           "$NF_ROOT"/include/hw/mem/*.h | sha256sum | cut -d' ' -f1)-$lanes-$(verilator --version | tr ' ' _)
     stamp=$dir/stamp
     if [ -x "$dir/nf_agg_tb" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ]; then
@@ -64,15 +67,32 @@ nf_rtl_harness() {
     fi
     rm -rf "$dir"
     mkdir -p "$dir"
-    # -O1: the model is a few hundred thousand lines of straight C++; -O1
+    # -O1: the model is about 12 MB of straight C++ at 512 lanes; -O1
     # builds it in half the time of -O2 and simulates as fast.
-    verilator --cc "$rtl" --top-module nf_agg -GLANES="$lanes" \
-        --exe "$NF_ROOT/tests/rtl/nf_agg_tb.cpp" -Mdir "$dir" -o nf_agg_tb \
-        -CFLAGS "-I$NF_ROOT/include -O1 -DNF_LANES=$lanes" \
-        -LDFLAGS "$NF_RTL_BUILD/ref/libnfref.a" \
-        --x-assign fast --x-initial fast --build -j 2 \
+    verilator --cc "$rtl" --top-module nf_agg -GLANES="$lanes" -Mdir "$dir/model" \
+        -CFLAGS "-fPIC -O1" --x-assign fast --x-initial fast --build -j 2 \
         -MAKEFLAGS "OPT_FAST=-O1 OPT_SLOW=-O0" > "$dir/build.log" 2>&1 ||
         { tail -n 30 "$dir/build.log" >&2; nf_die "rtl: verilator build of $name failed ($dir/build.log)"; }
+    flags=(-std=gnu++17 -O1 -fPIC -I"$vinc" -I"$vinc/vltstd" -I"$dir/model" -I"$NF_ROOT/include"
+           -I"$NF_RTL_DIR" -DVM_COVERAGE=0 -DVM_SC=0 -DVM_TRACE=0 -DVM_TRACE_FST=0 -DVM_TRACE_VCD=0)
+    for f in verilated verilated_threads; do
+        g++ "${flags[@]}" -c "$vinc/$f.cpp" -o "$dir/$f.o" >> "$dir/build.log" 2>&1 ||
+            nf_die "rtl: cannot build $f.cpp ($dir/build.log)"
+    done
+    g++ "${flags[@]}" -DNF_LANES="$lanes" "$NF_ROOT/tests/rtl/nf_agg_tb.cpp" "$dir/model/Vnf_agg__ALL.a" \
+        "$dir/verilated.o" "$dir/verilated_threads.o" "$NF_RTL_BUILD/ref/libnfref.a" -pthread \
+        -o "$dir/nf_agg_tb" >> "$dir/build.log" 2>&1 ||
+        { tail -n 30 "$dir/build.log" >&2; nf_die "rtl: cannot link the harness ($dir/build.log)"; }
+    if [ "$lanes" = 512 ]; then
+        g++ "${flags[@]}" -shared "$NF_RTL_DIR/nfrtl.cpp" "$dir/model/Vnf_agg__ALL.a" \
+            "$dir/verilated.o" "$dir/verilated_threads.o" -pthread -Wl,--no-undefined \
+            -o "$dir/libnfrtl.so" >> "$dir/build.log" 2>&1 ||
+            { tail -n 30 "$dir/build.log" >&2; nf_die "rtl: cannot link libnfrtl.so ($dir/build.log)"; }
+        gcc -std=c11 -O2 -Wall -Wextra -Werror -I"$NF_ROOT/include" -I"$NF_ROOT" \
+            "$NF_ROOT/tests/rtl/nfrtl_test.c" "$NF_RTL_BUILD/ref/libnfref.a" -ldl \
+            -o "$dir/nfrtl_test" >> "$dir/build.log" 2>&1 ||
+            { tail -n 30 "$dir/build.log" >&2; nf_die "rtl: cannot build nfrtl_test ($dir/build.log)"; }
+    fi
     echo "$sum" > "$stamp"
     echo "$dir/nf_agg_tb"
 }
@@ -224,6 +244,10 @@ nf_suite_rtl() {
     kind=$(nf_rtl_record "$tb" "$rec")
     echo "# record: $kind ($rec)"
     nf_rtl_run "$tb" --replay "$rec" || rc=1
+
+    # libnfrtl.so, the model behind the engine's calls, loaded as the
+    # device would load it: random accesses against the engine.
+    nf_rtl_run "$(dirname "$tb")/nfrtl_test" "$(dirname "$tb")/libnfrtl.so" 20000 || rc=1
 
     # A 32-lane slice (the one that fits the iCE40 HX8K): the same checks.
     tbs=$(nf_rtl_harness slice32 32)
