@@ -368,20 +368,32 @@ static bool nfabric_view_locked(NFabricCtrl *s)
     return nfabric_view_refresh(s) == 0;
 }
 
+/* A register write the shared state could not take: error STATE. */
+static void nfabric_state_refused(NFabricCtrl *s, uint64_t off)
+{
+    nfabric_set_error(s, -1, NFABRIC_ERR_STATE, off, s->failed ?
+                      "write refused: the shared state is unusable" :
+                      "write refused: the shared state stayed busy past "
+                      "its bound");
+}
+
 /* CMD = CLEAR of window i (configuration lock held). */
-static void nfabric_win_clear(NFabricCtrl *s, unsigned i)
+static void nfabric_win_clear(NFabricCtrl *s, unsigned i, uint64_t off)
 {
     bool on;
 
     if (!nfabric_view_locked(s)) {
+        nfabric_state_refused(s, off);
         return;
     }
     on = s->view.mask & (1u << i);
-    if (nfabric_lock_win(s, i)) {
-        nfabric_win_clear_locked(s, i, on ? s->view.counters[i] : 0,
-                                 on ? s->view.clen[i] : 0);
-        nfabric_unlock_win(s, i);
+    if (!nfabric_lock_win(s, i)) {
+        nfabric_state_refused(s, off);
+        return;
     }
+    nfabric_win_clear_locked(s, i, on ? s->view.counters[i] : 0,
+                             on ? s->view.clen[i] : 0);
+    nfabric_unlock_win(s, i);
 }
 
 /*
@@ -426,6 +438,7 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
     if (nfabric_win_enabled(s, i)) {
         if (!(val & NFABRIC_WCTRL_ENABLE)) {
             if (!nfabric_win_publish_begin(s, i)) {
+                nfabric_state_refused(s, off);
                 return;
             }
             sh->enabled_mask &= ~(1u << i);
@@ -449,6 +462,7 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
      * copy, whatever the state file holds meanwhile.
      */
     if (!nfabric_view_locked(s)) {
+        nfabric_state_refused(s, off);
         return;
     }
     memset(table, 0, sizeof(table));
@@ -479,6 +493,7 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
     cfg.size = c.dpa_size;
     clen = nfabric_window_counter_len(&c);
     if (!nfabric_win_publish_begin(s, i)) {
+        nfabric_state_refused(s, off);
         return;
     }
     w->dpa_base = c.dpa_base;
@@ -1162,6 +1177,7 @@ static void nfabric_round_complete(NFabricCtrl *s, unsigned i, uint32_t val,
     NFabricShared *sh = s->sh;
 
     if (!nfabric_lock_win(s, i)) {
+        nfabric_state_refused(s, off);
         return;
     }
     if (!nfabric_win_enabled(s, i) || val != sh->round[i].seq) {
@@ -1193,7 +1209,7 @@ static void nfabric_win_write(NFabricCtrl *s, const NFabricReg *r,
                               "unknown window command");
             return;
         }
-        nfabric_win_clear(s, r->win);
+        nfabric_win_clear(s, r->win, off);
         return;
     }
 
@@ -1267,22 +1283,14 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
         nfabric_global_ctrl_write(s, val, off);
         return;
     }
-    if (s->failed) {
-        nfabric_set_error(s, -1, NFABRIC_ERR_STATE, off,
-                          "write refused: the shared state is unusable");
-        return;
-    }
     /* Every head's register writes are serialised by the device. */
-    if (!nfabric_lock_cfg(s)) {
-        nfabric_set_error(s, -1, NFABRIC_ERR_STATE, off,
-                          "write refused: the shared configuration lock is "
-                          "unusable or was held past its bound");
+    if (s->failed || !nfabric_lock_cfg(s)) {
+        nfabric_state_refused(s, off);
         return;
     }
     if (!nfabric_state_ok(s)) {
         nfabric_unlock_cfg(s);
-        nfabric_set_error(s, -1, NFABRIC_ERR_STATE, off,
-                          "write refused: the shared state is unusable");
+        nfabric_state_refused(s, off);
         return;
     }
     nfabric_reg_write_locked(s, &r, off, val, size);
