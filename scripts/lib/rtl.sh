@@ -75,9 +75,16 @@ nf_rtl_harness() {
         { tail -n 30 "$dir/build.log" >&2; nf_die "rtl: verilator build of $name failed ($dir/build.log)"; }
     flags=(-std=gnu++17 -O1 -fPIC -I"$vinc" -I"$vinc/vltstd" -I"$dir/model" -I"$NF_ROOT/include"
            -I"$NF_RTL_DIR" -DVM_COVERAGE=0 -DVM_SC=0 -DVM_TRACE=0 -DVM_TRACE_FST=0 -DVM_TRACE_VCD=0)
+    # Verilator's runtime, built once for every model.
+    local vrt=$NF_RTL_BUILD/vlrt-$(verilator --version | tr -c 'A-Za-z0-9.\n' _)
+    mkdir -p "$vrt"
     for f in verilated verilated_threads; do
-        g++ "${flags[@]}" -c "$vinc/$f.cpp" -o "$dir/$f.o" >> "$dir/build.log" 2>&1 ||
-            nf_die "rtl: cannot build $f.cpp ($dir/build.log)"
+        if [ ! -f "$vrt/$f.o" ]; then
+            g++ "${flags[@]}" -c "$vinc/$f.cpp" -o "$vrt/$f.o.tmp" >> "$dir/build.log" 2>&1 ||
+                nf_die "rtl: cannot build $f.cpp ($dir/build.log)"
+            mv "$vrt/$f.o.tmp" "$vrt/$f.o"
+        fi
+        cp "$vrt/$f.o" "$dir/$f.o"
     done
     g++ "${flags[@]}" -DNF_LANES="$lanes" "$NF_ROOT/tests/rtl/nf_agg_tb.cpp" "$dir/model/Vnf_agg__ALL.a" \
         "$dir/verilated.o" "$dir/verilated_threads.o" "$NF_RTL_BUILD/ref/libnfref.a" -pthread \
