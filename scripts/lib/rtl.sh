@@ -69,11 +69,20 @@ nf_rtl_harness() {
     mkdir -p "$dir"
     # -O1: the model is about 12 MB of straight C++ at 512 lanes; -O1
     # builds it in half the time of -O2 and simulates as fast.
-    verilator --cc "$rtl" --top-module nf_agg -GLANES="$lanes" -Mdir "$dir/model" \
+    # Verilator's make cannot build in a directory whose path holds a
+    # space (a checkout may): then the model is built under /tmp.
+    local work=$dir
+    case $dir in
+    *" "*) work=${TMPDIR:-/tmp}/nfabric-rtl-$(id -u)-${sum%%-*}-$lanes
+           rm -rf "$work"
+           mkdir -p "$work" ;;
+    esac
+    cp "$rtl" "$work/nf_agg.v"
+    (cd "$work" && verilator --cc nf_agg.v --top-module nf_agg -GLANES="$lanes" -Mdir model \
         -CFLAGS "-fPIC -O1" --x-assign fast --x-initial fast --build -j 2 \
-        -MAKEFLAGS "OPT_FAST=-O1 OPT_SLOW=-O0" > "$dir/build.log" 2>&1 ||
+        -MAKEFLAGS "OPT_FAST=-O1 OPT_SLOW=-O0") > "$dir/build.log" 2>&1 ||
         { tail -n 30 "$dir/build.log" >&2; nf_die "rtl: verilator build of $name failed ($dir/build.log)"; }
-    flags=(-std=gnu++17 -O1 -fPIC -I"$vinc" -I"$vinc/vltstd" -I"$dir/model" -I"$NF_ROOT/include"
+    flags=(-std=gnu++17 -O1 -fPIC -I"$vinc" -I"$vinc/vltstd" -I"$work/model" -I"$NF_ROOT/include"
            -I"$NF_RTL_DIR" -DVM_COVERAGE=0 -DVM_SC=0 -DVM_TRACE=0 -DVM_TRACE_FST=0 -DVM_TRACE_VCD=0)
     # Verilator's runtime, built once for every model.
     local vrt=$NF_RTL_BUILD/vlrt-$(verilator --version | tr -c 'A-Za-z0-9.\n' _)
@@ -86,12 +95,12 @@ nf_rtl_harness() {
         fi
         cp "$vrt/$f.o" "$dir/$f.o"
     done
-    g++ "${flags[@]}" -DNF_LANES="$lanes" "$NF_ROOT/tests/rtl/nf_agg_tb.cpp" "$dir/model/Vnf_agg__ALL.a" \
+    g++ "${flags[@]}" -DNF_LANES="$lanes" "$NF_ROOT/tests/rtl/nf_agg_tb.cpp" "$work/model/Vnf_agg__ALL.a" \
         "$dir/verilated.o" "$dir/verilated_threads.o" "$NF_RTL_BUILD/ref/libnfref.a" -pthread \
         -o "$dir/nf_agg_tb" >> "$dir/build.log" 2>&1 ||
         { tail -n 30 "$dir/build.log" >&2; nf_die "rtl: cannot link the harness ($dir/build.log)"; }
     if [ "$lanes" = 512 ]; then
-        g++ "${flags[@]}" -shared "$NF_RTL_DIR/nfrtl.cpp" "$dir/model/Vnf_agg__ALL.a" \
+        g++ "${flags[@]}" -shared "$NF_RTL_DIR/nfrtl.cpp" "$work/model/Vnf_agg__ALL.a" \
             "$dir/verilated.o" "$dir/verilated_threads.o" -pthread -Wl,--no-undefined \
             -o "$dir/libnfrtl.so" >> "$dir/build.log" 2>&1 ||
             { tail -n 30 "$dir/build.log" >&2; nf_die "rtl: cannot link libnfrtl.so ($dir/build.log)"; }
@@ -194,11 +203,16 @@ nf_rtl_mutant() {
     nf_rtl_tap $? "mutant $name ($expr) is caught by the harness"
 }
 
-# nf_rtl_yosys LOG SCRIPT: run yosys quietly, its log in LOG.
+# nf_rtl_yosys DIR NAME SCRIPT: run yosys quietly in DIR, with copies of
+# hw/rtl/*.v there, so that SCRIPT names files without directories (a
+# checkout path may hold spaces, which yosys commands cannot take); its log
+# is DIR/NAME.log.
 nf_rtl_yosys() {
-    local log=$1
-    shift
-    yosys -q -l "$log" -p "$*" >/dev/null 2>&1
+    local dir=$1 name=$2
+    shift 2
+    mkdir -p "$dir"
+    cp "$NF_RTL_DIR/nf_agg.v" "$NF_RTL_DIR/nf_agg_wrap.v" "$dir/"
+    (cd "$dir" && yosys -q -l "$name.log" -p "$*" >/dev/null 2>&1)
 }
 
 # nf_rtl_stat_sum STATFILE CELL...: the sum of those cells' counts in the
@@ -270,9 +284,9 @@ nf_suite_rtl() {
     # synthesizing or loses its logic.
     local syn=$NF_RTL_BUILD/syn-quick luts ffs
     mkdir -p "$syn"
-    nf_rtl_yosys "$syn/yosys.log" "read_verilog $NF_RTL_DIR/nf_agg.v $NF_RTL_DIR/nf_agg_wrap.v;
+    nf_rtl_yosys "$syn" yosys "read_verilog nf_agg.v nf_agg_wrap.v;
         chparam -set LANES 16 nf_agg_wrap; synth_ice40 -top nf_agg_wrap; check -assert;
-        tee -q -o $syn/stat.txt stat"
+        tee -q -o stat.txt stat"
     rc2=$?
     luts=$(nf_rtl_stat_sum "$syn/stat.txt" SB_LUT4)
     ffs=$(nf_rtl_stat_sum "$syn/stat.txt" SB_DFF SB_DFFE SB_DFFSR SB_DFFR SB_DFFS SB_DFFESR)
@@ -341,9 +355,9 @@ nf_bench_rtl() {
 
     # Xilinx 7-series estimate of the full datapath.
     t0=$(date +%s)
-    nf_rtl_yosys "$out/xilinx.log" "read_verilog $NF_RTL_DIR/nf_agg.v;
+    nf_rtl_yosys "$out" xilinx "read_verilog nf_agg.v;
         chparam -set LANES 512 nf_agg; synth_xilinx -top nf_agg;
-        tee -q -o $out/xilinx.stat stat" || nf_die "rtl bench: synth_xilinx failed ($out/xilinx.log)"
+        tee -q -o xilinx.stat stat" || nf_die "rtl bench: synth_xilinx failed ($out/xilinx.log)"
     echo "rtl_xilinx_lanes=512"
     # Slice LUTs as Vivado counts them: logic LUTs and LUTs as shift
     # registers (SRL16E: yosys packs plain register chains into them).
@@ -367,9 +381,9 @@ nf_bench_rtl() {
     local lanes fit=0 json
     if [ "$quick" = 0 ]; then
         t0=$(date +%s)
-        nf_rtl_yosys "$out/ice40-512.log" "read_verilog $NF_RTL_DIR/nf_agg.v $NF_RTL_DIR/nf_agg_wrap.v;
+        nf_rtl_yosys "$out" ice40-512 "read_verilog nf_agg.v nf_agg_wrap.v;
             chparam -set LANES 512 nf_agg_wrap; synth_ice40 -top nf_agg_wrap;
-            tee -q -o $out/ice40-512.stat stat" || nf_die "rtl bench: synth_ice40 (512) failed"
+            tee -q -o ice40-512.stat stat" || nf_die "rtl bench: synth_ice40 (512) failed"
         echo "rtl_ice40_512_luts=$(nf_rtl_stat_sum "$out/ice40-512.stat" SB_LUT4)"
         echo "rtl_ice40_512_ffs=$(nf_rtl_stat_sum "$out/ice40-512.stat" SB_DFF SB_DFFE SB_DFFSR SB_DFFR SB_DFFS SB_DFFESR SB_DFFSS SB_DFFESS SB_DFFER SB_DFFES)"
         echo "rtl_ice40_512_carry=$(nf_rtl_stat_sum "$out/ice40-512.stat" SB_CARRY)"
@@ -377,9 +391,9 @@ nf_bench_rtl() {
     fi
     for lanes in 64 32 16 8; do
         json=$out/ice40-$lanes.json
-        nf_rtl_yosys "$out/ice40-$lanes.log" "read_verilog $NF_RTL_DIR/nf_agg.v $NF_RTL_DIR/nf_agg_wrap.v;
-            chparam -set LANES $lanes nf_agg_wrap; synth_ice40 -top nf_agg_wrap -json $json;
-            tee -q -o $out/ice40-$lanes.stat stat" || nf_die "rtl bench: synth_ice40 ($lanes lanes) failed"
+        nf_rtl_yosys "$out" "ice40-$lanes" "read_verilog nf_agg.v nf_agg_wrap.v;
+            chparam -set LANES $lanes nf_agg_wrap; synth_ice40 -top nf_agg_wrap -json ice40-$lanes.json;
+            tee -q -o ice40-$lanes.stat stat" || nf_die "rtl bench: synth_ice40 ($lanes lanes) failed"
         if nextpnr-ice40 --hx8k --package ct256 --json "$json" --freq 100 \
                --pcf-allow-unconstrained --seed 1 --asc "$out/ice40-$lanes.asc" \
                > "$out/pnr-$lanes.log" 2>&1; then
