@@ -349,6 +349,11 @@ nf_bench_rtl() {
     "$tb" --seed "$t0" --random "$lines" > "$out/random.out" ||
         { cat "$out/random.out"; nf_die "rtl bench: random check failed"; }
     grep -E '^[a-z0-9_]+=' "$out/random.out" | grep -v failures
+    # libnfrtl.so (the model behind the engine's calls) against the engine,
+    # and its speed beside the engine's on 64-byte G-Binary writes.
+    "$(dirname "$tb")/nfrtl_test" "$(dirname "$tb")/libnfrtl.so" 100000 > "$out/lib.out" ||
+        { cat "$out/lib.out"; nf_die "rtl bench: libnfrtl check failed"; }
+    grep -E '^[a-z0-9_]+=' "$out/lib.out"
     t1=$(date +%s)
     echo "rtl_equivalence_s=$((t1 - t0))"
     echo "rtl_mismatches=0"
