@@ -62,6 +62,21 @@ nf_die() { printf 'nfabric: error: %s\n' "$*" >&2; exit 1; }
 # message of a failed download ends with it.
 NF_DOWNLOAD_HINT="A download from Debian's mirror failed: check that deb.debian.org answers (apt-get update), then run the same command again; what was fetched is kept in $NF_CACHE and reused."
 
+# nf_tap STATUS TEXT: one TAP line of a suite, numbered (STATUS 0 = ok);
+# a failure sets NF_TAP_FAILED=1.  The test runner resets both counters
+# before each suite.
+NF_TAP_N=0
+NF_TAP_FAILED=0
+nf_tap() {
+    NF_TAP_N=$((NF_TAP_N + 1))
+    if [ "$1" = 0 ]; then
+        echo "ok $NF_TAP_N - $2"
+    else
+        echo "not ok $NF_TAP_N - $2"
+        NF_TAP_FAILED=1
+    fi
+}
+
 # nf_comment: standard input as TAP comment lines ("#   LINE").
 nf_comment() { sed 's/^/#   /'; }
 

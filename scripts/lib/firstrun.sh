@@ -20,32 +20,20 @@ nf_checkout_copy() {
         (cd "$NF_ROOT" && tar --null -T - -cf -) | tar -xf - -C "$1"
 }
 
-# nf_co_ok STATUS TEXT: one TAP line (0 = ok).
-nf_co_ok() {
-    NF_CO_N=$((NF_CO_N + 1))
-    if [ "$1" = 0 ]; then
-        echo "ok $NF_CO_N - $2"
-    else
-        echo "not ok $NF_CO_N - $2"
-        NF_CO_RC=1
-    fi
-}
-
 nf_suite_checkout() {
     local copy=$NF_CHECKOUT_COPY out st link line
-    NF_CO_N=0 NF_CO_RC=0
     nf_checkout_copy "$copy"
-    nf_co_ok $? "copied the checkout to \"$copy\""
+    nf_tap $? "copied the checkout to \"$copy\""
 
     # 1. Its commands run from there (no NF_BUILD given: its own build dir).
     out=$(cd / && env -u NF_BUILD "$copy/scripts/nfabric" --help 2>&1); st=$?
-    nf_co_ok "$([ "$st" = 0 ] && grep -q '^Commands:' <<<"$out" && echo 0 || echo 1)" \
+    nf_tap "$([ "$st" = 0 ] && grep -q '^Commands:' <<<"$out" && echo 0 || echo 1)" \
         "scripts/nfabric --help from the copy (status $st)"
     out=$(env -u NF_BUILD "$copy/scripts/nfabric" test --list 2>&1); st=$?
-    nf_co_ok "$([ "$st" = 0 ] && grep -qx lint <<<"$out" && echo 0 || echo 1)" \
+    nf_tap "$([ "$st" = 0 ] && grep -qx lint <<<"$out" && echo 0 || echo 1)" \
         "scripts/nfabric test --list from the copy lists the suites (status $st)"
     link=$(readlink "$copy/build" || true)
-    nf_co_ok "$([[ "$link" == /var/tmp/nfabric-build-* && "$link" != *[[:space:]:]* ]] && echo 0 || echo 1)" \
+    nf_tap "$([[ "$link" == /var/tmp/nfabric-build-* && "$link" != *[[:space:]:]* ]] && echo 0 || echo 1)" \
         "its build directory is a path QEMU's configure accepts: build -> ${link:-nothing}"
 
     # 2. A failing command inside set-up says what failed and where.
@@ -53,7 +41,7 @@ nf_suite_checkout() {
     sed -i "${line}a\\    false  # injected by suite checkout" "$copy/scripts/lib/qemu.sh"
     out=$(env -u NF_BUILD "$copy/scripts/nfabric" setup 2>&1); st=$?
     echo "# $out"
-    nf_co_ok "$([ "$st" != 0 ] && grep -qF "\"false\" failed with status 1 at $copy/scripts/lib/qemu.sh:$((line + 1)) (in nf_setup_main)" <<<"$out" && echo 0 || echo 1)" \
+    nf_tap "$([ "$st" != 0 ] && grep -qF "\"false\" failed with status 1 at $copy/scripts/lib/qemu.sh:$((line + 1)) (in nf_setup_main)" <<<"$out" && echo 0 || echo 1)" \
         "a failing command in set-up is reported with its text, status, file and line (status $st)"
     sed -i '/# injected by suite checkout$/d' "$copy/scripts/lib/qemu.sh"
 
@@ -65,7 +53,7 @@ nf_suite_checkout() {
         d=$(nf_newest_dir "$NF_CACHE/qemu" "qemu-10.0*")
         f=$(nf_newest_file "$NF_CACHE/debs" "linux-image-*.deb")
         echo "survived:[$d][$f]"' sh "$copy" 2>&1); st=$?
-    nf_co_ok "$([ "$st" = 0 ] && [ "$out" = "survived:[][]" ] && echo 0 || echo 1)" \
+    nf_tap "$([ "$st" = 0 ] && [ "$out" = "survived:[][]" ] && echo 0 || echo 1)" \
         "looking up a download cache that does not exist yet returns nothing and goes on ($out)"
 
     # 4. A --hostfs guest started from the copy sees the copy: a script and
@@ -85,14 +73,14 @@ nf_suite_checkout() {
         > "$log.out" 2>&1
     st=$?
     [ -f "$log" ] || { sed 's/^/# vm: /' "$log.out"; : > "$log"; }
-    nf_co_ok "$(tr -d '\r' < "$log" | grep -qx "HOSTFS-SH-OK marker-$$" && echo 0 || echo 1)" \
+    nf_tap "$(tr -d '\r' < "$log" | grep -qx "HOSTFS-SH-OK marker-$$" && echo 0 || echo 1)" \
         "a --hostfs guest runs a script of the checkout under /root by its path with a space (vm status $st)"
-    nf_co_ok "$(tr -d '\r' < "$log" | grep -qx "HOSTFS-PY-OK marker-$$ /dev/shm/home" && echo 0 || echo 1)" \
+    nf_tap "$(tr -d '\r' < "$log" | grep -qx "HOSTFS-PY-OK marker-$$ /dev/shm/home" && echo 0 || echo 1)" \
         "the host's Python in that guest reads the checkout, with a writable HOME"
-    [ "$NF_CO_RC" = 0 ] || tr -d '\r' < "$log" | tail -20 | sed 's/^/# guest: /'
+    [ "$NF_TAP_FAILED" = 0 ] || tr -d '\r' < "$log" | tail -20 | sed 's/^/# guest: /'
 
     link=$(readlink "$copy/build" || true)
     [[ "$link" == /var/tmp/nfabric-build-* ]] && rm -rf "$link"
     rm -rf "$copy"
-    return "$NF_CO_RC"
+    return "$NF_TAP_FAILED"
 }

@@ -134,18 +134,6 @@ nf_lc_figures() {
     done
 }
 
-NF_LC_N=0
-NF_LC_FAILED=0
-nf_lc_ok() {    # COND-STATUS DESCRIPTION
-    NF_LC_N=$((NF_LC_N + 1))
-    if [ "$1" = 0 ]; then
-        echo "ok $NF_LC_N - $2"
-    else
-        echo "not ok $NF_LC_N - $2"
-        NF_LC_FAILED=$((NF_LC_FAILED + 1))
-    fi
-}
-
 # nf_lc_wait_for FILE REGEX COUNT SECONDS [PID]: wait until FILE has COUNT
 # lines matching REGEX; 1 on timeout or when PID died first.
 nf_lc_wait_for() {
@@ -216,8 +204,8 @@ nf_lc_guest_tap() {   # CONSOLE PREFIX
     local line
     while IFS= read -r line; do
         case "$line" in
-        "LC ok - "*) nf_lc_ok 0 "$2${line#LC ok - }" ;;
-        "LC not ok - "*) nf_lc_ok 1 "$2${line#LC not ok - }" ;;
+        "LC ok - "*) nf_tap 0 "$2${line#LC ok - }" ;;
+        "LC not ok - "*) nf_tap 1 "$2${line#LC not ok - }" ;;
         esac
     done < <(tr -d '\r' < "$1")
 }
@@ -257,9 +245,9 @@ nf_lc_migration() {
     nf_lc_start src mig-src cxl-neuron-fabric "$NF_LC_MEM" \
         "memory-backend-file,id=vmem0,share=on,mem-path=$s_mem,size=$NF_LC_CXL_MEM" \
         'nfabric-lifecycle-check migrate; rc=$?; nfabricctl info && nfabricctl windows || rc=1; exit $rc' \
-        -no-reboot "${NF_LC_RP1[@]}" || { nf_lc_ok 1 "source QEMU started"; return; }
+        -no-reboot "${NF_LC_RP1[@]}" || { nf_tap 1 "source QEMU started"; return; }
     if ! nf_lc_wait_for "$NF_LC_DIR/mig-src.log" '^LC-MIGRATE-READY' 1 120 "$src"; then
-        nf_lc_ok 1 "source guest runs the round (LC-MIGRATE-READY)"
+        nf_tap 1 "source guest runs the round (LC-MIGRATE-READY)"
         tail -20 "$NF_LC_DIR/mig-src.log" | sed 's/^/# /'
         return
     fi
@@ -267,7 +255,7 @@ nf_lc_migration() {
         "memory-backend-file,id=vmem0,share=on,mem-path=$d_mem,size=$NF_LC_CXL_MEM" \
         'echo the destination never boots this' \
         -no-reboot "${NF_LC_RP1[@]}" -S -incoming "unix:$NF_LC_DIR/mig.sock" ||
-        { nf_lc_ok 1 "destination QEMU started"; return; }
+        { nf_tap 1 "destination QEMU started"; return; }
     rc=0
     nf_lc_qmp "$NF_LC_DIR/mig-src.qmp" migrate "{\"uri\": \"unix:$NF_LC_DIR/mig.sock\"}" > /dev/null || rc=1
     status=""
@@ -279,13 +267,13 @@ nf_lc_migration() {
     done
     echo "# source query-migrate: $(cut -c1-400 <<<"$info")"
     [ "$status" = completed ] && rc=0 || rc=1
-    nf_lc_ok $rc "migration completed while the guest wrote (status ${status:-none}, source QEMU alive: no physmem assertion)"
+    nf_tap $rc "migration completed while the guest wrote (status ${status:-none}, source QEMU alive: no physmem assertion)"
     if [ $rc != 0 ]; then
         sed 's/^/# src: /' "$NF_LC_DIR/mig-src.err" | tail -5
         return
     fi
     st=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["ram"]["dirty-sync-count"])' <<<"$info")
-    nf_lc_ok "$([ "$st" -ge 2 ] && echo 0 || echo 1)" "precopy iterated while the guest ran (dirty-sync-count $st)"
+    nf_tap "$([ "$st" -ge 2 ] && echo 0 || echo 1)" "precopy iterated while the guest ran (dirty-sync-count $st)"
 
     # Both sides stopped: the device's state must be the same.
     src_fig=$(nf_lc_figures "$NF_LC_DIR/mig-src.qmp") || src_fig="(qom-get failed)"
@@ -293,34 +281,34 @@ nf_lc_migration() {
     src_gbw=$(sed -n 's/^stats-gbinary-writes=//p' <<<"$src_fig")
     echo "# source at switchover: $(grep -E 'stats-(fp32|gbinary)-writes' <<<"$src_fig" | tr '\n' ' ')"
     [ "$src_fig" = "$dst_fig" ] && [ "${src_gbw:-0}" -gt 0 ]
-    nf_lc_ok $? "every statistic and timing figure (${#NF_LC_FIGURES[@]}) equal on source and destination"
+    nf_tap $? "every statistic and timing figure (${#NF_LC_FIGURES[@]}) equal on source and destination"
     [ "$src_fig" = "$dst_fig" ] || diff <(echo "$src_fig") <(echo "$dst_fig") | sed 's/^/# /'
     src_pci=$(nf_lc_hmp "$NF_LC_DIR/mig-src.qmp" "info pci")
     dst_pci=$(nf_lc_hmp "$NF_LC_DIR/mig-dst.qmp" "info pci")
     [ -n "$src_pci" ] && [ "$src_pci" = "$dst_pci" ] && grep -q 'secondary bus 13' <<<"$dst_pci"
-    nf_lc_ok $? "PCI state equal on the destination: cxl-rp bus numbers and windows, device BARs (info pci)"
+    nf_tap $? "PCI state equal on the destination: cxl-rp bus numbers and windows, device BARs (info pci)"
     [ "$src_pci" = "$dst_pci" ] || diff <(echo "$src_pci") <(echo "$dst_pci") | head -20 | sed 's/^/# /'
     for r in pxb-cxl-host cxl-rp; do
         src_regs=$(nf_lc_cm_regs "$NF_LC_DIR/mig-src.qmp" "$r") || src_regs=""
         dst_regs=$(nf_lc_cm_regs "$NF_LC_DIR/mig-dst.qmp" "$r") || dst_regs=""
         [ -n "$src_regs" ] && [ "$src_regs" = "$dst_regs" ]
-        nf_lc_ok $? "$r: CXL.cache/mem registers (HDM decoders) equal on the destination"
+        nf_tap $? "$r: CXL.cache/mem registers (HDM decoders) equal on the destination"
         [ "$src_regs" = "$dst_regs" ] || diff <(echo "$src_regs") <(echo "$dst_regs") | head -10 | sed 's/^/# /'
     done
     cmp -s "$s_mem" "$d_mem"
-    nf_lc_ok $? "device memory byte-identical on source and destination ($NF_LC_CXL_MEM, cmp)"
+    nf_tap $? "device memory byte-identical on source and destination ($NF_LC_CXL_MEM, cmp)"
 
     nf_lc_qmp "$NF_LC_DIR/mig-src.qmp" quit > /dev/null 2>&1
     nf_lc_wait_exit "$src" 30
     rc=$?
-    nf_lc_ok $rc "source QEMU exited normally after the migration (status $rc)"
+    nf_tap $rc "source QEMU exited normally after the migration (status $rc)"
 
     # The destination runs on: the round continues there; then stop it.
     nf_lc_qmp "$NF_LC_DIR/mig-dst.qmp" cont > /dev/null
     sleep 3
     printf 'LCSTOP!!' | dd of="$d_mem" bs=1 seek=$((0x0fff0000)) conv=notrunc status=none
     if ! nf_lc_wait_for "$NF_LC_DIR/mig-dst.log" '^NFABRIC-EXIT=' 1 180 "$dst"; then
-        nf_lc_ok 1 "the guest finished on the destination"
+        nf_tap 1 "the guest finished on the destination"
         tail -20 "$NF_LC_DIR/mig-dst.log" | sed 's/^/# /'
         return
     fi
@@ -328,12 +316,12 @@ nf_lc_migration() {
     guest_gbw=$(tr -d '\r' < "$NF_LC_DIR/mig-dst.log" | sed -n 's/^LC iterations=.* gbinary-writes=//p')
     echo "# $(tr -d '\r' < "$NF_LC_DIR/mig-dst.log" | grep '^LC iterations=')"
     [ -n "$guest_gbw" ] && [ -n "$src_gbw" ] && [ "$guest_gbw" -gt "$src_gbw" ]
-    nf_lc_ok $? "the G-Binary round went on after the switchover (${src_gbw:-?} writes on the source, ${guest_gbw:-?} in all)"
+    nf_tap $? "the G-Binary round went on after the switchover (${src_gbw:-?} writes on the source, ${guest_gbw:-?} in all)"
     tr -d '\r' < "$NF_LC_DIR/mig-dst.log" | grep -q '^magic: \|^pci: ' &&
         tr -d '\r' < "$NF_LC_DIR/mig-dst.log" | grep -q '^NFABRIC-EXIT=0$'
-    nf_lc_ok $? "nfabricctl info/windows through the register block on the destination; guest exit 0"
+    nf_tap $? "nfabricctl info/windows through the register block on the destination; guest exit 0"
     nf_lc_wait_exit "$dst" 30
-    nf_lc_ok $? "destination QEMU exited normally"
+    nf_tap $? "destination QEMU exited normally"
 }
 
 # ---- 2. two warm resets in one run ----------------------------------------
@@ -344,23 +332,23 @@ nf_lc_reboots() {
     nf_lc_start vm reboot cxl-neuron-fabric 1G \
         "memory-backend-ram,id=vmem0,share=on,size=256M" \
         'nfabric-lifecycle-check boot; rc=$?; case $rc in 10) echo LC-REBOOTING; reboot -f; sleep 60 ;; 11) echo LC-RESET-ME; sleep 300 ;; esac; exit $rc' ||
-        { nf_lc_ok 1 "QEMU started"; return; }
+        { nf_tap 1 "QEMU started"; return; }
     if nf_lc_wait_for "$NF_LC_DIR/reboot.log" '^LC-RESET-ME' 1 180 "$vm"; then
         nf_lc_qmp "$NF_LC_DIR/reboot.qmp" system_reset > /dev/null
-        nf_lc_ok $? "QMP system_reset sent on the second boot"
+        nf_tap $? "QMP system_reset sent on the second boot"
     else
-        nf_lc_ok 1 "the guest rebooted itself and asked for system_reset (LC-RESET-ME)"
+        nf_tap 1 "the guest rebooted itself and asked for system_reset (LC-RESET-ME)"
     fi
     nf_lc_wait_for "$NF_LC_DIR/reboot.log" '^NFABRIC-EXIT=' 1 180 "$vm"
     nf_lc_guest_tap "$NF_LC_DIR/reboot.log" "guest: "
     n=$(tr -d '\r' < "$NF_LC_DIR/reboot.log" | grep -c '^NFABRIC-READY' || true)
     [ "$n" = 3 ] && ! tr -d '\r' < "$NF_LC_DIR/reboot.log" | grep -q 'NFABRIC-NOT-READY'
-    nf_lc_ok $? "region and dax came up on all 3 boots ($n NFABRIC-READY, no NOT-READY)"
+    nf_tap $? "region and dax came up on all 3 boots ($n NFABRIC-READY, no NOT-READY)"
     tr -d '\r' < "$NF_LC_DIR/reboot.log" | grep -E 'NFABRIC-(NOT-)?READY|^LC-BOOT|Range register' | sed 's/^/# /'
     tr -d '\r' < "$NF_LC_DIR/reboot.log" | grep -q '^NFABRIC-EXIT=0$'
-    nf_lc_ok $? "third boot finished its checks (exit 0)"
+    nf_tap $? "third boot finished its checks (exit 0)"
     nf_lc_wait_exit "$vm" 30
-    nf_lc_ok $? "QEMU exited normally"
+    nf_tap $? "QEMU exited normally"
 }
 
 # ---- 3. stock cxl-type3: the same QEMU code paths --------------------------
@@ -369,12 +357,12 @@ nf_lc_stock() {
     echo "# 3. stock cxl-type3: system_reset, then migration of a 2 GiB guest with 1 GiB of device memory"
     nf_lc_start vm stock cxl-type3 2G \
         "memory-backend-ram,id=vmem0,share=on,size=1G" 'sleep 300' ||
-        { nf_lc_ok 1 "QEMU started"; return; }
+        { nf_tap 1 "QEMU started"; return; }
     nf_lc_wait_for "$NF_LC_DIR/stock.log" '^NFABRIC-READY' 1 120 "$vm" &&
         nf_lc_qmp "$NF_LC_DIR/stock.qmp" system_reset > /dev/null &&
         nf_lc_wait_for "$NF_LC_DIR/stock.log" '^NFABRIC-(NOT-)?READY' 2 120 "$vm" &&
         [ "$(tr -d '\r' < "$NF_LC_DIR/stock.log" | grep -c '^NFABRIC-READY')" = 2 ]
-    nf_lc_ok $? "stock cxl-type3: region and dax again after system_reset"
+    nf_tap $? "stock cxl-type3: region and dax again after system_reset"
     nf_lc_qmp "$NF_LC_DIR/stock.qmp" migrate '{"uri": "exec:cat > /dev/null"}' > /dev/null
     status=""
     for ((i = 0; i < 600; i++)); do
@@ -384,11 +372,11 @@ nf_lc_stock() {
         sleep 0.2
     done
     [ "$status" = completed ]
-    nf_lc_ok $? "stock cxl-type3: migration of a 2 GiB guest completed (status ${status:-none})"
+    nf_tap $? "stock cxl-type3: migration of a 2 GiB guest completed (status ${status:-none})"
     [ "$status" = completed ] || sed 's/^/# /' "$NF_LC_DIR/stock.err" | tail -5
     nf_lc_qmp "$NF_LC_DIR/stock.qmp" quit > /dev/null 2>&1
     nf_lc_wait_exit "$vm" 30
-    nf_lc_ok $? "stock cxl-type3: QEMU exited normally"
+    nf_tap $? "stock cxl-type3: QEMU exited normally"
 }
 
 nf_suite_lifecycle() {
@@ -406,8 +394,8 @@ nf_suite_lifecycle() {
         nf_lc_reap
         nf_lc_stock
         nf_lc_reap
-        echo "1..$NF_LC_N"
+        echo "1..$NF_TAP_N"
         echo "# consoles and QEMU output: $NF_LC_DIR"
-        [ "$NF_LC_FAILED" = 0 ]
+        [ "$NF_TAP_FAILED" = 0 ]
     )
 }

@@ -55,6 +55,8 @@ nf_test_main() {
     for s in "${suites[@]}"; do
         nf_log "suite $s: ${NF_SUITE_DESC[$s]}"
         rc=0
+        # shellcheck disable=SC2034  # nf_tap's counters (common.sh)
+        NF_TAP_N=0 NF_TAP_FAILED=0
         "nf_suite_$s" > "$logdir/$s.log" 2>&1 || rc=$?
         p=$(grep -c '^ok ' "$logdir/$s.log" || true)
         f=$(grep -c '^not ok ' "$logdir/$s.log" || true)

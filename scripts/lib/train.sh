@@ -179,19 +179,6 @@ GP
 # ---- suite ---------------------------------------------------------------
 nf_register_suite 50 train "nfabric-train: host determinism and traffic, guest device run = host engine run"
 
-NF_TRAIN_T=0
-nf_train_tap() {   # COND-STATUS NAME...
-    local st=$1
-    shift
-    NF_TRAIN_T=$((NF_TRAIN_T + 1))
-    if [ "$st" = 0 ]; then
-        echo "ok $NF_TRAIN_T - $*"
-    else
-        echo "not ok $NF_TRAIN_T - $*"
-        NF_TRAIN_FAILED=1
-    fi
-}
-
 # Runs compared between the host (engine) and the guest (device).
 NF_TRAIN_CHECK_RUNS=(
     "fp32|--mode fp32"
@@ -206,17 +193,15 @@ NF_TRAIN_GUEST_ARGS="--workers 2 --batch 32 --steps 5 --hash-steps 5 --subset 20
 
 nf_suite_train() {
     local dir=$NF_BUILD/test-logs/train r name args a b k st
-    NF_TRAIN_T=0
-    NF_TRAIN_FAILED=0
     rm -rf "$dir"
     mkdir -p "$dir"
     nf_train_prepare
     [ -x "$NF_TRAIN_BIN" ] && [ -x "$NF_TRAIN_STATIC" ]
-    nf_train_tap $? "nfabric-train built for the host and the guest"
+    nf_tap $? "nfabric-train built for the host and the guest"
     ! readelf -l "$NF_TRAIN_STATIC" 2>/dev/null | grep -q INTERP
-    nf_train_tap $? "guest nfabric-train is a static binary"
+    nf_tap $? "guest nfabric-train is a static binary"
     "$NF_TRAIN_BIN" --has-embedded > "$dir/embedded.txt" 2>&1
-    nf_train_tap $? "embedded subset present ($(tr '\n' ' ' < "$dir/embedded.txt"))"
+    nf_tap $? "embedded subset present ($(tr '\n' ' ' < "$dir/embedded.txt"))"
 
     # Host determinism: the same seed twice gives the same hashes.
     local small="--subset 2000 --steps 20 --hash-steps 10 --test-subset 1000 --quiet"
@@ -232,40 +217,40 @@ nf_suite_train() {
         [ "$st" = 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] &&
             [ "$(nf_train_kv "$dir/host-$name-1.txt" weights_hash)" = \
               "$(nf_train_kv "$dir/host-$name-2.txt" weights_hash)" ]
-        nf_train_tap $? "host determinism $name: same seed twice, grad_hash $a = $b, same weights"
+        nf_tap $? "host determinism $name: same seed twice, grad_hash $a = $b, same weights"
     done
     # shellcheck disable=SC2086
     "$NF_TRAIN_BIN" $small --mode gbinary --seed 2 > "$dir/host-gbinary-seed2.txt" 2>&1
     a=$(nf_train_kv "$dir/host-gbinary-1.txt" grad_hash)
     b=$(nf_train_kv "$dir/host-gbinary-seed2.txt" grad_hash)
     [ -n "$b" ] && [ "$a" != "$b" ]
-    nf_train_tap $? "another seed gives another hash ($a vs $b)"
+    nf_tap $? "another seed gives another hash ($a vs $b)"
 
     # Traffic as the engine backend counted it.
     k=$dir/host-fp32-1.txt
     [ "$(nf_train_kv "$k" traffic_pct)" = 100.000 ] &&
         [ "$(nf_train_kv "$k" bytes_written_fp32)" = \
           "$(( $(nf_train_kv "$k" fp32_bytes_per_step) * 20 ))" ]
-    nf_train_tap $? "fp32 writes W x 4 bytes x params per step on the FP32 path"
+    nf_tap $? "fp32 writes W x 4 bytes x params per step on the FP32 path"
     nf_train_range() {   # FILE LO HI
         awk -v v="$(nf_train_kv "$1" traffic_pct)" -v lo="$2" -v hi="$3" \
             'BEGIN { exit !(v != "" && v >= lo && v <= hi) }'
     }
     nf_train_range "$dir/host-gbinary-1.txt" 3.1 3.2 &&
         [ "$(nf_train_kv "$dir/host-gbinary-1.txt" bytes_written_fp32)" = 0 ]
-    nf_train_tap $? "gbinary traffic $(nf_train_kv "$dir/host-gbinary-1.txt" traffic_pct)% of FP32, all on the G-Binary path"
+    nf_tap $? "gbinary traffic $(nf_train_kv "$dir/host-gbinary-1.txt" traffic_pct)% of FP32, all on the G-Binary path"
     nf_train_range "$dir/host-gternary-1.txt" 6.2 6.4
-    nf_train_tap $? "gternary traffic $(nf_train_kv "$dir/host-gternary-1.txt" traffic_pct)% of FP32 (codes + scales)"
+    nf_tap $? "gternary traffic $(nf_train_kv "$dir/host-gternary-1.txt" traffic_pct)% of FP32 (codes + scales)"
     nf_train_range "$dir/host-layeraware-1.txt" 3.5 3.8 &&
         [ "$(nf_train_kv "$dir/host-layeraware-1.txt" bytes_written_fp32)" -gt 0 ]
-    nf_train_tap $? "layeraware traffic $(nf_train_kv "$dir/host-layeraware-1.txt" traffic_pct)% of FP32 (head on FP32)"
+    nf_tap $? "layeraware traffic $(nf_train_kv "$dir/host-layeraware-1.txt" traffic_pct)% of FP32 (head on FP32)"
     awk -v a="$(nf_train_kv "$dir/host-fp32-1.txt" final_acc)" \
         -v b="$(nf_train_kv "$dir/host-gbinary-1.txt" final_acc)" 'BEGIN { exit !(a > 50 && b > 50) }'
-    nf_train_tap $? "20 steps learn: fp32 $(nf_train_kv "$dir/host-fp32-1.txt" final_acc)%, gbinary $(nf_train_kv "$dir/host-gbinary-1.txt" final_acc)%"
+    nf_tap $? "20 steps learn: fp32 $(nf_train_kv "$dir/host-fp32-1.txt" final_acc)%, gbinary $(nf_train_kv "$dir/host-gbinary-1.txt" final_acc)%"
 
     # Guest: the same runs through the device must give the same hashes.
     nf_train_guest "$dir"
-    return "$NF_TRAIN_FAILED"
+    return "$NF_TAP_FAILED"
 }
 
 nf_train_guest() {
@@ -284,8 +269,7 @@ nf_train_guest() {
     fi
     if [ -n "$why" ]; then
         # Not a skip: the suite exists to run this part.
-        NF_TRAIN_T=$((NF_TRAIN_T + 1))
-        echo "not ok $NF_TRAIN_T - guest run: $why"
+        nf_tap 1 "guest run: $why"
         return 1
     fi
     cmd="r() { n=\$1; shift; echo NFT-BEGIN \$n; nfabric-train --device $NF_TRAIN_GUEST_ARGS \"\$@\"; echo NFT-END \$n rc=\$?; };"
@@ -299,7 +283,7 @@ nf_train_guest() {
     done
     nf_log "train: guest run (console: $log)"
     nf_vm_main --quiet --log "$log" --timeout 600 --run "$cmd" >&2 || rc=$?
-    nf_train_tap "$rc" "guest runs exited 0 (vm status $rc)"
+    nf_tap "$rc" "guest runs exited 0 (vm status $rc)"
     for r in "${NF_TRAIN_CHECK_RUNS[@]}"; do
         name=${r%%|*}
         awk -v n="$name" '$0 == "NFT-BEGIN " n { on = 1; next }
@@ -311,7 +295,7 @@ nf_train_guest() {
         [ "$(nf_train_kv "$dir/guest-$name.txt" end)" = 0 ] || ok=0
         [ "$(nf_train_kv "$dir/guest-$name.txt" traffic_source)" = device-stats ] || ok=0
         [ -n "$h" ] && [ "$h" = "$g" ] || ok=0
-        nf_train_tap $((1 - ok)) "guest $name: device grad_hash $g = host engine $h (5 steps)"
+        nf_tap $((1 - ok)) "guest $name: device grad_hash $g = host engine $h (5 steps)"
         ok=1
         [ "$(nf_train_kv "$dir/ref-$name.txt" weights_hash)" = \
           "$(nf_train_kv "$dir/guest-$name.txt" weights_hash)" ] || ok=0
@@ -320,6 +304,6 @@ nf_train_guest() {
             [ -n "$(nf_train_kv "$dir/guest-$name.txt" $k)" ] &&
             [ "$(nf_train_kv "$dir/ref-$name.txt" $k)" = "$(nf_train_kv "$dir/guest-$name.txt" $k)" ] || ok=0
         done
-        nf_train_tap $((1 - ok)) "guest $name: same final weights; device statistics = engine byte counts (wrote $(nf_train_kv "$dir/guest-$name.txt" grad_bytes_per_step) B/step, $(nf_train_kv "$dir/guest-$name.txt" traffic_pct)% of FP32)"
+        nf_tap $((1 - ok)) "guest $name: same final weights; device statistics = engine byte counts (wrote $(nf_train_kv "$dir/guest-$name.txt" grad_bytes_per_step) B/step, $(nf_train_kv "$dir/guest-$name.txt" traffic_pct)% of FP32)"
     done
 }
