@@ -35,8 +35,9 @@
 //   G-Ternary w8   bits 4j+3:4j       (lanes 0 .. LANES/4-1)
 //
 // Pipeline (docs/rtl.md has the diagram); every stage ends in a register:
-//   S1 IN    register the line, its counters and its configuration
-//   S2 DEC   configuration check, mode decode, per-lane element expansion,
+//   S1 IN    register the line and its counters; check and decode the
+//            configuration on the way in (mode, T - 1)
+//   S2 DEC   per-lane element expansion,
 //            saturation detect (count at max/min), read-out comparators
 //            (> 0, = 0, >= T, <= -T), per-byte reserved-code counts
 //   S3 ADDL  low byte of every lane's add (carry out to S4); read-out
@@ -90,10 +91,26 @@ module nf_agg #(
     integer b1, b2, g1, g2;
 
     // ------------------------------------------------------------ S1 IN
+    // The configuration check, in nfabric_window_check_fields()'s order,
+    // is done on the way in: a few gates per line, registered with it, so
+    // that S2's lanes see decoded modes and T - 1 rather than the fields.
+    wire in_bin  = i_path == PATH_GBINARY;
+    wire in_ter  = i_path == PATH_GTERNARY;
+    wire in_w8   = i_width == 8'd8;
+    wire in_w16  = i_width == 8'd16;
+    wire in_thr_bad = i_thr == 32'd0 ||
+                      (in_w8 ? i_thr > 32'd127 : i_thr > 32'd32767);
+    wire [3:0] in_err = !(in_bin || in_ter) ? ERR_PATH :
+                        !(in_w8 || in_w16)  ? ERR_WIDTH :
+                        in_bin ? (i_tie > 4'd1 ? ERR_TIE : ERR_NONE) :
+                                 (in_thr_bad ? ERR_THRESHOLD : ERR_NONE);
+    wire in_ok = in_err == ERR_NONE;
+
     reg                 s1_valid, s1_write;
-    reg [3:0]           s1_path, s1_tie;
-    reg [7:0]           s1_width;
-    reg [31:0]          s1_thr;
+    reg [3:0]           s1_err;
+    reg                 s1_b16, s1_b8, s1_t16, s1_t8;   // modes, 0 if refused
+    reg                 s1_tie_pos;
+    reg [15:0]          s1_thr, s1_thr_m1;              // T, T - 1 (T <= 32767)
     reg [NB-1:0]        s1_be;
     reg [LANES-1:0]     s1_data;
     reg [LANES*16-1:0]  s1_cnt;
@@ -104,41 +121,36 @@ module nf_agg #(
             s1_valid <= 1'b0;
         else
             s1_valid <= i_valid;
-        s1_write <= i_write;
-        s1_path  <= i_path;
-        s1_width <= i_width;
-        s1_tie   <= i_tie;
-        s1_thr   <= i_thr;
-        s1_be    <= i_be;
-        s1_data  <= i_data;
-        s1_cnt   <= i_cnt;
-        s1_tag   <= i_tag;
+        s1_write   <= i_write;
+        s1_err     <= in_err;
+        s1_b16     <= in_ok & in_bin & in_w16;
+        s1_b8      <= in_ok & in_bin & in_w8;
+        s1_t16     <= in_ok & in_ter & in_w16;
+        s1_t8      <= in_ok & in_ter & in_w8;
+        s1_tie_pos <= i_tie[0];
+        s1_thr     <= i_thr[15:0];
+        s1_thr_m1  <= i_thr[15:0] - 16'd1;
+        s1_be      <= i_be;
+        s1_data    <= i_data;
+        s1_cnt     <= i_cnt;
+        s1_tag     <= i_tag;
     end
 
     // ----------------------------------------------------------- S2 DEC
-    // The configuration check, in nfabric_window_check_fields()'s order.
-    wire is_bin  = s1_path == PATH_GBINARY;
-    wire is_ter  = s1_path == PATH_GTERNARY;
-    wire w8      = s1_width == 8'd8;
-    wire w16     = s1_width == 8'd16;
-    wire thr_bad = s1_thr == 32'd0 ||
-                   (w8 ? s1_thr > 32'd127 : s1_thr > 32'd32767);
-    wire [3:0] err = !(is_bin || is_ter) ? ERR_PATH :
-                     !(w8 || w16)        ? ERR_WIDTH :
-                     is_bin ? (s1_tie > 4'd1 ? ERR_TIE : ERR_NONE) :
-                              (thr_bad ? ERR_THRESHOLD : ERR_NONE);
-    wire ok   = err == ERR_NONE;
+    wire [3:0] err = s1_err;
+    wire ok    = err == ERR_NONE;
     // Modes (one-hot when ok): which lanes hold which elements.
-    wire m_b16 = ok & is_bin & w16;
-    wire m_b8  = ok & is_bin & w8;
-    wire m_t16 = ok & is_ter & w16;
-    wire m_t8  = ok & is_ter & w8;
+    wire m_b16 = s1_b16;
+    wire m_b8  = s1_b8;
+    wire m_t16 = s1_t16;
+    wire m_t8  = s1_t8;
+    wire is_ter = m_t16 | m_t8;
     wire wide  = m_b16 | m_t16;             // one 16-bit counter per lane
     wire upd   = ok & s1_write;             // counters change
     wire rd    = ok & ~s1_write;            // read-out produced
-    wire       tie_pos = s1_tie[0];
-    wire [15:0] thr    = s1_thr[15:0];      // <= 32767 when ok
-    wire [15:0] thr_m1 = s1_thr[15:0] - 16'd1;
+    wire       tie_pos = s1_tie_pos;
+    wire [15:0] thr    = s1_thr;
+    wire [15:0] thr_m1 = s1_thr_m1;
 
     reg                 s2_valid, s2_write, s2_wide;
     reg [3:0]           s2_err;
