@@ -251,11 +251,21 @@ nf_lc_migration() {
         tail -20 "$NF_LC_DIR/mig-src.log" | sed 's/^/# /'
         return
     fi
+    rm -f "$NF_LC_DIR/mig.sock"
     nf_lc_start dst mig-dst cxl-neuron-fabric "$NF_LC_MEM" \
         "memory-backend-file,id=vmem0,share=on,mem-path=$d_mem,size=$NF_LC_CXL_MEM" \
         'echo the destination never boots this' \
         -no-reboot "${NF_LC_RP1[@]}" -S -incoming "unix:$NF_LC_DIR/mig.sock" ||
         { nf_tap 1 "destination QEMU started"; return; }
+    # QEMU listens for the incoming migration only once the machine is
+    # made, well after its QMP socket appears (seconds on a busy machine).
+    for ((i = 0; i < 300; i++)); do
+        [ -S "$NF_LC_DIR/mig.sock" ] && break
+        kill -0 "$dst" 2>/dev/null || break
+        sleep 0.1
+    done
+    [ -S "$NF_LC_DIR/mig.sock" ] ||
+        { nf_tap 1 "destination QEMU listens on $NF_LC_DIR/mig.sock (30 s)"; return; }
     rc=0
     nf_lc_qmp "$NF_LC_DIR/mig-src.qmp" migrate "{\"uri\": \"unix:$NF_LC_DIR/mig.sock\"}" > /dev/null || rc=1
     status=""
