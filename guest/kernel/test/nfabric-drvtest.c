@@ -15,6 +15,8 @@
  *              whose argument is the register mapping; the device answers
  *   priv       every operation as root and as uid 65534 on a node opened
  *              to it: EPERM where docs/driver.md's privilege model says so
+ *   fuzz       every ioctl with random arguments and bad pointers: 0 or a
+ *              documented errno, nothing the device refuses
  *   exec       code in device memory rewritten through an FP32 window (a
  *              trapped write) runs new once the window is disabled
  *   concurrent several openers and concurrent ioctls on one window
@@ -1221,6 +1223,122 @@ static void t_mmap(int fd, const char *name)
     check(rc == 0, "nfabricctl info runs (status %d)", rc);
 }
 
+/* ---- random arguments ---------------------------------------------- */
+
+static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd64(void)
+{
+    rnd_state ^= rnd_state << 13;
+    rnd_state ^= rnd_state >> 7;
+    rnd_state ^= rnd_state << 17;
+    return rnd_state;
+}
+
+/*
+ * Every ioctl (and two unknown ones) with random arguments: random bytes,
+ * often with the right size and no flags so that the checks further in
+ * are reached, sometimes a bad pointer (NULL, unmapped, a kernel address,
+ * a buffer ending at an unmapped page).  Each call returns 0 or a
+ * documented errno, never EIO (the device refusing what the driver
+ * accepted), and the device refuses no register write; windows left
+ * enabled are disabled after.  Then calls whose argument is the register
+ * mapping itself (the device counts the copy's byte reads of its
+ * registers as errors: not the driver's).
+ */
+static void t_fuzz(int fd)
+{
+    static const unsigned long cmds[] = {
+        NFABRIC_IOC_INFO, NFABRIC_IOC_WIN_SET, NFABRIC_IOC_WIN_GET,
+        NFABRIC_IOC_WIN_DISABLE, NFABRIC_IOC_WIN_CLEAR, NFABRIC_IOC_STATS,
+        NFABRIC_IOC_TIMING, NFABRIC_IOC_ROUND_GET, NFABRIC_IOC_ROUND_COMPLETE,
+        NFABRIC_IOC_ROUND_WAIT, _IOWR(NFABRIC_IOC_MAGIC, 0x0b, struct nfabric_ioc_window),
+        _IOWR(NFABRIC_IOC_MAGIC, 0x01, struct nfabric_ioc_round),
+    };
+    enum { ITER = 4000 };
+    unsigned counts[8] = { 0 }, bad = 0, ok = 0;
+    uint8_t *page = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *regs = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+    struct nfabric_ioc_stats st0, st;
+
+    if (!check(page != MAP_FAILED && regs != MAP_FAILED, "fuzz: buffers mapped")) {
+        return;
+    }
+    munmap(page + 4096, 4096);          /* a buffer may end at an unmapped page */
+    disable_all(fd, info.num_windows);
+    stats(fd, NFABRIC_STATS_F_CLEAR_ERRORS, &st0);
+    for (unsigned n = 0; n < ITER; n++) {
+        unsigned long cmd = cmds[rnd64() % (sizeof(cmds) / sizeof(cmds[0]))];
+        size_t sz = _IOC_SIZE(cmd);
+        uint8_t *buf = page + 4096 - sz;
+        uint64_t r = rnd64();
+        void *arg = buf;
+        int rc;
+
+        for (size_t k = 0; k < sz; k++) {
+            buf[k] = (uint8_t)rnd64();
+        }
+        if (r & 1) {
+            uint32_t hdr[2] = { (uint32_t)sz, 0 };
+
+            memcpy(buf, hdr, sizeof(hdr));
+            /* Mostly zeroes after the header, a few random fields. */
+            for (size_t k = 8; k < sz; k++) {
+                buf[k] = (r >> 8) & 1 ? buf[k] & -(uint8_t)((rnd64() & 7) == 0) : buf[k];
+            }
+        }
+        if (cmd == NFABRIC_IOC_ROUND_WAIT) {
+            struct nfabric_ioc_round q;
+
+            memcpy(&q, buf, sizeof(q));
+            q.timeout_ms %= 3;          /* short waits only */
+            memcpy(buf, &q, sizeof(q));
+        }
+        switch ((r >> 16) % 16) {
+        case 0: arg = NULL; break;
+        case 1: arg = page + 4096; break;                          /* unmapped */
+        case 2: arg = (void *)(uintptr_t)0xffff888000000000ull; break;  /* kernel */
+        case 3: arg = buf + 1; break;                              /* runs off the end */
+        default: break;
+        }
+        rc = xioctl(fd, cmd, arg);
+        switch (-rc) {
+        case 0: counts[0]++; ok++; break;
+        case EINVAL: counts[1]++; break;
+        case EFAULT: counts[2]++; break;
+        case ENOTTY: counts[3]++; break;
+        case ERANGE: case EBUSY: case EXDEV: counts[4]++; break;
+        case ENOENT: case ESTALE: case ETIMEDOUT: case EOPNOTSUPP: counts[5]++; break;
+        default:
+            if (bad++ < 5) {
+                printf("# fuzz: call %u, command 0x%lx: %s\n", n, cmd, strerror(-rc));
+            }
+        }
+    }
+    check(bad == 0, "fuzz: %u random calls: %u returned 0, %u EINVAL, %u EFAULT, %u ENOTTY, "
+          "%u ERANGE/EBUSY/EXDEV, %u round errors, %u anything else (EIO would be the "
+          "device refusing what the driver accepted)", ITER, counts[0], counts[1], counts[2],
+          counts[3], counts[4], counts[5], bad);
+    disable_all(fd, info.num_windows);
+    stats(fd, 0, &st);
+    check(st.error_count == st0.error_count && st.enabled_mask == 0,
+          "fuzz: the device refused no register write the driver made (error_count %u), "
+          "nothing left enabled", st.error_count);
+    bad = 0;
+    for (unsigned n = 0; n < 200; n++) {
+        unsigned long cmd = cmds[n % (sizeof(cmds) / sizeof(cmds[0]))];
+        int rc = xioctl(fd, cmd, regs);
+
+        bad += rc != -EINVAL && rc != -ENOTTY;
+    }
+    check(bad == 0, "fuzz: 200 calls whose argument is the register mapping: EINVAL (size "
+          "is MAGIC) or ENOTTY, %u other", bad);
+    stats(fd, NFABRIC_STATS_F_CLEAR_ERRORS, &st);
+    munmap(page, 4096);
+    munmap(regs, 4096);
+    (void)ok;
+}
+
 /* ---- privileges ------------------------------------------------------ */
 
 enum { OP_INFO, OP_WIN_GET, OP_STATS, OP_TIMING, OP_ROUND_GET, OP_SYSFS_READ,
@@ -1690,7 +1808,7 @@ int main(int argc, char **argv)
             only = argv[++i];
         } else {
             fprintf(stderr, "usage: nfabric-drvtest [--only info,window,stats,round,badarg,"
-                    "mmap,priv,exec,concurrent,unbind,reload,dmesg,sysram,interleave,"
+                    "mmap,priv,fuzz,exec,concurrent,unbind,reload,dmesg,sysram,interleave,"
                     "multihost]\n");
             return 2;
         }
@@ -1723,6 +1841,9 @@ int main(int argc, char **argv)
     }
     if (want("priv")) {
         t_priv(fd, name);
+    }
+    if (want("fuzz")) {
+        t_fuzz(fd);
     }
     if (want("exec")) {
         t_exec(fd);
