@@ -113,27 +113,16 @@ nf_rtl_harness() {
     echo "$dir/nf_agg_tb"
 }
 
-# nf_rtl_tap OK TEXT: one TAP line (numbers are not needed by the runner).
-nf_rtl_n=0
-nf_rtl_tap() {
-    nf_rtl_n=$((nf_rtl_n + 1))
-    if [ "$1" = 0 ]; then
-        echo "ok $nf_rtl_n - $2"
-    else
-        echo "not ok $nf_rtl_n - $2"
-    fi
-}
-
-# nf_rtl_run TB ARGS...: run the harness; its TAP lines, renumbered, on
-# stdout; status non-zero if it failed.
+# nf_rtl_run TB ARGS...: run the harness; its TAP lines, renumbered by
+# nf_tap, on stdout; status non-zero if it failed.
 nf_rtl_run() {
     local tb=$1 rc=0 out line
     shift
     out=$("$tb" "$@" 2>&1) || rc=$?
     while IFS= read -r line; do
         case $line in
-        "ok "*) nf_rtl_n=$((nf_rtl_n + 1)); echo "ok $nf_rtl_n - ${line#* - }" ;;
-        "not ok "*) nf_rtl_n=$((nf_rtl_n + 1)); echo "not ok $nf_rtl_n - ${line#* - }" ;;
+        "ok "*) nf_tap 0 "${line#* - }" ;;
+        "not ok "*) nf_tap 1 "${line#* - }" ;;
         *) echo "$line" ;;
         esac
     done <<< "$out"
@@ -171,17 +160,17 @@ nf_rtl_depth_checks() {
         "$NF_ROOT/include/hw/mem/nfabric_timing.h")
     grep -A1 '"datapath-depth", CXLNFabricState' "$NF_ROOT/hw/mem/nfabric/cxl_nfabric.c" |
         grep -q NFABRIC_T_DEFAULT_DEPTH
-    nf_rtl_tap $? "cxl_nfabric.c: the datapath-depth property defaults to NFABRIC_T_DEFAULT_DEPTH ($d)"
+    nf_tap $? "cxl_nfabric.c: the datapath-depth property defaults to NFABRIC_T_DEFAULT_DEPTH ($d)"
     [ "$d" = "$lat" ]
-    nf_rtl_tap $? "nfabric_timing.h: NFABRIC_T_DEFAULT_DEPTH ($d) = the RTL's measured latency ($lat)"
+    nf_tap $? "nfabric_timing.h: NFABRIC_T_DEFAULT_DEPTH ($d) = the RTL's measured latency ($lat)"
     grep -q "^| datapath depth D | \`datapath-depth\` | $lat cycles |" "$NF_ROOT/docs/timing.md" &&
         grep -q "^| \`datapath-depth\` | $lat |" "$NF_ROOT/README.md"
-    nf_rtl_tap $? "docs/timing.md and README.md give the default depth as $lat"
+    nf_tap $? "docs/timing.md and README.md give the default depth as $lat"
     if [ -x "$NF_QEMU_BIN" ]; then
         d=$("$NF_QEMU_BIN" -device cxl-neuron-fabric,help 2>/dev/null |
             sed -n 's/.*datapath-depth=.*(default: \([0-9]*\)).*/\1/p')
         [ "$d" = "$lat" ]
-        nf_rtl_tap $? "the built QEMU's cxl-neuron-fabric datapath-depth default (${d:-none}) = $lat"
+        nf_tap $? "the built QEMU's cxl-neuron-fabric datapath-depth default (${d:-none}) = $lat"
     fi
 }
 
@@ -193,14 +182,14 @@ nf_rtl_mutant() {
     mkdir -p "$NF_RTL_BUILD/mutants"
     sed "$expr" "$NF_RTL_DIR/nf_agg.v" > "$NF_RTL_BUILD/mutants/$name.v"
     if cmp -s "$NF_RTL_DIR/nf_agg.v" "$NF_RTL_BUILD/mutants/$name.v"; then
-        nf_rtl_tap 1 "mutant $name: the change ($expr) no longer applies to nf_agg.v"
+        nf_tap 1 "mutant $name: the change ($expr) no longer applies to nf_agg.v"
         return 0
     fi
     tb=$(nf_rtl_harness "mut-$name" 8 "$NF_RTL_BUILD/mutants/$name.v")
     out=$("$tb" "$@" 2>&1) || rc=$?
     printf '%s\n' "$out" | grep '^# MISMATCH' | head -n 1 | sed 's/^/# mutant: /'
     [ "$rc" != 0 ] && printf '%s\n' "$out" | grep -q '^# MISMATCH'
-    nf_rtl_tap $? "mutant $name ($expr) is caught by the harness"
+    nf_tap $? "mutant $name ($expr) is caught by the harness"
 }
 
 # nf_rtl_yosys DIR NAME SCRIPT: run yosys quietly in DIR, with copies of
@@ -242,15 +231,15 @@ nf_suite_rtl() {
     for l in 512 64 16; do
         out=$(verilator --lint-only -Wall -Wno-UNUSEDSIGNAL -GLANES=$l \
               "$NF_RTL_DIR/nf_agg.v" --top-module nf_agg 2>&1)
-        nf_rtl_tap $? "verilator --lint-only -Wall: nf_agg, $l lanes, no warning"
+        nf_tap $? "verilator --lint-only -Wall: nf_agg, $l lanes, no warning"
         [ -z "$out" ] || printf '%s\n' "$out" | head -n 20 | sed 's/^/# /'
     done
     out=$(verilator --lint-only -Wall -Wno-UNUSEDSIGNAL "$NF_RTL_DIR/nf_agg_wrap.v" \
           "$NF_RTL_DIR/nf_agg.v" --top-module nf_agg_wrap 2>&1)
-    nf_rtl_tap $? "verilator --lint-only -Wall: nf_agg_wrap"
+    nf_tap $? "verilator --lint-only -Wall: nf_agg_wrap"
     [ -z "$out" ] || printf '%s\n' "$out" | head -n 20 | sed 's/^/# /'
     iverilog -g2005 -o /dev/null "$NF_RTL_DIR/nf_agg.v" "$NF_RTL_DIR/nf_agg_wrap.v" 2>&1 | sed 's/^/# /'
-    nf_rtl_tap "${PIPESTATUS[0]}" "iverilog -g2005 (Verilog-2005, no SystemVerilog) accepts hw/rtl/*.v"
+    nf_tap "${PIPESTATUS[0]}" "iverilog -g2005 (Verilog-2005, no SystemVerilog) accepts hw/rtl/*.v"
 
     # The full 512-bit datapath against the engine.
     tb=$(nf_rtl_harness full 512)
@@ -294,7 +283,7 @@ nf_suite_rtl() {
     # Every lane's 16-bit counter crosses 5 register stages, the wrapper's
     # shift register holds the inputs: at least 16 * 16 * 5 flip-flops.
     [ "$rc2" = 0 ] && [ "$luts" -gt 16 ] && [ "$ffs" -ge $((16 * 16 * 5)) ]
-    nf_rtl_tap $? "yosys synth_ice40 + check -assert: 16-lane wrapped datapath synthesizes ($luts LUTs, $ffs FFs)"
+    nf_tap $? "yosys synth_ice40 + check -assert: 16-lane wrapped datapath synthesizes ($luts LUTs, $ffs FFs)"
 
     echo "# suite rtl took $(( $(date +%s) - t0 )) s"
     return $rc
