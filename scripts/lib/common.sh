@@ -20,12 +20,36 @@ if [ -z "${NF_BUILD:-}" ]; then
     *) NF_BUILD=$NF_ROOT/build ;;
     esac
 fi
+# The versions every command uses (docs/versions.md): NFABRIC_QEMU, the QEMU
+# line the device is built on, and NFABRIC_KERNEL, the guest kernel's line.
+# The default pair builds in NF_BUILD as it always has; any other pair in
+# NF_BUILD/qQEMU-kKERNEL, so that switching rebuilds neither.
+NF_QEMU_LINE=${NFABRIC_QEMU:-10.0}
+NF_KERNEL_LINE=${NFABRIC_KERNEL:-6.12}
+case $NF_QEMU_LINE in
+10.0|10.2|11.1) ;;
+*) printf 'nfabric: error: NFABRIC_QEMU=%s: the supported QEMU lines are 10.0 (default), 10.2 and 11.1\n' "$NF_QEMU_LINE" >&2; exit 2 ;;
+esac
+case $NF_KERNEL_LINE in
+6.12|7.2) ;;
+*) printf 'nfabric: error: NFABRIC_KERNEL=%s: the supported guest kernel lines are 6.12 (default) and 7.2\n' "$NF_KERNEL_LINE" >&2; exit 2 ;;
+esac
+NF_BUILD_BASE=$NF_BUILD
+if [ "$NF_QEMU_LINE-$NF_KERNEL_LINE" != 10.0-6.12 ]; then
+    NF_PAIR=q$NF_QEMU_LINE-k$NF_KERNEL_LINE
+    # A child command given NF_BUILD of this pair keeps it.
+    case $NF_BUILD in
+    */"$NF_PAIR") NF_BUILD_BASE=${NF_BUILD%/*} ;;
+    *) NF_BUILD=$NF_BUILD/$NF_PAIR ;;
+    esac
+fi
 # Downloads (QEMU source package, Debian .debs) survive `rm -rf build`.
 NF_CACHE=${NF_CACHE:-/var/cache/nfabric}
 NF_QEMU_SRC=$NF_BUILD/qemu-src
 NF_QEMU_BUILD=$NF_BUILD/qemu-build
 NF_QEMU_BIN=$NF_QEMU_BUILD/qemu-system-x86_64
-NF_HOST_BUILD=$NF_BUILD/host
+# The host programs do not depend on the pair: one build for all.
+NF_HOST_BUILD=$NF_BUILD_BASE/host
 NF_FIRMWARE=(-L /usr/share/seabios -L /usr/share/qemu)
 
 nf_log() { printf '[nfabric] %s\n' "$*" >&2; }

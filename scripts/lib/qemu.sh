@@ -31,6 +31,9 @@ NF_QEMU_LINKS=(
 # The project's changes to QEMU's own files, one patch per logical change,
 # applied in file-name order (docs/device.md lists them).
 NF_QEMU_PATCHES=$NF_ROOT/qemu-patches
+# Another QEMU line (NFABRIC_QEMU, docs/versions.md) has its own series.
+# shellcheck disable=SC2153  # NF_QEMU_LINE is common.sh's, not a misspelling
+[ "$NF_QEMU_LINE" = 10.0 ] || NF_QEMU_PATCHES=$NF_ROOT/qemu-patches/$NF_QEMU_LINE
 # Records, in the source tree, what it was made from and which patches are
 # applied (one "sha256  name" line each, in order).  A tree without it was
 # made by an older setup that edited files in place: it is made again.
@@ -41,6 +44,10 @@ NF_QEMU_TREE_FORMAT="nfabric-qemu-tree 2"
 # NF_QEMU_CACHED.
 nf_qemu_cached_source() {
     local dir
+    if [ "$NF_QEMU_LINE" != 10.0 ]; then
+        nf_versions_qemu_source
+        return 0
+    fi
     dir=$(nf_newest_dir "$NF_CACHE/qemu" 'qemu-10.0*')
     if [ -z "$dir" ]; then
         nf_need dpkg-dev
@@ -84,14 +91,14 @@ nf_qemu_apply() {
     local p=$1 name=${1##*/} out
     if ! out=$(patch -d "$NF_QEMU_SRC" -p1 --forward --batch --dry-run < "$p" 2>&1); then
         printf '%s\n' "$out" >&2
-        nf_die "QEMU patch $name does not apply to $NF_QEMU_SRC (QEMU's source changed, or the patch is wrong); fix qemu-patches/$name"
+        nf_die "QEMU patch $name does not apply to $NF_QEMU_SRC (QEMU's source changed, or the patch is wrong); fix ${p#"$NF_ROOT"/}"
     fi
     out=$(patch -d "$NF_QEMU_SRC" -p1 --forward --batch --no-backup-if-mismatch < "$p" 2>&1) || {
         printf '%s\n' "$out" >&2
         nf_die "applying QEMU patch $name failed after a clean dry run"
     }
     sha256sum "$p" | awk -v n="$name" '{ print $1 "  " n }' >> "$NF_QEMU_SRC/$NF_QEMU_STAMP_NAME"
-    nf_log "applied qemu-patches/$name"
+    nf_log "applied ${p#"$NF_ROOT"/}"
 }
 
 # Bring $NF_QEMU_SRC to "Debian's source + the series": nothing to do when
@@ -100,7 +107,7 @@ nf_qemu_apply() {
 nf_qemu_prepare() {
     local cached want have stamp reason="" p i done_n
     compgen -G "$NF_QEMU_PATCHES/*.patch" > /dev/null ||
-        nf_die "no QEMU patches in $NF_QEMU_PATCHES"
+        nf_die "no QEMU patches in $NF_QEMU_PATCHES (no series for QEMU $NF_QEMU_LINE yet)"
     nf_qemu_cached_source
     cached=$NF_QEMU_CACHED
     want=$(nf_qemu_series "$(basename "$cached")")
