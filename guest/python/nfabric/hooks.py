@@ -16,13 +16,44 @@ Modes (docs/pytorch.md):
   tensor, element i is sign(g_i) with probability |g_i| / s, else 0; codes
   into a G-Ternary window, s into an FP32 slot; every rank reads the gated
   sum (+1, 0, -1 where |sum| >= threshold) times the mean scale.
-* ``layer_aware``: the chosen parameters (by default the classifier head,
-  the last nn.Linear) on FP32, the rest low-bit (``low``: gbinary or
-  gternary).
+* ``layer_aware``: some layers on FP32, the rest low-bit (``low``: gbinary
+  or gternary).  Which ones (``admission``):
+
+  - ``"sensitivity"`` (the default): measured.  The first ``probe`` steps
+    (5 by default, at least ``warmup``) run every layer on FP32; every rank
+    reads every rank's gradients then, and computes for each layer (the
+    parameters of one module) the G-Binary aggregate those gradients would
+    have given (majority sign times the mean of the ranks' mean |g|) and
+    its squared distance from the FP32 mean, summed over the probe steps.
+    Layers are then kept on FP32 greedily by that error per element (the
+    error a byte of FP32 traffic removes) while the job's traffic stays
+    within ``budget_pct`` percent of FP32 (low-bit layers cost 1/32,
+    G-Ternary 1/16); the rest are admitted to the low-bit path.  This is
+    L-GreCo's layer-wise selection (Markov et al., "L-GreCo: Layerwise-
+    adaptive gradient compression for efficient data-parallel deep
+    learning", MLSys 2024: per-layer compression error measured during
+    training, a knapsack under a size budget) with two choices per layer.
+    Every rank computes it from the same reads: the same set everywhere.
+  - ``"last_linear"``: the fixed rule, the last nn.Linear (the head).
+  - ``fp32_params=[...]``: an explicit list.
 
 Options as PowerSGD's: ``warmup`` steps of full precision first
-(``start_powerSGD_iter``), ``error_feedback`` (the compression error of a
-tensor is added to its next gradient).
+(``start_powerSGD_iter``), and ``error_feedback``:
+
+* ``"worker"`` (or True): each rank adds its own compression error (its
+  gradient minus what its compressor sent, at the compressor's own scale:
+  mean |g| for G-Binary, max |g| for G-Ternary) to its next gradient
+  (EF-SignSGD, Karimireddy et al. 2019).  It corrects the rank's compressor,
+  not the majority vote or the gate, whose error it never sees.
+* ``"server"``: the error of the aggregate.  Every rank reads the window's
+  per-element counts (the signed sum of the ranks' signs or codes, from the
+  counter area) and the scales, so every rank computes the same count
+  estimate a = scale * count / world of the mean of the compressed
+  gradients and the same read-out error e = a - read-out; the hook returns
+  read-out + the previous step's e (DoubleSqueeze, Tang et al. 2019, with the
+  device's vote as the server's compressor).  Identical on every rank: it
+  is computed from what every rank reads.
+* ``"both"``: the two.
 
 Layout: every parameter has fixed element ranges in the job's windows
 (padded to 512 elements), so buckets map to window ranges once, whatever
@@ -69,11 +100,65 @@ def default_fp32_params(model):
     return list(last.parameters()) if last is not None else []
 
 
+class Admission:
+    """The sensitivity admission of layer_aware (see the module's text)."""
+
+    def __init__(self, named, world, budget_pct, low):
+        self.world, self.budget_pct, self.low = world, budget_pct, low
+        self.layers = {}                # module name -> [param indices]
+        self.size = {}
+        for idx, (name, p) in enumerate(named):
+            layer = name.rsplit(".", 1)[0] if "." in name else name
+            self.layers.setdefault(layer, []).append(idx)
+            self.size[idx] = p.numel()
+        self.ptr = {idx: p.data_ptr() for idx, (_, p) in enumerate(named)}
+        self.err = {}                   # param index -> summed squared error
+        self.agree = {}                 # param index -> [mean |count| / world]
+        self.decided = False
+        self.fp32_layers = []
+        self.report = []
+
+    def observe(self, idx, err, agreement):
+        self.err[idx] = self.err.get(idx, 0.0) + err
+        self.agree.setdefault(idx, []).append(agreement)
+
+    def decide(self):
+        """The layers kept on FP32: greedy by error per element within the
+        budget.  Returns the data_ptrs of their parameters."""
+        total = sum(self.size.values())
+        low_cost = 1.0 / 32 if self.low == "gbinary" else 1.0 / 16
+        budget = self.budget_pct / 100.0 * total
+        used = low_cost * total
+        rows = []
+        for layer, idxs in self.layers.items():
+            n = sum(self.size[i] for i in idxs)
+            e = sum(self.err.get(i, 0.0) for i in idxs)
+            ag = [a for i in idxs for a in self.agree.get(i, [])]
+            rows.append((e / n if n else 0.0, layer, n, e,
+                         float(np.mean(ag)) if ag else 1.0))
+        rows.sort(key=lambda r: (-r[0], r[1]))
+        keep = set()
+        for density, layer, n, e, ag in rows:
+            extra = n * (1.0 - low_cost)
+            fp32 = e > 0 and used + extra <= budget
+            if fp32:
+                used += extra
+                self.fp32_layers.append(layer)
+                keep.update(self.ptr[i] for i in self.layers[layer])
+            self.report.append({"layer": layer, "params": n, "err": e,
+                                "err_per_param": density, "sign_agreement": ag,
+                                "fp32": fp32})
+        self.planned_pct = 100.0 * used / total if total else 0.0
+        self.decided = True
+        return keep
+
+
 class FabricJob:
     """One DDP job on the device: its windows, layout, rounds and state."""
 
     def __init__(self, dev, model, rank, world, mode="gbinary", low="gbinary",
                  fp32_params=None, warmup=0, error_feedback=False,
+                 admission="sensitivity", budget_pct=8.0, probe=5,
                  base=0x1000000, first_window=8, threshold=None, seed=0,
                  timeout_ms=_WAIT_MS):
         if mode not in MODES:
@@ -89,7 +174,17 @@ class FabricJob:
                                "%d-head device: one head per rank" %
                                (rank, world, heads.index, heads.count))
         self.mode, self.low, self.warmup = mode, low, warmup
+        if error_feedback is True:
+            error_feedback = "worker"
+        if error_feedback in (False, None, "off", "none"):
+            error_feedback = ""
+        if error_feedback not in ("", "worker", "server", "both"):
+            raise ValueError("error_feedback %r: off, worker, server or both"
+                             % (error_feedback,))
         self.error_feedback = error_feedback
+        self.ef_worker = error_feedback in ("worker", "both")
+        self.ef_server = error_feedback in ("server", "both")
+        self.server_residual = {}
         self.timeout_ms = timeout_ms
         self.threshold = threshold or max(1, (world + 1) // 2)
         self.width = 8 if world <= 127 else 16
@@ -97,7 +192,16 @@ class FabricJob:
         self.exchanges = 0
         self.residual = {}
         self.rng = np.random.default_rng(seed * 1000003 + rank)
-        params = [p for p in model.parameters() if p.requires_grad]
+        if admission not in ("sensitivity", "last_linear"):
+            raise ValueError("admission %r: sensitivity or last_linear" % (admission,))
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        params = [p for _, p in named]
+        self.names = {p.data_ptr(): n for n, p in named}
+        self.admission = None
+        if mode == "layer_aware" and fp32_params is None and admission == "sensitivity":
+            self.admission = Admission(named, world, budget_pct, low)
+            self.warmup = max(warmup, probe)
+            fp32_params = []
         fp32_ids = {p.data_ptr() for p in (default_fp32_params(model)
                                            if fp32_params is None else fp32_params)}
         # Fixed ranges: element offset and index of every parameter.
@@ -240,6 +344,7 @@ class FabricJob:
     def _path_of(self, fp32_param):
         if self.step < self.warmup or self.mode == "fp32":
             return "fp32"
+
         if self.mode == "layer_aware":
             return "fp32" if fp32_param else self.low
         return self.mode
@@ -247,13 +352,18 @@ class FabricJob:
     def exchange(self, tensors):
         """Aggregate [(param_key, grad ndarray float32)]: one round; returns
         the aggregated arrays in the same order."""
+        if (self.admission is not None and not self.admission.decided and
+                self.step >= self.warmup):
+            keep = self.admission.decide()
+            for k, (off, n, idx, _) in list(self.layout.items()):
+                self.layout[k] = (off, n, idx, k in keep)
         s, fpw, seq = self._begin()
         plan = []
         for key, g in tensors:
             off, n, idx, fp32p = self.layout[key]
             path = self._path_of(fp32p)
             g = g.astype(np.float32, copy=False)
-            if path != "fp32" and self.error_feedback:
+            if path != "fp32" and self.ef_worker:
                 g = g + self.residual.get(key, 0)
             plan.append((key, g, off, n, idx, path))
             self._write(s, g, off, n, idx, path, key)
@@ -268,8 +378,35 @@ class FabricJob:
             scales = self.dev.read(self._scale_dpa(s, 0, 0),
                                    self.world * self.scale_bytes)
             scales = scales.view(np.float32).reshape(self.world, -1)
-        return [self._read(s, off, n, idx, path, scales)
-                for key, g, off, n, idx, path in plan]
+        out = []
+        for key, g, off, n, idx, path in plan:
+            agg = self._read(s, off, n, idx, path, scales)
+            if path != "fp32" and self.ef_server:
+                est = self._count_estimate(s, off, n, idx, path, scales)
+                prev = self.server_residual.get(key)
+                self.server_residual[key] = (est - agg).astype(np.float32)
+                if prev is not None:
+                    agg = (agg + prev).astype(np.float32)
+            out.append(agg)
+        return out
+
+    def _count_estimate(self, s, off, n, idx, path, scales):
+        """Mean of the ranks' compressed gradients, from the window's
+        per-element counts (signed sums) and the mean scale."""
+        ctr = self._win(s, path)[4]
+        nb = self.width // 8
+        dt = np.int8 if nb == 1 else np.dtype("<i2")
+        counts = self.dev.read(ctr + off * nb, n * nb).view(dt).astype(np.float32)
+        scale = np.float32(np.mean(np.ascontiguousarray(scales[:, idx])))
+        return (counts * (scale / np.float32(self.world))).astype(np.float32)
+
+    def ef_digest(self):
+        """sha256 of the server-side EF state (the same on every rank)."""
+        import hashlib
+        h = hashlib.sha256()
+        for key in sorted(self.server_residual, key=lambda k: self.layout[k][0]):
+            h.update(self.server_residual[key].tobytes())
+        return h.hexdigest()[:16]
 
     def _slot(self, s, r):
         return self._win(s, "fp32")[2] + r * self.slot_bytes
@@ -301,16 +438,30 @@ class FabricJob:
             dev.write(self._win(s, "gternary")[2] + off // 4, packed)
         dev.write(self._scale_dpa(s, self.rank, idx),
                   np.array([scale], dtype=np.float32))
-        if self.error_feedback:
+        if self.ef_worker:
             self.residual[key] = (g - local).astype(np.float32)
 
     def _read(self, s, off, n, idx, path, scales):
         dev = self.dev
         if path == "fp32":
             acc = np.zeros(n, dtype=np.float32)
+            probing = self.admission is not None and self.step < self.warmup
+            count = np.zeros(n, dtype=np.int32) if probing else None
+            scale = np.float32(0)
             for r in range(self.world):
-                acc += dev.read(self._slot(s, r) + off * 4, n * 4).view(np.float32)
-            return acc / np.float32(self.world)
+                g = dev.read(self._slot(s, r) + off * 4, n * 4).view(np.float32)
+                acc += g
+                if probing:
+                    count += np.where(g >= 0, 1, -1).astype(np.int32)
+                    scale += np.float32(np.abs(g).mean()) if n else np.float32(0)
+            acc = acc / np.float32(self.world)
+            if probing:
+                # What G-Binary would have read out (tie: +1, the window's rule).
+                low = np.where(count >= 0, scale / self.world,
+                               -scale / self.world).astype(np.float32)
+                self.admission.observe(idx, float(np.sum((low - acc) ** 2, dtype=np.float64)),
+                                       float(np.mean(np.abs(count)) / self.world))
+            return acc
         scale = np.float32(np.mean(np.ascontiguousarray(scales[:, idx])))
         if path == "gbinary":
             packed = dev.read(self._win(s, "gbinary")[2] + off // 8,
@@ -321,6 +472,13 @@ class FabricJob:
         codes = np.stack([(packed >> (2 * k)) & 3 for k in range(4)], axis=1).reshape(-1)[:n]
         vals = np.where(codes == 1, 1.0, np.where(codes == 3, -1.0, 0.0))
         return (vals * scale).astype(np.float32)
+
+    def fp32_layers(self):
+        """The layers on FP32 after warm-up (layer_aware), by name."""
+        if self.admission is not None:
+            return list(self.admission.fp32_layers) if self.admission.decided else None
+        names = [self.names[k] for k, v in self.layout.items() if v[3]]
+        return sorted({n.rsplit(".", 1)[0] for n in names})
 
     def traffic_bytes(self):
         """Bytes the job's ranks wrote to the device, per path (pool)."""

@@ -118,7 +118,8 @@ def run_rank(args, rank, world):
             dev = Device.open()
         job = FabricJob(dev, model, rank, world,
                         mode=args.mode, low=args.low, warmup=args.warmup,
-                        error_feedback=args.error_feedback, seed=args.seed)
+                        error_feedback=args.error_feedback, seed=args.seed,
+                        admission=args.admission, budget_pct=args.budget_pct)
         ddp.register_comm_hook(job, timed(fabric_hook))
         base = job.traffic_bytes()
     images = load_idx("train-images-idx3-ubyte.gz")
@@ -148,6 +149,17 @@ def run_rank(args, rank, world):
            "exchange_seconds": round(spent[0], 3),
            "loss_last": round(float(np.mean(losses[-20:])), 4),
            "params": params_digest(model)}
+    if job is not None and args.mode == "layer_aware":
+        out["fp32_layers"] = job.fp32_layers()
+        if job.admission is not None and job.admission.decided:
+            out["admission"] = [dict(r, err=float("%.4g" % r["err"]),
+                                     err_per_param=float("%.4g" % r["err_per_param"]),
+                                     sign_agreement=round(r["sign_agreement"], 4))
+                                for r in job.admission.report]
+    if job is not None and job.ef_server:
+        efd = [None] * world
+        dist.all_gather_object(efd, job.ef_digest())
+        out["ef_state_identical"] = len(set(efd)) == 1
     digests = [None] * world
     dist.all_gather_object(digests, out["params"])
     out["params_identical"] = len(set(digests)) == 1
@@ -173,7 +185,7 @@ def run_rank(args, rank, world):
     if dev is not None:
         dev.close()
     dist.destroy_process_group()
-    return 0 if out["params_identical"] else 1
+    return 0 if out["params_identical"] and out.get("ef_state_identical", True) else 1
 
 
 def main(argv=None):
@@ -182,7 +194,14 @@ def main(argv=None):
                     choices=["allreduce", "fp32", "gbinary", "gternary", "layer_aware"])
     ap.add_argument("--low", default="gbinary", choices=["gbinary", "gternary"])
     ap.add_argument("--warmup", type=int, default=0, help="full-precision steps first")
-    ap.add_argument("--error-feedback", action="store_true")
+    ap.add_argument("--error-feedback", nargs="?", const="worker", default="off",
+                    choices=["off", "worker", "server", "both"],
+                    help="worker (the default with no value), server, both (docs/pytorch.md)")
+    ap.add_argument("--admission", default="sensitivity",
+                    choices=["sensitivity", "last_linear"],
+                    help="layer_aware: which layers stay FP32 (docs/pytorch.md)")
+    ap.add_argument("--budget-pct", type=float, default=8.0,
+                    help="layer_aware, sensitivity: traffic budget, %% of FP32")
     ap.add_argument("--shards", default="iid", choices=["iid", "noniid"])
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch", type=int, default=32)
