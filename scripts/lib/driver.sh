@@ -19,9 +19,15 @@ nf_driver_headers() {
         rm -rf "$NF_GUEST/headers"
         mkdir -p "$hroot"
         for p in "linux-headers-$kver" "linux-headers-$base-common" "linux-kbuild-$base"; do
-            deb=$(nf_image_fetch "$p/bookworm-backports")
+            if [ "$NF_KERNEL_LINE" = 6.12 ]; then
+                deb=$(nf_image_fetch "$p/bookworm-backports")
+            else
+                deb=$(nf_sid_fetch "$p")
+            fi
             dpkg-deb -x "$deb" "$hroot" || nf_die "driver: dpkg-deb -x $deb failed"
         done
+        # sid's kbuild programs do not run on the host: versions.sh.
+        [ "$NF_KERNEL_LINE" = 6.12 ] || nf_versions_kbuild_tools "$hroot" "$kver"
         sed -i "s|^include /usr/src/|include $hroot/usr/src/|" "$kdir/Makefile"
         grep -q "^include $hroot/" "$kdir/Makefile" ||
             nf_die "driver: unexpected $kdir/Makefile (no 'include /usr/src/...')"

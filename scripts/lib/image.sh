@@ -45,6 +45,11 @@ USAGE
 # bookworm-backports metapackage; offline, the newest one in the cache.
 nf_image_kernel_pkg() {
     local pkg cache=$NF_GUEST/kernel-package
+    # Another kernel line (NFABRIC_KERNEL) comes from sid: versions.sh.
+    if [ "$NF_KERNEL_LINE" != 6.12 ]; then
+        nf_versions_kernel_pkg
+        return 0
+    fi
     # apt-cache takes a second: reuse the answer until apt's cache changes.
     if [ -s "$cache" ] && [ "$cache" -nt /var/cache/apt/pkgcache.bin ] &&
        [ "$cache" -nt /var/lib/apt/lists ]; then
@@ -172,14 +177,22 @@ nf_image_main() {
     local kpkg kver deb kroot
     kpkg=$(nf_image_kernel_pkg)
     kver=${kpkg#linux-image-}
-    deb=$(nf_image_fetch "$kpkg/bookworm-backports")
+    if [ "$NF_KERNEL_LINE" = 6.12 ]; then
+        deb=$(nf_image_fetch "$kpkg/bookworm-backports")
+    else
+        deb=$(nf_sid_fetch "linux-binary-$kver")
+    fi
     kroot=$NF_GUEST/kernel/$kver
     mkdir -p "$NF_GUEST"
     if [ "$force" = 1 ] || [ ! -f "$kroot/.unpacked" ] || [ "$deb" -nt "$kroot/.unpacked" ]; then
         nf_log "unpacking $(basename "$deb")"
         rm -rf "$kroot"
         mkdir -p "$kroot"
-        dpkg-deb -x "$deb" "$kroot" || nf_die "image: dpkg-deb -x $deb failed"
+        if [ "$NF_KERNEL_LINE" = 6.12 ]; then
+            dpkg-deb -x "$deb" "$kroot" || nf_die "image: dpkg-deb -x $deb failed"
+        else
+            nf_versions_kernel_unpack "$kver" "$kroot"
+        fi
         touch "$kroot/.unpacked"
         # Older kernels' trees are no longer needed.
         find "$NF_GUEST/kernel" -mindepth 1 -maxdepth 1 ! -name "$kver" -exec rm -rf {} +

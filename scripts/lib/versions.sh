@@ -11,21 +11,18 @@
 
 NF_SID_APT=$NF_CACHE/apt-sid
 
-# nf_sid_apt ARGS...: apt-get with the private sid configuration.
-nf_sid_apt_opts() {
-    NF_SID_OPTS=(-o "Dir::State::Lists=$NF_SID_APT/lists"
-        -o "Dir::Cache=$NF_SID_APT/cache"
-        -o "Dir::Etc::SourceList=/dev/null"
-        -o "Dir::Etc::SourceParts=$NF_SID_APT/sources"
-        -o "Dir::Etc::PreferencesParts=$NF_SID_APT/preferences"
-        # The lists are root's: apt would fetch as root anyway, and say so.
-        -o "APT::Sandbox::User=root")
-}
+# The options that make apt-get and apt-cache use it.
+NF_SID_OPTS=(-o "Dir::State::Lists=$NF_SID_APT/lists"
+    -o "Dir::Cache=$NF_SID_APT/cache"
+    -o "Dir::Etc::SourceList=/dev/null"
+    -o "Dir::Etc::SourceParts=$NF_SID_APT/sources"
+    -o "Dir::Etc::PreferencesParts=$NF_SID_APT/preferences"
+    # The lists are root's: apt would fetch as root anyway, and say so.
+    -o "APT::Sandbox::User=root")
 
 # nf_sid_update: write the configuration and update its lists (once a day).
 nf_sid_update() {
     local stamp=$NF_SID_APT/updated log=$NF_SID_APT/update.log
-    nf_sid_apt_opts
     mkdir -p "$NF_SID_APT"/{lists/partial,cache/archives/partial,sources,preferences}
     # Check-Valid-Until: sid's Release expires a week after it is written;
     # a mirror that lags (or a snapshot) must not stop a source download.
@@ -79,4 +76,103 @@ nf_versions_qemu_source() {
     fi
     # shellcheck disable=SC2034  # read by nf_qemu_prepare (qemu.sh)
     NF_QEMU_CACHED=$dir
+}
+
+# ---- the 7.2 guest kernel (NFABRIC_KERNEL=7.2) -------------------------------
+
+# nf_versions_kernel_pkg: the newest linux-image-LINE.N+debV-amd64 in sid.
+nf_versions_kernel_pkg() {
+    local pkg line=${NF_KERNEL_LINE//./\\.}
+    nf_sid_update
+    pkg=$(apt-cache "${NF_SID_OPTS[@]}" pkgnames linux-image- 2>/dev/null |
+          grep -E "^linux-image-$line\.[0-9]+\+deb[0-9]+-amd64\$" | sort -V | tail -n 1) || pkg=""
+    [ -n "$pkg" ] || nf_die "image: sid has no $NF_KERNEL_LINE kernel (apt-cache pkgnames linux-image- with $NF_SID_APT/sources)"
+    echo "$pkg"
+}
+
+# nf_sid_fetch PKG: the path of sid's PKG .deb in $NF_CACHE/debs-sid
+# (downloaded once, at the version sid's lists name; never installed).
+nf_sid_fetch() {
+    local name=$1 dir=$NF_CACHE/debs-sid deb ver log
+    mkdir -p "$dir"
+    deb=$(nf_newest_file "$dir" "${name}_*.deb")
+    if [ -z "$deb" ]; then
+        nf_sid_update
+        log=$dir/download.log
+        ver=$(apt-cache "${NF_SID_OPTS[@]}" show "$name" 2>/dev/null | awk '$1 == "Version:" { print $2; exit }') || ver=""
+        [ -n "$ver" ] || nf_die "image: $name is not in sid's lists ($NF_SID_APT). $NF_DOWNLOAD_HINT"
+        nf_log "downloading $name=$ver (sid)"
+        (cd "$dir" && apt-get "${NF_SID_OPTS[@]}" download -q "$name=$ver") > "$log" 2>&1 ||
+            nf_die "image: apt-get download $name=$ver (sid) failed (log: $log). $NF_DOWNLOAD_HINT"
+        deb=$(nf_newest_file "$dir" "${name}_*.deb")
+        [ -n "$deb" ] || nf_die "image: $name did not download (log: $log)"
+    fi
+    echo "$deb"
+}
+
+# nf_versions_kernel_unpack KVER ROOT: unpack sid's kernel KVER into ROOT as
+# the 6.12 package lays it out.  Since 7.x Debian's linux-image-KVER is
+# empty: the kernel is in linux-binary-KVER and its modules in
+# linux-modules-KVER, both under /usr/lib/modules/KVER.
+nf_versions_kernel_unpack() {
+    local kver=$1 root=$2 p deb
+    for p in "linux-binary-$kver" "linux-modules-$kver"; do
+        deb=$(nf_sid_fetch "$p")
+        dpkg-deb -x "$deb" "$root" || nf_die "image: dpkg-deb -x $deb failed"
+    done
+    [ -f "$root/usr/lib/modules/$kver/vmlinuz" ] ||
+        nf_die "image: no usr/lib/modules/$kver/vmlinuz in linux-binary-$kver"
+    mkdir -p "$root/boot"
+    ln -sfn "../usr/lib/modules/$kver/vmlinuz" "$root/boot/vmlinuz-$kver"
+    [ -e "$root/lib" ] || ln -s usr/lib "$root/lib"
+}
+
+# nf_versions_kbuild_tools HROOT KVER: sid's linux-kbuild programs need a
+# newer C library than the host's (GLIBC_2.38): build the same programs
+# from the line's kernel source package (`make olddefconfig
+# modules_prepare` with Debian's configuration, from the headers) and put
+# them in place of sid's in the unpacked headers.
+nf_versions_kbuild_tools() {
+    local hroot=$1 kver=$2 base=${2%-amd64} src out kb log f
+    local cache=$NF_CACHE/linux-$NF_KERNEL_LINE
+    kb=$hroot/usr/lib/linux-kbuild-$base
+    [ -d "$kb" ] || nf_die "driver: no $kb in linux-kbuild-$base"
+    src=$(nf_newest_dir "$cache" "linux-$NF_KERNEL_LINE.*")
+    if [ -z "$src" ]; then
+        local ver
+        ver=$(nf_sid_source_version linux "$NF_KERNEL_LINE")
+        # The mirror may hold the source of an older 7.2.x than the newest
+        # kernel; its kbuild programs are the same.
+        mkdir -p "$cache"
+        log=$cache/fetch.log
+        nf_log "fetching the kernel's source package (linux=$ver from sid) for its kbuild programs"
+        (cd "$cache" && apt-get "${NF_SID_OPTS[@]}" source --download-only -qq "linux=$ver" > "$log" 2>&1) ||
+            nf_die "apt-get source linux=$ver (sid) failed (log: $log; the mirror may not hold that version's files). $NF_DOWNLOAD_HINT"
+        f=$(nf_newest_file "$cache" "linux_$NF_KERNEL_LINE.*.orig.tar.xz")
+        [ -n "$f" ] || nf_die "no linux_$NF_KERNEL_LINE.*.orig.tar.xz after apt-get source (log: $log)"
+        tar -C "$cache" -xf "$f" || nf_die "driver: unpacking $f failed"
+        src=$(nf_newest_dir "$cache" "linux-$NF_KERNEL_LINE.*")
+        [ -n "$src" ] || nf_die "no linux-$NF_KERNEL_LINE.* directory in $f"
+    fi
+    out=$NF_GUEST/kbuild-tools/$kver
+    log=$out/build.log
+    if [ ! -f "$out/.done" ]; then
+        nf_need make gcc bc bison flex libelf-dev libssl-dev
+        rm -rf "$out"
+        mkdir -p "$out"
+        cp "$hroot/usr/src/linux-headers-$kver/.config" "$out/.config"
+        nf_log "building the kbuild programs from $(basename "$src") (log: $log)"
+        nice -n 10 make -C "$src" O="$out" olddefconfig modules_prepare > "$log" 2>&1 ||
+            { tail -20 "$log" >&2; nf_die "driver: modules_prepare in $src failed (log: $log)"; }
+        touch "$out/.done"
+    fi
+    for f in scripts/basic/fixdep scripts/kconfig/conf scripts/recordmcount scripts/unifdef \
+             scripts/kallsyms scripts/sign-file scripts/genksyms/genksyms certs/extract-cert; do
+        if [ -x "$out/$f" ] && [ -e "$kb/$f" ]; then
+            install -m 755 "$out/$f" "$kb/$f"
+        fi
+    done
+    install -m 755 "$out/scripts/mod/modpost" "$kb/scripts/mod/modpost.real-lsb-64"
+    install -m 755 "$out/tools/objtool/objtool" "$kb/tools/objtool/objtool.real-x86"
+    return 0
 }
