@@ -85,7 +85,8 @@ nf_rtl_harness() {
     flags=(-std=gnu++17 -O1 -fPIC -I"$vinc" -I"$vinc/vltstd" -I"$work/model" -I"$NF_ROOT/include"
            -I"$NF_RTL_DIR" -DVM_COVERAGE=0 -DVM_SC=0 -DVM_TRACE=0 -DVM_TRACE_FST=0 -DVM_TRACE_VCD=0)
     # Verilator's runtime, built once for every model.
-    local vrt=$NF_RTL_BUILD/vlrt-$(verilator --version | tr -c 'A-Za-z0-9.\n' _)
+    local vrt
+    vrt=$NF_RTL_BUILD/vlrt-$(verilator --version | tr -c 'A-Za-z0-9.\n' _)
     mkdir -p "$vrt"
     for f in verilated verilated_threads; do
         if [ ! -f "$vrt/$f.o" ]; then
