@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import torch
@@ -93,6 +94,7 @@ def run_rank(args, rank, world):
     dev = Device.host(args.state, args.mem, args.mem_size << 20, rank, world)
     job = FabricJob(dev, model, rank, world, mode=args.mode, low=args.low,
                     seed=args.seed, budget_pct=args.budget_pct, probe=args.probe,
+                    admission=args.admission,
                     error_feedback=args.error_feedback)
     ddp.register_comm_hook(job, fabric_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
@@ -129,6 +131,11 @@ def run_rank(args, rank, world):
             if job.admission is not None and job.admission.decided:
                 out["planned_pct"] = round(job.admission.planned_pct, 3)
                 out["ranking"] = [r["layer"] for r in job.admission.report][:8]
+                head = [n for n, m in model.named_modules()
+                        if isinstance(m, nn.Linear)][-1]
+                out["head"] = head
+                out["head_fp32"] = head in out["fp32_layers"]
+                out["head_rank"] = [r["layer"] for r in job.admission.report].index(head) + 1
     print(json.dumps(out), flush=True)
     dist.barrier()
     job.close()
@@ -147,6 +154,8 @@ def main(argv=None):
     ap.add_argument("--error-feedback", default="off",
                     choices=["off", "worker", "server", "both"])
     ap.add_argument("--budget-pct", type=float, default=8.0)
+    ap.add_argument("--admission", default="sensitivity",
+                    choices=["sensitivity", "last_linear"])
     ap.add_argument("--probe", type=int, default=1)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=4)
@@ -177,11 +186,20 @@ def main(argv=None):
         a = list(argv if argv is not None else sys.argv[1:])
         k = a.index("--spawn")
         del a[k:k + 2]
+        # Each rank's output in a file of its own, printed in rank order
+        # once all are done: ranks that print at the same moment into one
+        # shared stdout can run their lines together.
+        outs = [tempfile.TemporaryFile(mode="w+") for _ in range(args.spawn)]
         procs = [subprocess.Popen([sys.executable, "-m", "nfabric.examples.archs"] + a +
                                   ["--rank", str(r), "--world", str(args.spawn),
-                                   "--mem-size", str(args.mem_size)])
+                                   "--mem-size", str(args.mem_size)], stdout=outs[r])
                  for r in range(args.spawn)]
         rc = max(p.wait() for p in procs)
+        for f in outs:
+            f.seek(0)
+            sys.stdout.write(f.read())
+            f.close()
+        sys.stdout.flush()
         for f in (args.state, args.mem):
             if os.path.exists(f):
                 os.unlink(f)

@@ -24,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -152,6 +153,8 @@ def run_rank(args, rank, world):
     if job is not None and args.mode == "layer_aware":
         out["fp32_layers"] = job.fp32_layers()
         if job.admission is not None and job.admission.decided:
+            out["budget_pct"] = args.budget_pct
+            out["planned_pct"] = round(job.admission.planned_pct, 3)
             out["admission"] = [dict(r, err=float("%.4g" % r["err"]),
                                      err_per_param=float("%.4g" % r["err_per_param"]),
                                      sign_agreement=round(r["sign_agreement"], 4))
@@ -237,7 +240,10 @@ def main(argv=None):
         for f in (state, mem):
             if os.path.exists(f):
                 os.unlink(f)
-        procs = []
+        # Each rank's output in a file of its own, printed in rank order
+        # once all are done (lines printed at the same moment into one
+        # shared stdout can run together).
+        procs, outs = [], []
         for r in range(args.spawn):
             cmd = [sys.executable, "-m", "nfabric.examples.train"] + \
                   [a for a in (argv if argv is not None else sys.argv[1:])] + \
@@ -247,8 +253,14 @@ def main(argv=None):
             # --spawn must not propagate.
             k = cmd.index("--spawn")
             del cmd[k:k + 2]
-            procs.append(subprocess.Popen(cmd))
+            outs.append(tempfile.TemporaryFile(mode="w+"))
+            procs.append(subprocess.Popen(cmd, stdout=outs[-1]))
         rcs = [p.wait() for p in procs]
+        for f in outs:
+            f.seek(0)
+            sys.stdout.write(f.read())
+            f.close()
+        sys.stdout.flush()
         return max(rcs)
     rank = args.rank if args.rank is not None else int(
         os.environ.get("RANK", os.environ.get("NFABRIC_RANK", "0")))
