@@ -6,7 +6,7 @@
 # device served by the device's controller (libnfabric.so, no VM).
 
 NF_PY=/usr/bin/python3      # Debian's: a python3 earlier on PATH cannot see its torch
-NF_PKGS_DDP=(python3-torch python3-numpy dataset-fashion-mnist)
+NF_PKGS_DDP=(python3-torch python3-torchvision python3-numpy dataset-fashion-mnist)
 
 # nf_ddp_py ARGS...: python3 with the project's package on the path.
 nf_ddp_py() {
@@ -17,6 +17,42 @@ nf_ddp_py() {
 nf_ddp_prepare() {
     nf_need "${NF_PKGS_DDP[@]}"
     nf_host_build
+}
+
+# nf_ddp_check_json FILE MODE: the pieces a run of MODE must show: the
+# server-side EF state the same on every rank; the sensitivity admission's
+# set within its budget (planned traffic <= budget) and not empty.
+nf_ddp_check_json() {
+    local f=$1 mode=$2
+    nf_ddp_py - "$f" "$mode" <<'PY'
+import json, sys
+path, mode = sys.argv[1:3]
+rows = [json.loads(l) for l in open(path) if l.startswith("{")]
+r0 = [r for r in rows if r["rank"] == 0][0]
+ok = True
+if "server" in mode or "both" in mode:
+    same = all(r.get("ef_state_identical") for r in rows)
+    print("%s - %s: server-side EF state identical on every rank" % ("ok" if same else "not ok", mode))
+    ok &= same
+if mode.startswith("layer_aware") and "last_linear" not in mode:
+    within = r0.get("planned_pct") is not None and r0["planned_pct"] <= r0["budget_pct"] + 1e-9
+    kept = r0.get("fp32_layers") or []
+    sizes = {a["layer"]: a["params"] for a in r0.get("admission", [])}
+    total = sum(sizes.values())
+    # The planned share recomputed from the layers it kept.
+    again = 100.0 * (total / 32 + sum(sizes[k] for k in kept) * 31 / 32) / total if total else -1
+    good = within and kept and abs(again - r0["planned_pct"]) < 1e-3
+    print("%s - %s: the admission kept %s on FP32, %.2f %% of FP32 planned within the %.1f %% budget"
+          % ("ok" if good else "not ok", mode, ",".join(kept), r0.get("planned_pct", -1),
+             r0.get("budget_pct", -1)))
+    ok &= bool(good)
+if "last_linear" in mode:
+    good = r0.get("fp32_layers") == ["head"]
+    print("%s - %s: the fixed rule keeps the head on FP32 (%s)" % ("ok" if good else "not ok",
+          mode, r0.get("fp32_layers")))
+    ok &= good
+sys.exit(0 if ok else 1)
+PY
 }
 
 # nf_ddp_vm_script FILE CMD...: a script the guests run with the host's
@@ -50,7 +86,8 @@ nf_suite_ddp() {
     nf_ddp_py -m nfabric.selftest --ranks 3 --dir /dev/shm/nfabric-selftest || rc=1
     echo "# DDP (gloo on loopback for the process group) through the device"
     local mode opts name port=29600
-    for mode in "gbinary" "gternary --error-feedback" "layer_aware --warmup 3 --error-feedback" "fp32"; do
+    for mode in "gbinary" "gternary --error-feedback worker" "gbinary --error-feedback server" \
+                "layer_aware --warmup 3 --error-feedback both" "layer_aware --admission last_linear" "fp32"; do
         name=${mode// /_}
         port=$((port + 1))
         read -ra opts <<<"$mode"
@@ -62,8 +99,38 @@ nf_suite_ddp() {
         if [ "$(grep -c '"params_identical": true' "$d/$name.json")" = 2 ] &&
            grep -q '"loss_last": [0-9]' <<<"$out"; then
             echo "ok - DDP $mode, 2 ranks, 12 steps: every rank ends with the same parameters ($(grep -o '"traffic_pct": [0-9.]*' <<<"$out"), $(grep -o '"acc": [0-9.]*' <<<"$out"))"
+            nf_ddp_check_json "$d/$name.json" "$mode" || rc=1
         else
             echo "not ok - DDP $mode, 2 ranks: $(tail -3 "$d/$name.err" | tr '\n' ' ') $(tr '\n' ' ' < "$d/$name.json")"
+            rc=1
+        fi
+    done
+    echo "# the paper's architectures: a step through the device, 2 ranks (host heads)"
+    local arch
+    for arch in "resnet18 --classes 10 --mode layer_aware --steps 2 --probe 1 --budget-pct 5" \
+                "resnet18 --classes 100 --mode gternary --steps 1" \
+                "distilbert --classes 2 --mode gbinary --steps 1 --batch 2 --seq 16"; do
+        name=arch-${arch%% *}-$(grep -o 'classes [0-9]*' <<<"$arch" | tr -d ' ')
+        port=$((port + 1))
+        read -ra opts <<<"$arch"
+        (cd "$d" && nice -n 10 env PYTHONPATH="$NF_ROOT/guest/python" \
+             NFABRIC_LIB="$NF_HOST_BUILD/guest/libnfabric.so" "$NF_PY" -m nfabric.examples.archs \
+             --spawn 2 --arch "${opts[@]}" --master-port "$port" \
+             --state /dev/shm/nfabric-ddp-arch.state --mem /dev/shm/nfabric-ddp-arch.mem \
+             > "$d/$name.json" 2> "$d/$name.err") || true
+        if [ "$(grep -c '"params_identical": true' "$d/$name.json")" = 2 ] &&
+           grep -q '"traffic_pct_all": [0-9]' "$d/$name.json"; then
+            echo "ok - $arch: identical parameters on both ranks ($(grep -o '"params_total": [0-9]*' "$d/$name.json" | head -1), $(grep -o '"traffic_pct_all": [0-9.]*' "$d/$name.json"))"
+            if [[ $arch == *layer_aware* ]]; then
+                if grep -q '"head_fp32": true' "$d/$name.json"; then
+                    echo "ok - $arch: the sensitivity admission keeps the classifier head on FP32 ($(grep -o '"planned_pct": [0-9.]*' "$d/$name.json") within 5 %)"
+                else
+                    echo "not ok - $arch: the admission left the classifier head low-bit: $(grep -o '"fp32_layers": [^]]*]' "$d/$name.json")"
+                    rc=1
+                fi
+            fi
+        else
+            echo "not ok - $arch: $(tail -3 "$d/$name.err" | tr '\n' ' ') $(tr '\n' ' ' < "$d/$name.json")"
             rc=1
         fi
     done
@@ -220,4 +287,98 @@ nf_bench_ddp_vm() {
     echo "vm_steps=$vm_steps"
     awk -v a="${ex[allreduce]}" -v b="${ex[gbinary]}" \
         'BEGIN{printf "exchange_speedup_vs_gloo=%.3f\n", (b > 0 ? a / b : 0)}'
+}
+
+nf_register_bench archs "the paper's architectures (ResNet-18 10/100 classes, DistilBERT-sized) through the hooks, 2 host heads: gradient traffic of every mode vs the paper's 3.6-5.4 %, the layers the admission keeps on FP32; --steps N --budget-pct P"
+
+nf_bench_archs() {
+    local steps=3 budget=5.0 d=$NF_BUILD/bench-archs port=29800 spec mode arch json opts name
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --steps) steps=${2:?}; shift ;;
+        --budget-pct) budget=${2:?}; shift ;;
+        -h|--help) echo "usage: scripts/nfabric bench archs [--steps N] [--budget-pct P]"
+                   echo "ResNet-18 (10 and 100 classes) and a DistilBERT-sized encoder, 2 ranks on"
+                   echo "host heads of one device, random data, N steps (the first a probe step on"
+                   echo "FP32 for the sensitivity admission): traffic_pct_MODE_ARCH= from the pool"
+                   echo "statistics, the layers layer_aware keeps on FP32 within P % (default 5)."
+                   return 0 ;;
+        *) echo "bench archs: unknown option \"$1\"" >&2; return 2 ;;
+        esac
+        shift
+    done
+    { [[ "$steps" =~ ^[0-9]+$ ]] && [ "$steps" -ge 2 ] && [[ "$budget" =~ ^[0-9]+(\.[0-9]+)?$ ]]; } ||
+        { echo "bench archs: --steps must be an integer >= 2, --budget-pct a number" >&2; return 2; }
+    nf_ddp_prepare
+    mkdir -p "$d"
+    echo "steps=$steps"
+    echo "budget_pct=$budget"
+    echo "paper_traffic_pct_layer_aware_min=3.6"
+    echo "paper_traffic_pct_layer_aware_max=5.4"
+    for spec in "resnet18_c10 resnet18 10 --batch 4" "resnet18_c100 resnet18 100 --batch 4" \
+                "distilbert distilbert 2 --batch 2 --seq 16"; do
+        read -ra opts <<<"$spec"
+        name=${opts[0]} arch=${opts[1]}
+        for mode in fp32 gbinary gternary layer_aware "layer_aware --admission last_linear"; do
+            port=$((port + 1))
+            local key=${mode/ --admission last_linear/_last_linear}
+            json=$d/$key-$name.json
+            local mo
+            read -ra mo <<<"$mode"
+            (cd "$d" && nice -n 5 env PYTHONPATH="$NF_ROOT/guest/python" \
+                 NFABRIC_LIB="$NF_HOST_BUILD/guest/libnfabric.so" "$NF_PY" -m nfabric.examples.archs \
+                 --spawn 2 --arch "$arch" --classes "${opts[2]}" "${opts[@]:3}" --mode "${mo[@]}" \
+                 --steps "$steps" --probe 1 --budget-pct "$budget" --master-port "$port" \
+                 --state /dev/shm/nfabric-bench-archs.state --mem /dev/shm/nfabric-bench-archs.mem \
+                 > "$json" 2> "$d/$key-$name.err") ||
+                nf_die "bench archs: $mode on $name failed ($d/$key-$name.err)"
+            nf_ddp_py - "$json" "$key" "$name" <<'PY'
+import json, sys
+path, key, name = sys.argv[1:4]
+rows = [json.loads(l) for l in open(path) if l.startswith("{")]
+r0 = [r for r in rows if r["rank"] == 0][0]
+if not all(r["params_identical"] for r in rows):
+    sys.exit("bench archs: %s %s: the ranks' parameters differ" % (key, name))
+print("params_%s=%d" % (name, r0["params_total"]))
+print("traffic_pct_%s_%s=%.3f" % (key, name, r0["traffic_pct"]))
+if key.startswith("layer_aware"):
+    kept = r0.get("fp32_layers") or []
+    print("fp32_layers_%s_%s=%s" % (key, name, ",".join(kept) or "-"))
+    print("fp32_layer_count_%s_%s=%d" % (key, name, len(kept)))
+    if "head" in r0:
+        print("head_%s=%s" % (name, r0["head"]))
+        print("head_fp32_%s_%s=%s" % (key, name, "yes" if r0["head_fp32"] else "no"))
+        print("head_sensitivity_rank_%s=%d" % (name, r0["head_rank"]))
+        print("ranking_%s=%s" % (name, ",".join(r0.get("ranking", []))))
+PY
+        done
+    done
+    rm -f /dev/shm/nfabric-bench-archs.state /dev/shm/nfabric-bench-archs.mem
+}
+
+nf_register_bench ef "error feedback study: G-Binary and G-Ternary, EF off/worker/server/both, IID and non-IID, several seeds, 4 host ranks (mean, spread); --seeds N --steps N"
+
+nf_bench_ef() {
+    local seeds=3 steps=300 d=$NF_BUILD/bench-ef
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --seeds) seeds=${2:?}; shift ;;
+        --steps) steps=${2:?}; shift ;;
+        -h|--help) echo "usage: scripts/nfabric bench ef [--seeds N] [--steps N]"
+                   echo "nfabric.examples.study --study ef: 4 ranks on host heads, Fashion-MNIST,"
+                   echo "every EF form against none at the same steps, N seeds each:"
+                   echo "acc_CONFIG_SHARDS_mean=, _std=, _min=, _max=, _seeds=."
+                   return 0 ;;
+        *) echo "bench ef: unknown option \"$1\"" >&2; return 2 ;;
+        esac
+        shift
+    done
+    { [[ "$seeds" =~ ^[0-9]+$ ]] && [ "$seeds" -ge 1 ] && [[ "$steps" =~ ^[0-9]+$ ]] && [ "$steps" -ge 1 ]; } ||
+        { echo "bench ef: --seeds and --steps must be positive integers" >&2; return 2; }
+    nf_ddp_prepare
+    mkdir -p "$d"
+    (cd "$d" && nice -n 5 env PYTHONPATH="$NF_ROOT/guest/python" \
+         NFABRIC_LIB="$NF_HOST_BUILD/guest/libnfabric.so" "$NF_PY" -m nfabric.examples.study \
+         --study ef --seeds "$seeds" --steps "$steps" --out "$d/runs") ||
+        nf_die "bench ef: the study failed (runs in $d/runs)"
 }
