@@ -73,10 +73,30 @@ static void hook_error_fn(void *opaque, uint64_t off, uint32_t code,
     hook_last_off = off;
 }
 
+static unsigned hook_mismatches, hook_mismatch_win;
+static char hook_mismatch_what[256];
+
+static void hook_mismatch_fn(void *opaque, unsigned win, bool write,
+                             uint64_t off, unsigned len, const char *what)
+{
+    (void)opaque;
+    (void)write;
+    (void)off;
+    (void)len;
+    hook_mismatches++;
+    hook_mismatch_win = win;
+    snprintf(hook_mismatch_what, sizeof(hook_mismatch_what), "%s", what);
+}
+
 static const NFabricCtrlOps hooks = {
     .dirty = hook_dirty_fn,
     .guest_error = hook_error_fn,
+    .rtl_mismatch = hook_mismatch_fn,
 };
+
+/* The RTL datapath fresh() sets up (test_rtl): off unless a test sets it. */
+static NFabricRtlMode fresh_rtl_mode;
+static const NFabricRtlOps *fresh_rtl_ops;
 
 /* ---- device memory with guard pages ---------------------------------- */
 
@@ -114,6 +134,7 @@ static uint64_t ram_hash(const uint8_t *m)
 static void fresh(void)
 {
     nfabric_ctrl_init(&ctrl, ram, RAM_SIZE, &tparams, &hooks, NULL);
+    nfabric_ctrl_set_rtl(&ctrl, fresh_rtl_mode, fresh_rtl_ops, &fresh_rtl_mode);
     hook_errors = 0;
 }
 
@@ -1255,6 +1276,115 @@ static void test_engine_path(void)
               "reserved codes match the reference");
 }
 
+/*
+ * The RTL hook (nfabric_ctrl_set_rtl) with stand-ins for the RTL: the
+ * engine's scalar reference (a second, independent implementation), and
+ * the same with one bit wrong, as a faulty RTL would be.
+ */
+static unsigned alt_writes, alt_reads;
+static bool alt_faulty;
+
+static int64_t alt_write(void *rtl, const NFabricAggCfg *cfg, void *counters,
+                         uint64_t off, const uint8_t *data, size_t len)
+{
+    int64_t rc = nfabric_agg_write_ref(cfg, counters, off, data, len);
+
+    (void)rtl;
+    alt_writes++;
+    if (alt_faulty && rc >= 0 && len) {
+        /* The counter of the access's last element, one bit off. */
+        ((uint8_t *)counters)[nfabric_counter_bytes(cfg->path, cfg->width,
+                                                    off + len) - 1] ^= 0x10;
+    }
+    return rc;
+}
+
+static int alt_read(void *rtl, const NFabricAggCfg *cfg, const void *counters,
+                    uint64_t off, uint8_t *out, size_t len)
+{
+    int rc = nfabric_agg_read_ref(cfg, counters, off, out, len);
+
+    (void)rtl;
+    alt_reads++;
+    if (alt_faulty && rc == 0 && len) {
+        out[len - 1] ^= 0x04;
+    }
+    return rc;
+}
+
+static const NFabricRtlOps alt_ops = { alt_write, alt_read };
+static int alt_model;   /* the stand-in's model: only its address is used */
+
+static void test_rtl(void)
+{
+    uint8_t d[8] = { 0x5a, 0xa5, 0x0f, 0xf0, 0x33, 0xcc, 0x01, 0x80 };
+    uint64_t h, v, contrib;
+    bool ok;
+
+    /* Serve: the stand-in serves every low-bit access, the results right. */
+    fresh_rtl_ops = &alt_ops;
+    fresh_rtl_mode = NFABRIC_RTL_SERVE;
+    alt_faulty = false;
+    alt_writes = alt_reads = 0;
+    rng_state = 11;
+    ok = run_window(GB, 16, 1, 0, 1000) && run_window(GT, 8, 0, 2, 1000);
+    TAP_CHECK(ok && alt_writes > 500 && alt_reads > 500,
+              "rtl serve: every low-bit access goes through the RTL's calls "
+              "(%u writes, %u reads), the results are the reference's",
+              alt_writes, alt_reads);
+
+    /* Compare, a correct RTL: nothing differs, nothing is dropped. */
+    fresh_rtl_mode = NFABRIC_RTL_COMPARE;
+    alt_writes = alt_reads = hook_mismatches = 0;
+    ok = run_window(GB, 8, 0, 0, 1000) && run_window(GT, 16, 0, 3, 1000);
+    TAP_CHECK(ok && alt_writes > 500 && ctrl.rtl_mismatches == 0 &&
+              hook_mismatches == 0, "rtl compare: a correct RTL beside the "
+              "engine on %u writes and %u reads: no difference reported",
+              alt_writes, alt_reads);
+
+    /* Compare, a faulty RTL: the write is dropped and reported. */
+    alt_faulty = true;
+    hook_mismatches = 0;
+    fresh();
+    ok = accept(3, 0x4000, 0x100, 0x6000, GB, 16, 0, 0);
+    h = ram_hash(ram);
+    contrib = rd(NFABRIC_REG_WIN(3, NFABRIC_WIN_CONTRIB_WRITES), 8);
+    ok &= mem(0x4040, d, 8, true);
+    TAP_CHECK(ok && hook_mismatches == 1 && hook_mismatch_win == 3 &&
+              ram_hash(ram) == h && ctrl.rtl_mismatches == 1 &&
+              rd(NFABRIC_REG_WIN(3, NFABRIC_WIN_CONTRIB_WRITES), 8) == contrib &&
+              strstr(hook_mismatch_what, "line 1 lane 63"),
+              "rtl compare: a faulty RTL's write is dropped (device memory "
+              "unchanged, no contribution) and reported: %s",
+              hook_mismatch_what);
+    /* A read: zeros, reported. */
+    alt_faulty = false;
+    nfabric_ctrl_set_rtl(&ctrl, NFABRIC_RTL_OFF, NULL, NULL);
+    ok = mem(0x4040, d, 8, true);
+    v = mem_rd(0x4040, 8);
+    nfabric_ctrl_set_rtl(&ctrl, NFABRIC_RTL_COMPARE, &alt_ops, &alt_model);
+    alt_faulty = true;
+    hook_mismatches = 0;
+    TAP_CHECK(ok && v == 0x8001cc33f00fa55aull && mem_rd(0x4040, 8) == 0 &&
+              hook_mismatches == 1 && strstr(hook_mismatch_what, "read-out byte"),
+              "rtl compare: a faulty RTL's read returns zeros and is reported "
+              "(%s)", hook_mismatch_what);
+
+    /* Serve, a faulty RTL: its result is what the device keeps. */
+    nfabric_ctrl_set_rtl(&ctrl, NFABRIC_RTL_SERVE, &alt_ops, &alt_model);
+    h = ram_hash(ram);
+    ok = mem(0x4080, d, 8, true);
+    /* Elements 1086 and 1087 (bits 6 and 7 of 0x80) took opposite signs. */
+    TAP_CHECK(ok && ram_hash(ram) != h && hook_mismatches == 1 &&
+              nfabric_counter_get(ram + 0x6000, 16, 0x80 * 8 + 63) ==
+              0x1000 - nfabric_counter_get(ram + 0x6000, 16, 0x80 * 8 + 62),
+              "rtl serve: the RTL's result is what the counters keep (the "
+              "faulty bit is there)");
+    fresh_rtl_ops = NULL;
+    fresh_rtl_mode = NFABRIC_RTL_OFF;
+    alt_faulty = false;
+}
+
 /* Statistics of accesses that straddle window boundaries. */
 static void test_straddle(void)
 {
@@ -1655,6 +1785,7 @@ int main(void)
     test_mem_sizes();
     test_engine_path();
     test_straddle();
+    test_rtl();
     test_trap_ranges();
     test_stats_timing_clear();
     test_dependent_queue();

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -603,6 +604,153 @@ static void nfabric_record_clear(NFabricCtrl *s)
     }
 }
 
+/* ---- the low-bit datapath: the engine, the RTL instead or beside it ---- */
+
+/* A line of the datapath: 64 bytes of signs or codes. */
+#define NFABRIC_RTL_LINE        64
+/* Accesses the RTL takes: the CXL.mem path's, 1..8 bytes. */
+#define NFABRIC_RTL_MAX_ACCESS  8
+/* Counter bytes of the (at most two) lines such an access touches. */
+#define NFABRIC_RTL_MAX_BLOCK   (2 * NFABRIC_RTL_LINE * 8 * 2)
+
+void nfabric_ctrl_set_rtl(NFabricCtrl *s, NFabricRtlMode mode,
+                          const NFabricRtlOps *ops, void *rtl)
+{
+    s->rtl_mode = ops && rtl ? mode : NFABRIC_RTL_OFF;
+    s->rtl_ops = ops;
+    s->rtl = rtl;
+}
+
+#ifdef __GNUC__
+__attribute__((format(printf, 6, 7)))
+#endif
+static void nfabric_rtl_report(NFabricCtrl *s, unsigned i, bool write,
+                               uint64_t off, unsigned n, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    s->rtl_mismatches++;
+    if (s->ops && s->ops->rtl_mismatch) {
+        s->ops->rtl_mismatch(s->opaque, i, write, off, n, what);
+    } else {
+        fprintf(stderr, "nfabric: the RTL and the engine differ on a %s of "
+                "window %u at +0x%" PRIx64 " (%u bytes): %s\n",
+                write ? "write" : "read", i, off, n, what);
+    }
+}
+
+/*
+ * Apply a low-bit write of window i (the range checked: inside the
+ * window).  Returns what nfabric_agg_write() returns, or sets *dropped
+ * (compare mode, a difference: the counters are as before the access).
+ */
+static int64_t nfabric_dp_write(NFabricCtrl *s, unsigned i,
+                                const NFabricAggCfg *cfg, uint8_t *counters,
+                                uint64_t off, const uint8_t *buf, unsigned n,
+                                bool *dropped)
+{
+    uint8_t before[NFABRIC_RTL_MAX_BLOCK], rtl[NFABRIC_RTL_MAX_BLOCK];
+    uint64_t a0, b0, c0, cl, k;
+    NFabricAggCfg lc;
+    int64_t rc, rr;
+    uint8_t eng;
+
+    if (s->rtl_mode == NFABRIC_RTL_OFF || n > NFABRIC_RTL_MAX_ACCESS ||
+        off > cfg->size || n > cfg->size - off) {
+        return nfabric_agg_write(cfg, counters, off, buf, n);
+    }
+    s->rtl_accesses++;
+    if (s->rtl_mode == NFABRIC_RTL_SERVE) {
+        return s->rtl_ops->agg_write(s->rtl, cfg, counters, off, buf, n);
+    }
+    /*
+     * Compare: the RTL on a copy of the counter block of the lines the
+     * access touches (a window of those lines alone: the same lines, the
+     * same lanes), the engine on the counters themselves.
+     */
+    a0 = off & ~(uint64_t)(NFABRIC_RTL_LINE - 1);
+    b0 = (off + n + NFABRIC_RTL_LINE - 1) & ~(uint64_t)(NFABRIC_RTL_LINE - 1);
+    if (b0 > cfg->size) {
+        b0 = cfg->size;
+    }
+    lc = *cfg;
+    lc.size = b0 - a0;
+    c0 = nfabric_counter_bytes(cfg->path, cfg->width, a0);
+    cl = nfabric_counter_bytes(cfg->path, cfg->width, b0 - a0);
+    if (cl > sizeof(before)) {
+        return nfabric_agg_write(cfg, counters, off, buf, n);
+    }
+    memcpy(before, counters + c0, cl);
+    memcpy(rtl, counters + c0, cl);
+    rr = s->rtl_ops->agg_write(s->rtl, &lc, rtl, off - a0, buf, n);
+    rc = nfabric_agg_write(cfg, counters, off, buf, n);
+    for (k = 0; k < cl && rtl[k] == counters[c0 + k]; k++) {
+    }
+    if (rr == rc && k == cl) {
+        return rc;
+    }
+    eng = k < cl ? counters[c0 + k] : 0;
+    memcpy(counters + c0, before, cl);
+    *dropped = true;
+    if (rr != rc) {
+        nfabric_rtl_report(s, i, true, off, n, "the RTL returns %" PRId64
+                           ", the engine %" PRId64, rr, rc);
+    } else {
+        uint64_t e = (c0 + k) / (cfg->width / 8);
+        unsigned per_line = cfg->path == NFABRIC_PATH_GBINARY ? 512 : 256;
+
+        nfabric_rtl_report(s, i, true, off, n, "line %" PRIu64 " lane %" PRIu64
+                           " (counter byte %" PRIu64 "): RTL 0x%02x, engine "
+                           "0x%02x, before 0x%02x", e / per_line,
+                           e % per_line, c0 + k, rtl[k], eng, before[k]);
+    }
+    return 0;
+}
+
+/*
+ * Produce a low-bit read-out of window i.  Returns what nfabric_agg_read()
+ * returns, or sets *dropped (compare mode, a difference).
+ */
+static int nfabric_dp_read(NFabricCtrl *s, unsigned i, const NFabricAggCfg *cfg,
+                           const uint8_t *counters, uint64_t off, uint8_t *buf,
+                           unsigned n, bool *dropped)
+{
+    uint8_t rtl[NFABRIC_RTL_MAX_ACCESS];
+    unsigned k;
+    int rc, rr;
+
+    if (s->rtl_mode == NFABRIC_RTL_OFF || n > NFABRIC_RTL_MAX_ACCESS) {
+        return nfabric_agg_read(cfg, counters, off, buf, n);
+    }
+    s->rtl_accesses++;
+    if (s->rtl_mode == NFABRIC_RTL_SERVE) {
+        return s->rtl_ops->agg_read(s->rtl, cfg, counters, off, buf, n);
+    }
+    memset(rtl, 0, sizeof(rtl));
+    rr = s->rtl_ops->agg_read(s->rtl, cfg, counters, off, rtl, n);
+    rc = nfabric_agg_read(cfg, counters, off, buf, n);
+    for (k = 0; rc == 0 && k < n && rtl[k] == buf[k]; k++) {
+    }
+    if (rr == rc && (rc != 0 || k == n)) {
+        return rc;
+    }
+    *dropped = true;
+    if (rr != rc) {
+        nfabric_rtl_report(s, i, false, off, n, "the RTL returns %d, the "
+                           "engine %d", rr, rc);
+    } else {
+        nfabric_rtl_report(s, i, false, off, n, "read-out byte %" PRIu64
+                           ": RTL 0x%02x, engine 0x%02x", off + k, rtl[k],
+                           buf[k]);
+    }
+    memset(buf, 0, n);
+    return 0;
+}
+
 /*
  * Serve n bytes at dpa on window i (locked, configuration as looked up).
  * FP32 windows store and return the bytes; low-bit windows aggregate.
@@ -619,10 +767,13 @@ static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
     uint8_t *counters = cfg->path == NFABRIC_PATH_FP32 ? NULL :
                         s->ram + s->view.counters[i];
 
+    bool dropped = false;
+
     if (!write) {
         if (cfg->path == NFABRIC_PATH_FP32) {
             memcpy(buf, s->ram + dpa, n);
-        } else if (nfabric_agg_read(cfg, counters, off, buf, n) != 0) {
+        } else if (nfabric_dp_read(s, i, cfg, counters, off, buf, n,
+                                   &dropped) != 0) {
             memset(buf, 0, n);
         }
         return;
@@ -632,8 +783,13 @@ static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
         nfabric_ctrl_dirty(s, dpa, n);
     } else {
         /* The window was validated: the range is inside it. */
-        int64_t rc = nfabric_agg_write(cfg, counters, off, buf, n);
+        int64_t rc = nfabric_dp_write(s, i, cfg, counters, off, buf, n,
+                                      &dropped);
 
+        if (dropped) {
+            /* Not applied, so no contribution. */
+            return;
+        }
         if (rc > 0) {
             if (s->shared) {
                 sh->head[s->head].reserved_codes[i] += (uint32_t)rc;

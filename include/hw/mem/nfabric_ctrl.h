@@ -55,7 +55,36 @@ typedef struct NFabricCtrlOps {
      * controller prints why to stderr.
      */
     void (*state_failed)(void *opaque, const char *why);
+    /*
+     * With the RTL comparing (NFABRIC_RTL_COMPARE): the RTL and the engine
+     * differ on an access of window win at window byte off (len bytes);
+     * what says how (the first differing byte, both values).  The access
+     * was dropped: counters as before it, a read returns zeros.
+     */
+    void (*rtl_mismatch)(void *opaque, unsigned win, bool write, uint64_t off,
+                         unsigned len, const char *what);
 } NFabricCtrlOps;
+
+/*
+ * The low-bit datapath in RTL (hw/rtl/nfrtl.h, loaded by the device), with
+ * the engine's signatures: NFABRIC_RTL_SERVE serves every low-bit access
+ * through it instead of the engine; NFABRIC_RTL_COMPARE serves through the
+ * engine and runs the RTL beside it on a copy of the counters, and the
+ * first difference (return value, a counter byte, a read-out byte) drops
+ * the access and calls ops->rtl_mismatch (docs/rtl.md).
+ */
+typedef enum NFabricRtlMode {
+    NFABRIC_RTL_OFF = 0,
+    NFABRIC_RTL_SERVE,
+    NFABRIC_RTL_COMPARE,
+} NFabricRtlMode;
+
+typedef struct NFabricRtlOps {
+    int64_t (*agg_write)(void *rtl, const NFabricAggCfg *cfg, void *counters,
+                         uint64_t off, const uint8_t *data, size_t len);
+    int (*agg_read)(void *rtl, const NFabricAggCfg *cfg, const void *counters,
+                    uint64_t off, uint8_t *out, size_t len);
+} NFabricRtlOps;
 
 /*
  * A head's private copy of the window table, made from the shared table
@@ -116,6 +145,16 @@ typedef struct NFabricCtrl {
     bool record_failed;
     uint64_t record_lost;       /* records not written since the failure */
 
+    /*
+     * The RTL datapath (nfabric_ctrl_set_rtl): mode, its calls, the model;
+     * accesses it ran and differences it showed (compare mode).
+     */
+    NFabricRtlMode rtl_mode;
+    const NFabricRtlOps *rtl_ops;
+    void *rtl;
+    uint64_t rtl_accesses;
+    uint64_t rtl_mismatches;
+
     /* The state of a device that is not shared (migrated with it). */
     NFabricShared local;
 } NFabricCtrl;
@@ -126,6 +165,14 @@ extern const char *const nfabric_path_names[NFABRIC_NUM_PATHS];
 void nfabric_ctrl_init(NFabricCtrl *s, uint8_t *ram, uint64_t ram_size,
                        const NFabricTimingParams *tp,
                        const NFabricCtrlOps *ops, void *opaque);
+/*
+ * Serve low-bit accesses through the RTL (mode SERVE), or compare it with
+ * the engine on every one (COMPARE); OFF (or ops NULL) is the engine alone.
+ * Accesses of up to 8 bytes (the CXL.mem path's) go through the RTL; a
+ * longer one (a host transport's) is served by the engine alone.
+ */
+void nfabric_ctrl_set_rtl(NFabricCtrl *s, NFabricRtlMode mode,
+                          const NFabricRtlOps *ops, void *rtl);
 /*
  * Use the shared state sh (nfabric_shared_attach) as head head, instead of
  * the private state.  Call after nfabric_ctrl_init.
