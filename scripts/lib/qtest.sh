@@ -188,5 +188,16 @@ nf_suite_qtest() {
     nf_qtest_refused 22 "head=1 without shared-state" \
         "properties 'head' and 'heads' need 'shared-state'" "$base,head=1"
     nf_qtest_rejoin 23 || rc=1
+    # The RTL datapath's properties (docs/rtl.md); serving through it is
+    # suite rtl's.
+    nf_qtest_refused 24 "rtl=fast" "property 'rtl' must be off, serve or compare, not 'fast'" "$base,rtl=fast"
+    nf_qtest_refused 25 "rtl=serve without rtl-lib" "property 'rtl=serve' needs 'rtl-lib'" "$base,rtl=serve"
+    nf_qtest_refused 26 "rtl-lib without rtl" "property 'rtl-lib' needs 'rtl=serve' or 'rtl=compare'" \
+        "$base,rtl-lib=/nonexistent/libnfrtl.so"
+    nf_qtest_refused 27 "rtl-lib a missing file" \
+        "property 'rtl-lib': cannot load '/nonexistent/libnfrtl.so'" \
+        "$base,rtl=compare,rtl-lib=/nonexistent/libnfrtl.so"
+    nf_qtest_refused 28 "rtl-lib not a libnfrtl.so" "has no symbol 'nfrtl_abi_version'" \
+        "$base,rtl=serve,rtl-lib=$(gcc -print-file-name=libgcc_s.so.1)"
     return $rc
 }

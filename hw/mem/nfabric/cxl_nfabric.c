@@ -150,7 +150,15 @@ static void nfabric_hook_state_failed(void *opaque, const char *why)
                  s->head, s->shared_path ? s->shared_path : "?", why);
 }
 
+static void nfabric_hook_rtl_mismatch(void *opaque, unsigned win,
+                                      bool write, uint64_t off, unsigned len,
+                                      const char *what)
+{
+    nfabric_rtl_mismatch(opaque, win, write, off, len, what);
+}
+
 static const NFabricCtrlOps nfabric_ctrl_ops = {
+    .rtl_mismatch = nfabric_hook_rtl_mismatch,
     .record_failed = nfabric_hook_record_failed,
     .state_failed = nfabric_hook_state_failed,
     .dirty = nfabric_hook_dirty,
@@ -580,7 +588,11 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
         return;
     }
 
+    if (!nfabric_rtl_load(s, errp)) {
+        return;
+    }
     if (s->record_path && !(record = nfabric_record_open(s, errp))) {
+        nfabric_rtl_unload(s);
         return;
     }
 
@@ -589,6 +601,7 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
         if (record) {
             fclose(record);
         }
+        nfabric_rtl_unload(s);
         return;
     }
 
@@ -603,6 +616,7 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
         if (record) {
             fclose(record);
         }
+        nfabric_rtl_unload(s);
         nc->parent_exit(pdev);
         return;
     }
@@ -616,9 +630,11 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
             s->ctrl.record = NULL;
         }
         address_space_cache_destroy(&s->ram_cache);
+        nfabric_rtl_unload(s);
         nc->parent_exit(pdev);
         return;
     }
+    nfabric_rtl_start(s);
     if (record) {
         s->exit_notifier.notify = nfabric_exit_notify;
         qemu_add_exit_notifier(&s->exit_notifier);
@@ -656,6 +672,7 @@ static void nfabric_exit(PCIDevice *pdev)
         qemu_remove_exit_notifier(&s->exit_notifier);
         nfabric_record_close(s);
     }
+    nfabric_rtl_unload(s);
     address_space_cache_destroy(&s->ram_cache);
     nc->parent_exit(pdev);
 }
@@ -790,6 +807,8 @@ static const Property nfabric_props[] = {
     DEFINE_PROP_ON_OFF_AUTO("direct-map", CXLNFabricState, direct_map,
                             ON_OFF_AUTO_AUTO),
     DEFINE_PROP_BOOL("direct-map-fp32", CXLNFabricState, direct_fp32, false),
+    DEFINE_PROP_STRING("rtl", CXLNFabricState, rtl),
+    DEFINE_PROP_STRING("rtl-lib", CXLNFabricState, rtl_lib),
 };
 
 /* Read-only figures for qom-get: each one reads a register. */
@@ -939,6 +958,7 @@ static void nfabric_class_init(ObjectClass *oc, void *data)
         "whether the CXL window maps device memory directly now "
         "(read-only)");
     nfabric_add_figures(oc);
+    nfabric_rtl_class_init(oc);
     object_class_property_add(oc, "record-lost", "uint64",
                               nfabric_get_record_lost, NULL, NULL, NULL);
     object_class_property_set_description(oc, "record-lost",

@@ -29,6 +29,26 @@ typedef struct NFabricTrap {
     uint64_t dpa;               /* DPA of the region's offset 0 */
 } NFabricTrap;
 
+/*
+ * The RTL datapath's shared library (hw/rtl/nfrtl.h), loaded with dlopen()
+ * by cxl_nfabric_rtl.c: its calls and its model.
+ */
+typedef struct NFabricRtlLib {
+    void *handle;
+    void *model;
+    void *(*model_new)(void);
+    void (*model_free)(void *model);
+    int64_t (*agg_write)(void *model, const NFabricAggCfg *cfg,
+                         void *counters, uint64_t off, const uint8_t *data,
+                         size_t len);
+    int (*agg_read)(void *model, const NFabricAggCfg *cfg,
+                    const void *counters, uint64_t off, uint8_t *out,
+                    size_t len);
+    uint64_t (*cycles)(const void *model);
+    uint64_t (*lines)(const void *model);
+    unsigned (*latency)(const void *model);
+} NFabricRtlLib;
+
 struct CXLNFabricState {
     CXLType3Dev parent_obj;
 
@@ -53,6 +73,11 @@ struct CXLNFabricState {
     int shared_fd;
     Error *migration_blocker;
 
+    /* The RTL datapath (rtl=serve|compare, docs/rtl.md). */
+    NFabricRtlMode rtl_mode;
+    NFabricRtlLib rtl_lib_fn;
+    Notifier rtl_exit_notifier; /* reports what it served when QEMU quits */
+
     /* Properties. */
     NFabricTimingParams tparams;
     char *record_path;
@@ -61,6 +86,8 @@ struct CXLNFabricState {
     bool direct_fp32;           /* direct-map-fp32 */
     uint32_t head;              /* head */
     uint32_t heads;             /* heads */
+    char *rtl;                  /* rtl: off, serve or compare */
+    char *rtl_lib;              /* rtl-lib: path of libnfrtl.so */
 };
 
 struct CXLNFabricClass {
@@ -70,5 +97,13 @@ struct CXLNFabricClass {
     void (*parent_exit)(PCIDevice *pdev);
     ResettablePhases parent_phases;
 };
+
+/* cxl_nfabric_rtl.c: load rtl-lib (before realize), start, unload. */
+bool nfabric_rtl_load(CXLNFabricState *s, Error **errp);
+void nfabric_rtl_start(CXLNFabricState *s);
+void nfabric_rtl_unload(CXLNFabricState *s);
+void nfabric_rtl_mismatch(CXLNFabricState *s, unsigned win, bool write,
+                          uint64_t off, unsigned len, const char *what);
+void nfabric_rtl_class_init(ObjectClass *oc);
 
 #endif /* HW_MEM_CXL_NFABRIC_H */
