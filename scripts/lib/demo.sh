@@ -50,6 +50,8 @@ guest user space:
       of plain device memory, guest RAM and a G-Binary window
   (e) two hosts, one device: two guests, each with its own head of one
       shared device, aggregate into the same windows
+  (r) the G-Binary checks again with the datapath in Verilog serving every
+      low-bit access (hw/rtl, Verilated, the device's rtl=serve)
 Prints a summary and ends with `demo: N passed, N failed`.
 The console log is build/guest/demo.log.
 USAGE
@@ -138,6 +140,25 @@ nf_demo_main() {
         [ "$crc" -eq 0 ] || [ "$cf" -gt 0 ] || cf=1
         passed=$((passed + cp))
         failed=$((failed + cf))
+
+        # The datapath in Verilog (docs/rtl.md): the G-Binary checks once
+        # more, every low-bit access served by the Verilated RTL.
+        local rlog=$NF_BUILD/guest/demo-rtl.log rerr=$NF_BUILD/guest/demo-rtl.err rrc=0
+        echo
+        echo "The aggregation datapath in Verilog: the G-Binary checks again, every low-bit"
+        echo "access served by hw/rtl/nf_agg.v (Verilated; the first time it is built, a few"
+        echo "minutes), the device's rtl=serve (console: $rlog)"
+        nf_guest_run "$rlog" "nfabric-test --only gbinary" --rtl serve 2> "$rerr" || rrc=$?
+        grep -h '^summary: ' "$rlog" 2>/dev/null | sed 's/^summary: /  /'
+        grep -ho 'rtl=serve: .*' "$rerr" 2>/dev/null | sed 's/^/  QEMU: /'
+        cp=$(grep -c '^ok ' "$rlog" 2>/dev/null || true)
+        cf=$(grep -c '^not ok ' "$rlog" 2>/dev/null || true)
+        if [ "$rrc" -ne 0 ] && [ "${cf:-0}" -eq 0 ]; then
+            echo "  the RTL run failed (status $rrc) before reporting a failed check; see $rerr"
+            cf=1
+        fi
+        passed=$((passed + ${cp:-0}))
+        failed=$((failed + ${cf:-0}))
     fi
     echo "demo: $passed passed, $failed failed"
     [ "$failed" -eq 0 ]

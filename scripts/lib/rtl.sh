@@ -114,6 +114,98 @@ nf_rtl_harness() {
     echo "$dir/nf_agg_tb"
 }
 
+# nf_rtl_lib: build (if anything changed) the 512-lane model as
+# libnfrtl.so, the library the device's rtl-lib property loads; print its
+# path.  Build output goes to the model's build.log.
+nf_rtl_lib() {
+    local tb
+    nf_rtl_deps >&2
+    mkdir -p "$NF_RTL_BUILD"
+    tb=$(nf_rtl_harness full 512) || return 1
+    [ -f "${tb%/*}/libnfrtl.so" ] || { echo "rtl: ${tb%/*}/libnfrtl.so was not built" >&2; return 1; }
+    echo "${tb%/*}/libnfrtl.so"
+}
+
+nf_rtl_lib_main() {
+    case "${1:-}" in
+    -h|--help)
+        echo "usage: scripts/nfabric rtl-lib"
+        echo "Builds hw/rtl/nf_agg.v (512 lanes) with Verilator as libnfrtl.so (hw/rtl/nfrtl.h)"
+        echo "and prints its path, for the device's properties rtl=serve|compare,rtl-lib=PATH"
+        echo "(scripts/nfabric vm --rtl MODE does this itself).  docs/rtl.md."
+        return 0 ;;
+    "") ;;
+    *) echo "nfabric rtl-lib: unknown argument \"$1\"" >&2; return 2 ;;
+    esac
+    nf_rtl_lib
+}
+
+# nf_rtl_fault_lib: a stand-in for libnfrtl.so with the engine's arithmetic
+# and one fault (tests/rtl/nfrtl_fault.c); print its path.
+nf_rtl_fault_lib() {
+    local out=$NF_RTL_BUILD/fault/libnfrtl-fault.so
+    mkdir -p "${out%/*}"
+    gcc -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared -Wl,-Bsymbolic -I"$NF_ROOT/include" \
+        "$NF_ROOT/tests/rtl/nfrtl_fault.c" "$NF_ROOT/hw/mem/nfabric/nfabric_engine.c" \
+        "$NF_ROOT/hw/mem/nfabric/nfabric_window.c" -o "$out" >&2 ||
+        { echo "rtl: cannot build tests/rtl/nfrtl_fault.c" >&2; return 1; }
+    echo "$out"
+}
+
+# nf_rtl_guest MODE LIB NAME: boot a guest whose device serves (or
+# compares) its low-bit accesses through LIB and run the aggregation
+# groups; the guest's TAP lines (prefixed), then the QEMU report on its
+# last line.  Console in $NF_RTL_BUILD/guest-NAME.log, QEMU's messages in
+# guest-NAME.err.  Status: the guest command's.
+nf_rtl_guest() {
+    local mode=$1 lib=$2 name=$3 rc=0
+    nf_vm_main --quiet --log "$NF_RTL_BUILD/guest-$name.log" --timeout 900 \
+        --device-props "rtl=$mode,rtl-lib=${lib//,/,,}" \
+        --run "nfabric-test --only gbinary,gternary,mixed,toggle" \
+        2> "$NF_RTL_BUILD/guest-$name.err" || rc=$?
+    return $rc
+}
+
+# The RTL in the emulator (issue: a guest drives the RTL through the
+# device): the aggregation groups pass with the RTL serving and with it
+# compared on every access; a faulty stand-in is caught and shown to serve.
+nf_rtl_guest_checks() {
+    local lib=$1 fault mode st n ok bad rep
+    if [ ! -x "$NF_QEMU_BIN" ] || ! declare -F nf_vm_main >/dev/null; then
+        nf_tap 1 "the RTL in the emulator: QEMU ($NF_QEMU_BIN) is not built (scripts/nfabric setup)"
+        return 0
+    fi
+    nf_image_main >&2 || nf_die "rtl: cannot build the guest image"
+    for mode in serve compare; do
+        st=0
+        nf_rtl_guest "$mode" "$lib" "$mode" || st=$?
+        ok=$(grep -c '^ok ' "$NF_RTL_BUILD/guest-$mode.log" || true)
+        bad=$(grep -c '^not ok ' "$NF_RTL_BUILD/guest-$mode.log" || true)
+        grep '^not ok ' "$NF_RTL_BUILD/guest-$mode.log" | head -n 5 | sed 's/^/# /' || true
+        rep=$(grep -o 'rtl=[a-z]*: [0-9]* low-bit accesses through the RTL.*' "$NF_RTL_BUILD/guest-$mode.err" | tail -n 1)
+        n=$(sed -n 's/^rtl=[a-z]*: \([0-9]*\) low-bit.*/\1/p' <<< "$rep")
+        [ "$st" = 0 ] && [ "$bad" = 0 ] && [ "$ok" -ge 20 ] && [ "${n:-0}" -gt 1000 ] &&
+            [[ $rep == *", 0 differences from the engine" ]]
+        nf_tap $? "rtl=$mode: a guest's G-Binary, G-Ternary, mixed and toggle groups pass with the RTL $([ "$mode" = serve ] && echo serving || echo "beside the engine") ($ok checks, status $st; QEMU: ${rep:-no report})"
+    done
+    # The checks can fail: a stand-in with one fault (lane 5 of every
+    # G-Binary line it writes counts once more) is caught by compare mode,
+    # and its results are what a guest gets in serve mode.
+    fault=$(nf_rtl_fault_lib) || { nf_tap 1 "rtl: cannot build the faulty stand-in"; return 0; }
+    st=0
+    nf_rtl_guest compare "$fault" fault-compare || st=$?
+    rep=$(grep -m1 'the RTL and the engine differ' "$NF_RTL_BUILD/guest-fault-compare.err" || true)
+    bad=$(grep -c '^not ok ' "$NF_RTL_BUILD/guest-fault-compare.log" || true)
+    [ "$st" != 0 ] && [ "$bad" -gt 0 ] && [[ $rep == *"lane 5 "* ]]
+    nf_tap $? "rtl=compare with a faulty datapath: the first difference drops the access with an error ($bad guest checks fail; QEMU: ${rep#*: })"
+    st=0
+    nf_rtl_guest serve "$fault" fault-serve || st=$?
+    bad=$(grep -c '^not ok ' "$NF_RTL_BUILD/guest-fault-serve.log" || true)
+    [ "$st" != 0 ] && [ "$bad" -gt 0 ] &&
+        ! grep -q 'the RTL and the engine differ' "$NF_RTL_BUILD/guest-fault-serve.err"
+    nf_tap $? "rtl=serve with a faulty datapath: the guest gets its results ($bad G-Binary checks fail), so serve mode really serves through the library"
+}
+
 # nf_rtl_run TB ARGS...: run the harness; its TAP lines, renumbered by
 # nf_tap, on stdout; status non-zero if it failed.
 nf_rtl_run() {
@@ -259,6 +351,9 @@ nf_suite_rtl() {
     # libnfrtl.so, the model behind the engine's calls, loaded as the
     # device would load it: random accesses against the engine.
     nf_rtl_run "$(dirname "$tb")/nfrtl_test" "$(dirname "$tb")/libnfrtl.so" 20000 || rc=1
+
+    # The device loads it: a guest's aggregation through the RTL.
+    nf_rtl_guest_checks "$(dirname "$tb")/libnfrtl.so"
 
     # A 32-lane slice (the one that fits the iCE40 HX8K): the same checks.
     tbs=$(nf_rtl_harness slice32 32)

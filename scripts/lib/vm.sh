@@ -21,6 +21,9 @@ Options:
   --cxl-mem SIZE      device memory, a multiple of 256M (default 256M)
   --device NAME       cxl-neuron-fabric (default) or cxl-type3 (stock)
   --device-props P    extra properties for the device, "k=v,k=v"
+  --rtl MODE          the low-bit datapath through its RTL (hw/rtl, built
+                      first): serve, or compare (RTL beside the engine, an
+                      access they differ on is dropped and reported); off
   --devices N         N devices, each on its own root port of one host
                       bridge (default 1; the guest's region is on mem0)
   --mem-path FILE     device memory in FILE (memory-backend-file, share=on),
@@ -115,11 +118,11 @@ nf_vm_cxl_args() {   # DEVICE CXL_MIB FMW_MIB PROPS [MEM_PATH [NDEV]]
 nf_vm_main() {
     local cpus=2 mem=2G cxlmem=256M device=cxl-neuron-fabric props="" run="" have_run=0
     local timeout="" append="" log="$NF_BUILD/guest/vm.log" quiet=0 extra=()
-    local mem_path="" reboot=0 ndev=1 hostfs=0 net_listen="" net_connect="" ipaddr=""
+    local mem_path="" reboot=0 ndev=1 hostfs=0 net_listen="" net_connect="" ipaddr="" rtl=off
     while [ $# -gt 0 ]; do
         case "$1" in
         -h|--help) nf_vm_usage; return 0 ;;
-        --cpus|--mem|--cxl-mem|--device|--device-props|--run|--timeout|--append|--qemu-arg|--log|--mem-path|--devices|--net-listen|--net-connect|--ip)
+        --cpus|--mem|--cxl-mem|--device|--device-props|--run|--timeout|--append|--qemu-arg|--log|--mem-path|--devices|--net-listen|--net-connect|--ip|--rtl)
             [ $# -ge 2 ] || { echo "nfabric vm: $1 needs a value" >&2; return 2; }
             case "$1" in
             --cpus) cpus=$2 ;;
@@ -137,6 +140,7 @@ nf_vm_main() {
             --net-listen) net_listen=$2 ;;
             --net-connect) net_connect=$2 ;;
             --ip) ipaddr=$2 ;;
+            --rtl) rtl=$2 ;;
             esac
             shift ;;
         --quiet) quiet=1 ;;
@@ -170,6 +174,17 @@ nf_vm_main() {
     case "$device" in
     cxl-neuron-fabric|cxl-type3) ;;
     *) echo "nfabric vm: --device must be cxl-neuron-fabric or cxl-type3" >&2; return 2 ;;
+    esac
+    case "$rtl" in
+    off) ;;
+    serve|compare)
+        [ "$device" = cxl-neuron-fabric ] ||
+            { echo "nfabric vm: --rtl needs --device cxl-neuron-fabric" >&2; return 2; }
+        local lib
+        lib=$(nf_rtl_lib) || nf_die "vm: cannot build the RTL datapath's library (scripts/nfabric rtl-lib)"
+        # QEMU's option syntax: a comma in a value is written twice.
+        props="rtl=$rtl,rtl-lib=${lib//,/,,}${props:+,$props}" ;;
+    *) echo "nfabric vm: --rtl must be off, serve or compare, not \"$rtl\"" >&2; return 2 ;;
     esac
     if [ -n "$timeout" ]; then
         [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || { echo "nfabric vm: bad --timeout \"$timeout\"" >&2; return 2; }
