@@ -73,7 +73,7 @@ nf_ddp_vm_script() {
 # system, a link between them; each runs SCRIPT (in DIR) under chroot /host.
 nf_ddp_vm_run() {
     local dir=$1 script=$2
-    nf_cluster_main --hosts 2 --hostfs --net --cpus 1 --mem 2G \
+    nf_cluster_main --hosts 2 --hostfs --net --cpus 1 --mem 2G --cxl-mem 512M \
         --timeout 900 --dir "$dir" --run "chroot /host /bin/sh $(printf %q "$script")"
 }
 
@@ -137,13 +137,15 @@ nf_suite_ddp() {
     echo "# in VMs: 2 guests, one shared device, the host's Python and PyTorch (virtio-9p)"
     local vm=$d/vm host=$d/host-portable.json
     local args=(--portable-math --mode gbinary --steps 3 --train-samples 2000 --test-samples 200)
+    local rn=(--arch resnet18 --classes 10 --mode gbinary --steps 2 --portable-math --master-port 29660)
     mkdir -p "$vm"
     # shellcheck disable=SC2016  # these lines run in the guest: its $start, not ours
     nf_ddp_vm_script "$vm/run.sh" \
         'start=$(cut -d" " -f1 /proc/uptime)' \
         '/usr/bin/python3 -c "import torch" && echo "# import-torch-seconds $(awk -v a=$start "{print \$1 - a}" /proc/uptime)"' \
         "/usr/bin/python3 -m nfabric.selftest --guest --rank \$NFABRIC_RANK --ranks 2 || exit 1" \
-        "/usr/bin/python3 -m nfabric.examples.train ${args[*]} --master-addr 169.254.0.1"
+        "/usr/bin/python3 -m nfabric.examples.train ${args[*]} --master-addr 169.254.0.1 || exit 1" \
+        "/usr/bin/python3 -m nfabric.examples.archs --guest ${rn[*]} --master-addr 169.254.0.1 | sed 's/^/# archs /'"
     if nf_ddp_vm_run "$vm" "$vm/run.sh" > "$vm/cluster.out" 2>&1; then
         echo "ok - 2 VMs ran the self-test and a DDP run through the shared device"
     else
@@ -157,11 +159,25 @@ nf_suite_ddp() {
          > "$host" 2> "$d/host-portable.err") || true
     local hp vp
     hp=$(grep -ho '"params": "[0-9a-f]*"' "$host" | sort -u)
-    vp=$(grep -ho '"params": "[0-9a-f]*"' "$vm"/host*.log | sort -u)
+    vp=$(grep -hv '^# archs' "$vm"/host*.log | grep -o '"params": "[0-9a-f]*"' | sort -u)
     if [ -n "$hp" ] && [ "$hp" = "$vp" ] && [ "$(wc -l <<<"$hp")" = 1 ]; then
         echo "ok - a 2-VM DDP run (3 steps, G-Binary) ends with the same parameters as the host run with the same seed, bit for bit ($hp)"
     else
         echo "not ok - 2-VM DDP vs host: VMs ${vp//$'\n'/ }, host ${hp//$'\n'/ }"
+        rc=1
+    fi
+    # ResNet-18 in the same 2 VMs: both ranks end equal, and equal to the
+    # same run of 2 host heads, bit for bit.
+    (cd "$d" && nf_ddp_py -m nfabric.examples.archs --spawn 2 "${rn[@]}" \
+         --state /dev/shm/nfabric-ddp-test.state --mem /dev/shm/nfabric-ddp-test.mem \
+         > "$d/host-resnet18.json" 2> "$d/host-resnet18.err") || true
+    hp=$(grep -ho '"params": "[0-9a-f]*"' "$d/host-resnet18.json" | sort -u)
+    vp=$(grep -h '^# archs' "$vm"/host*.log | grep -o '"params": "[0-9a-f]*"' | sort -u)
+    if [ -n "$hp" ] && [ "$hp" = "$vp" ] && [ "$(wc -l <<<"$hp")" = 1 ] &&
+       [ "$(grep -h '^# archs' "$vm"/host*.log | grep -c '"params_identical": true')" = 2 ]; then
+        echo "ok - ResNet-18 (11 181 642 parameters) in 2 VMs, 2 G-Binary steps through the shared device: both guests end with the parameters of the same run on 2 host heads, bit for bit ($hp, $(grep -h '^# archs' "$vm"/host*.log | grep -o '"traffic_pct": [0-9.]*'))"
+    else
+        echo "not ok - ResNet-18 in 2 VMs vs host: VMs ${vp//$'\n'/ }, host ${hp//$'\n'/ } ($(tail -2 "$d/host-resnet18.err" | tr '\n' ' '))"
         rc=1
     fi
     rm -f /dev/shm/nfabric-ddp-test.state /dev/shm/nfabric-ddp-test.mem

@@ -8,6 +8,13 @@ positions, a classifier; no pretrained weights).
     python3 -m nfabric.examples.archs --spawn 2 --arch resnet18 --classes 10 \\
         --mode layer_aware --steps 3
 
+In guests (--guest: the guest's device, rank and world from NFABRIC_RANK
+and NFABRIC_HOSTS as `scripts/nfabric cluster` sets them, --master-addr the
+first guest's address):
+
+    chroot /host /usr/bin/python3 -m nfabric.examples.archs --guest \
+        --arch resnet18 --mode gbinary --portable-math --master-addr 169.254.0.1
+
 Prints one JSON line per rank: the parameter digest (the same on every
 rank), the gradient traffic from the device's pool statistics in percent of
 FP32 (rank 0), and for layer_aware the layers kept on FP32.  The first
@@ -84,14 +91,21 @@ def digest(model):
 def run_rank(args, rank, world):
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % args.master_port,
-                            rank=rank, world_size=world)
+    if args.portable_math:
+        # The same kernels on every CPU (host, or a VM's emulated one): no
+        # oneDNN, ATen's default kernels (ATEN_CPU_CAPABILITY, set by main).
+        torch.backends.mkldnn.enabled = False
+    dist.init_process_group("gloo", init_method="tcp://%s:%d" % (args.master_addr,
+                            args.master_port), rank=rank, world_size=world)
     model = build(args.arch, args.classes)
     # ResNet's batch-norm statistics differ per rank: DDP broadcasts rank
     # 0's buffers before every forward (broadcast_buffers), the hooks
     # exchange the gradients.
     ddp = nn.parallel.DistributedDataParallel(model, broadcast_buffers=True)
-    dev = Device.host(args.state, args.mem, args.mem_size << 20, rank, world)
+    if args.guest:
+        dev = Device.open()
+    else:
+        dev = Device.host(args.state, args.mem, args.mem_size << 20, rank, world)
     job = FabricJob(dev, model, rank, world, mode=args.mode, low=args.low,
                     seed=args.seed, budget_pct=args.budget_pct, probe=args.probe,
                     admission=args.admission,
@@ -171,7 +185,25 @@ def main(argv=None):
     ap.add_argument("--mem-size", type=int, default=0,
                     help="MiB of device memory (default: sized for the job)")
     ap.add_argument("--master-port", type=int, default=29617)
+    ap.add_argument("--master-addr", default="127.0.0.1")
+    ap.add_argument("--guest", action="store_true",
+                    help="the guest's device (rank, world from NFABRIC_RANK, NFABRIC_HOSTS)")
+    ap.add_argument("--portable-math", action="store_true",
+                    help="the same float kernels on any CPU (host = VM bit for bit)")
     args = ap.parse_args(argv)
+    if args.portable_math and os.environ.get("ATEN_CPU_CAPABILITY") != "default":
+        # ATen reads it when torch loads: run again with it set.
+        env = dict(os.environ, ATEN_CPU_CAPABILITY="default",
+                   OPENBLAS_CORETYPE="Prescott", DNNL_MAX_CPU_ISA="SSE41")
+        return subprocess.call([sys.executable, "-m", "nfabric.examples.archs"] +
+                               list(argv if argv is not None else sys.argv[1:]), env=env)
+    if args.guest:
+        if args.spawn:
+            ap.error("--guest and --spawn exclude each other")
+        if args.rank is None:
+            args.rank = int(os.environ.get("NFABRIC_RANK", "0"))
+        if args.world is None:
+            args.world = int(os.environ.get("NFABRIC_HOSTS", "1"))
     if not args.mem_size:
         n = sum(p.numel() for p in build(args.arch, args.classes).parameters())
         world = args.spawn or args.world or 1
