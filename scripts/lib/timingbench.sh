@@ -191,6 +191,19 @@ nf_bench_timing() {
     echo "bw_pressure_max_queued=$bwq"
     echo "bw_pressure_mean_in_flight=$bwf"
     echo "overload_1.2_exposed_pct=$over"
+    # The depth the RTL measures (hw/rtl, docs/rtl.md), through the same
+    # model, beside the paper's bound.
+    local rtl_tb rtl_lat rtl_llc
+    nf_rtl_deps >&2
+    mkdir -p "$NF_RTL_BUILD"
+    rtl_tb=$(nf_rtl_harness full 512) || nf_die "bench timing: cannot build the RTL harness"
+    rtl_lat=$("$rtl_tb" --latency | sed -n 's/^rtl_latency_cycles=//p' | head -n 1)
+    [[ "$rtl_lat" =~ ^[0-9]+$ ]] || nf_die "bench timing: the RTL harness measured no latency ($rtl_tb --latency)"
+    rtl_llc=$(nf_timing_run --dependent "${c[@]}" --depth "$rtl_lat" | nf_timing_fig exposed_pct)
+    echo "rtl_latency_cycles=$rtl_lat"
+    echo "llc_miss_exposed_pct_at_rtl_latency=$rtl_llc"
+    echo "paper_exposed_bound_pct=1.67"
+    awk -v a="$rtl_llc" 'BEGIN { printf "rtl_exposed_vs_paper_bound=%.4f\n", a / 1.67 }'
     awk -v f="$out/load.dat" 'BEGIN {
         while ((getline line < f) > 0) {
             if (line ~ /^#/) continue
