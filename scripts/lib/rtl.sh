@@ -152,16 +152,16 @@ nf_rtl_fault_lib() {
     echo "$out"
 }
 
-# nf_rtl_guest MODE LIB NAME: boot a guest whose device serves (or
-# compares) its low-bit accesses through LIB and run the aggregation
-# groups; the guest's TAP lines (prefixed), then the QEMU report on its
-# last line.  Console in $NF_RTL_BUILD/guest-NAME.log, QEMU's messages in
-# guest-NAME.err.  Status: the guest command's.
+# nf_rtl_guest MODE LIB NAME [GROUPS]: boot a guest whose device serves
+# (or compares) its low-bit accesses through LIB and run the guest test
+# groups GROUPS (default: the aggregation groups).  Console in
+# $NF_RTL_BUILD/guest-NAME.log, QEMU's messages (its RTL report on exit)
+# in guest-NAME.err.  Status: the guest command's.
 nf_rtl_guest() {
-    local mode=$1 lib=$2 name=$3 rc=0
+    local mode=$1 lib=$2 name=$3 groups=${4:-gbinary,gternary,mixed,toggle} rc=0
     nf_vm_main --quiet --log "$NF_RTL_BUILD/guest-$name.log" --timeout 900 \
         --device-props "rtl=$mode,rtl-lib=${lib//,/,,}" \
-        --run "nfabric-test --only gbinary,gternary,mixed,toggle" \
+        --run "nfabric-test --only $groups" \
         2> "$NF_RTL_BUILD/guest-$name.err" || rc=$?
     return $rc
 }
@@ -193,13 +193,13 @@ nf_rtl_guest_checks() {
     # and its results are what a guest gets in serve mode.
     fault=$(nf_rtl_fault_lib) || { nf_tap 1 "rtl: cannot build the faulty stand-in"; return 0; }
     st=0
-    nf_rtl_guest compare "$fault" fault-compare || st=$?
+    nf_rtl_guest compare "$fault" fault-compare gbinary || st=$?
     rep=$(grep -m1 'the RTL and the engine differ' "$NF_RTL_BUILD/guest-fault-compare.err" || true)
     bad=$(grep -c '^not ok ' "$NF_RTL_BUILD/guest-fault-compare.log" || true)
     [ "$st" != 0 ] && [ "$bad" -gt 0 ] && [[ $rep == *"lane 5 "* ]]
     nf_tap $? "rtl=compare with a faulty datapath: the first difference drops the access with an error ($bad guest checks fail; QEMU: ${rep#*: })"
     st=0
-    nf_rtl_guest serve "$fault" fault-serve || st=$?
+    nf_rtl_guest serve "$fault" fault-serve gbinary || st=$?
     bad=$(grep -c '^not ok ' "$NF_RTL_BUILD/guest-fault-serve.log" || true)
     [ "$st" != 0 ] && [ "$bad" -gt 0 ] &&
         ! grep -q 'the RTL and the engine differ' "$NF_RTL_BUILD/guest-fault-serve.err"
@@ -401,7 +401,9 @@ usage: scripts/nfabric bench rtl [--quick] [--lines N] [--parts LIST]
   ice40-full   yosys synth_ice40 of the wrapped 512-bit datapath (cells)
   ice40        synth_ice40 + nextpnr-ice40 --hx8k of the largest slice
                (64, 32, 16, 8 lanes) that places and routes: LCs, Fmax
-  --parts LIST comma-separated parts to run (default: all four)
+  guest        a guest's G-Binary window MB/s with the device's rtl=serve
+               beside the C engine's, two boots in the same run
+  --parts LIST comma-separated parts to run (default: all five)
   --quick      100000 lines, 4 lane positions, no ice40-full
 Figures are key=value lines; logs in build/rtl/bench/.  The whole run
 takes about 45 minutes on 2 cores (yosys: 15 minutes each for the two
@@ -410,7 +412,7 @@ USAGE
 }
 
 nf_bench_rtl() {
-    local quick=0 lines=1000000 rot=0 parts=equiv,xilinx,ice40-full,ice40
+    local quick=0 lines=1000000 rot=0 parts=equiv,guest,xilinx,ice40-full,ice40
     while [ $# -gt 0 ]; do
         case $1 in
         --quick) quick=1; lines=100000; rot=4 ;;
@@ -447,6 +449,26 @@ nf_bench_rtl() {
     t1=$(date +%s)
     echo "rtl_equivalence_s=$((t1 - t0))"
     echo "rtl_mismatches=0" ;;
+    esac
+
+    # A guest's G-Binary window with the RTL serving the device, beside
+    # the engine, one boot each, the same program (nfabric-bench).
+    case ,$parts, in *,guest,*)
+    local m w lib rtl_w c_w
+    lib=$(dirname "$tb")/libnfrtl.so
+    for m in c rtl; do
+        local props=()
+        [ "$m" = c ] || props=(--device-props "rtl=serve,rtl-lib=${lib//,/,,}")
+        nf_vm_main --quiet --log "$out/guest-$m.log" --timeout 900 "${props[@]}" \
+            --run "nfabric-bench --bytes 262144 --reps 2 gbinary" 2> "$out/guest-$m.err" ||
+            nf_die "rtl bench: the guest run ($m) failed ($out/guest-$m.log, $out/guest-$m.err)"
+        w=$(nf_bench_kv "$out/guest-$m.log" gbinary_write_MBps)
+        [ -n "$w" ] || nf_die "rtl bench: no gbinary_write_MBps in $out/guest-$m.log"
+        echo "${m}_guest_gbinary_write_MBps=$w"
+        if [ "$m" = c ]; then c_w=$w; else rtl_w=$w; fi
+    done
+    grep -ho 'rtl=serve: .*' "$out/guest-rtl.err" | sed 's/^/# QEMU: /'
+    awk -v r="$rtl_w" -v c="$c_w" 'BEGIN { printf "rtl_gbinary_write_vs_c=%.5f\n", (c > 0 ? r / c : 0) }' ;;
     esac
 
     # Xilinx 7-series estimate of the full datapath.
