@@ -904,7 +904,18 @@ static void nfabric_add_figures(ObjectClass *oc)
     }
 }
 
-static void nfabric_class_init(ObjectClass *oc, void *data)
+/*
+ * QEMU 10.1 made the class data const (TypeInfo.class_init); the device
+ * builds on 10.0 and on 10.2 (docs/versions.md).
+ */
+#if QEMU_VERSION_MAJOR > 10 || \
+    (QEMU_VERSION_MAJOR == 10 && QEMU_VERSION_MINOR >= 1)
+#define NFABRIC_CLASS_DATA const void
+#else
+#define NFABRIC_CLASS_DATA void
+#endif
+
+static void nfabric_class_init(ObjectClass *oc, NFABRIC_CLASS_DATA *data)
 {
     DeviceClass *dc = DEVICE_CLASS(oc);
     PCIDeviceClass *pc = PCI_DEVICE_CLASS(oc);
