@@ -10,8 +10,8 @@ NF_PKGS_KMOD=(make gcc-12 libelf1)
 # and linux-kbuild) from bookworm-backports into build/guest/headers/KVER,
 # once per version; prints the kernel build directory.  Nothing is
 # installed into the host: the packages are fetched with apt-get download
-# and unpacked with dpkg-deb -x, and the absolute /usr/src path of the
-# headers' Makefile is pointed at the unpacked tree.
+# and unpacked with dpkg-deb -x, and the absolute /usr/src paths of the
+# headers' Makefile are pointed at the unpacked tree.
 nf_driver_headers() {
     local kver=$1 base=${1%-amd64} hroot=$NF_GUEST/headers/$1 p deb
     local kdir=$hroot/usr/src/linux-headers-$kver
@@ -28,12 +28,25 @@ nf_driver_headers() {
         done
         # sid's kbuild programs do not run on the host: versions.sh.
         [ "$NF_KERNEL_LINE" = 6.12 ] || nf_versions_kbuild_tools "$hroot" "$kver"
-        sed -i "s|^include /usr/src/|include $hroot/usr/src/|" "$kdir/Makefile"
+        # 7.x's also names its own directory (KBUILD_OUTPUT=/usr/src/...).
+        sed -i -e "s|^include /usr/src/|include $hroot/usr/src/|" \
+            -e "s|^KBUILD_OUTPUT=/usr/src/|KBUILD_OUTPUT=$hroot/usr/src/|" "$kdir/Makefile"
         grep -q "^include $hroot/" "$kdir/Makefile" ||
             nf_die "driver: unexpected $kdir/Makefile (no 'include /usr/src/...')"
         touch "$hroot/.unpacked"
     fi
     echo "$kdir"
+}
+
+# nf_driver_cc_missing KVER : the compiler KVER's headers were configured
+# with (CONFIG_CC_VERSION_TEXT), if this host has no such program; nothing
+# if it has.  sid's 7.x kernels are built with gcc 16, whose options (e.g.
+# -fmin-function-alignment) Debian 12's gcc 12 refuses.
+nf_driver_cc_missing() {
+    local kdir cc
+    kdir=$(nf_driver_headers "$1")
+    cc=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\([^ "]*\).*/\1/p' "$kdir/.config")
+    [ -z "$cc" ] || command -v "$cc" > /dev/null || echo "$cc"
 }
 
 # nf_driver_build KVER : build nfabric.ko for KVER into build/guest/kmod/

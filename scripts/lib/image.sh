@@ -107,6 +107,13 @@ nf_image_modules() {
             return 0
         fi
         f=$(nf_image_module_file "$kdir" "$name")
+        if [ -z "$f" ] && [ ! -f "$builtin" ]; then
+            # sid's 7.x packages ship no modules.builtin: a module that is
+            # not in the tree is taken as built in, and said (the guest's
+            # boot checks that the CXL stack came up).
+            nf_log "image: module $name is not in $kdir: taken as built in (this kernel's packages ship no modules.builtin)"
+            return 0
+        fi
         [ -n "$f" ] || nf_die "image: module $name is neither built in nor in $kdir"
         for dep in $(modinfo -F depends "$f" | tr ',' ' '); do
             nf_image_add_module "$dep"
@@ -136,7 +143,13 @@ nf_image_modules() {
         esac
     done
     printf '%s\n' "${order[@]}" > "$root/lib/modules/$kver/modules.order"
-    cp "$kdir/modules.builtin" "$kdir/modules.builtin.modinfo" "$root/lib/modules/$kver/"
+    for m in modules.builtin modules.builtin.modinfo; do
+        if [ -f "$kdir/$m" ]; then
+            cp "$kdir/$m" "$root/lib/modules/$kver/"
+        else
+            : > "$root/lib/modules/$kver/$m"     # sid's 7.x: not shipped
+        fi
+    done
     depmod -b "$root" "$kver" || nf_die "image: depmod failed"
 }
 
@@ -207,8 +220,17 @@ nf_image_main() {
     rm -f "$NF_GUEST/kernel-version.new"
 
     # ---- the driver, against this kernel's headers -------------------------
-    local kmod
-    kmod=$(nf_driver_build "$kver")
+    # A newer kernel line whose headers name a compiler this host lacks
+    # gets an image without the driver, said here and in the image
+    # (/etc/nfabric/no-driver; the init says it at boot; suite driver
+    # fails on it): docs/versions.md.
+    local kmod="" nocc=""
+    [ "$NF_KERNEL_LINE" = 6.12 ] || nocc=$(nf_driver_cc_missing "$kver")
+    if [ -n "$nocc" ]; then
+        nf_log "image: NO DRIVER in this image: the $kver headers were configured with $nocc, which this host does not have (Debian 12 has gcc 12); nfabric.ko is not built (docs/versions.md)"
+    else
+        kmod=$(nf_driver_build "$kver")
+    fi
 
     # ---- ndctl 81 (cxl, daxctl) ---------------------------------------------
     local ndctl_stage
@@ -268,7 +290,12 @@ nf_image_main() {
     install -m 755 "$NF_ROOT/guest/init/init" "$root/init"
     # The driver: /init loads it after the CXL modules (nfabric.driver=0: not).
     mkdir -p "$root/lib/modules/$kver/extra"
-    cp "$kmod" "$root/lib/modules/$kver/extra/nfabric.ko"
+    rm -f "$root/etc/nfabric/no-driver"
+    if [ -n "$kmod" ]; then
+        cp "$kmod" "$root/lib/modules/$kver/extra/nfabric.ko"
+    else
+        echo "the $kver headers name $nocc, which the build host lacks" > "$root/etc/nfabric/no-driver"
+    fi
     echo "$kver" > "$root/etc/nfabric/kernel-version"
 
     # ---- initramfs: rewritten only when its content changed ---------------
