@@ -383,7 +383,9 @@ nf_bench_ef() {
         -h|--help) echo "usage: scripts/nfabric bench ef [--seeds N] [--steps N]"
                    echo "nfabric.examples.study --study ef: 4 ranks on host heads, Fashion-MNIST,"
                    echo "every EF form against none at the same steps, N seeds each:"
-                   echo "acc_CONFIG_SHARDS_mean=, _std=, _min=, _max=, _seeds=."
+                   echo "acc_CONFIG_SHARDS_mean=, _std=, _min=, _max=, _seeds=; and what EF did:"
+                   echo "ef_residual_ratio_{first,last}_CONFIG_SHARDS= (|e| / |g|, worker EF) and"
+                   echo "scale_{first,last}_CONFIG_SHARDS= (the compressor's scale), first and last tenth."
                    return 0 ;;
         *) echo "bench ef: unknown option \"$1\"" >&2; return 2 ;;
         esac

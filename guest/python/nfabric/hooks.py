@@ -191,6 +191,10 @@ class FabricJob:
         self.step = 0
         self.exchanges = 0
         self.residual = {}
+        # Per exchange with low-bit tensors: (|g|^2, |e|^2 after it, the
+        # mean of the compressor's scales) of this rank, to see what error
+        # feedback does (ef_trace()).
+        self.ef_trace_rows = []
         self.rng = np.random.default_rng(seed * 1000003 + rank)
         if admission not in ("sensitivity", "last_linear"):
             raise ValueError("admission %r: sensitivity or last_linear" % (admission,))
@@ -359,14 +363,21 @@ class FabricJob:
                 self.layout[k] = (off, n, idx, k in keep)
         s, fpw, seq = self._begin()
         plan = []
+        g2 = e2 = 0.0
+        self._scales_sent = []
         for key, g in tensors:
             off, n, idx, fp32p = self.layout[key]
             path = self._path_of(fp32p)
             g = g.astype(np.float32, copy=False)
+            if path != "fp32":
+                g2 += float(np.dot(g, g))
             if path != "fp32" and self.ef_worker:
                 g = g + self.residual.get(key, 0)
             plan.append((key, g, off, n, idx, path))
             self._write(s, g, off, n, idx, path, key)
+            if path != "fp32" and self.ef_worker:
+                e = self.residual[key]
+                e2 += float(np.dot(e, e))
         self.dev.complete(fpw, seq)
         r = self.dev.wait(fpw, seq, self.timeout_ms)
         if r.incomplete:
@@ -388,7 +399,29 @@ class FabricJob:
                 if prev is not None:
                     agg = (agg + prev).astype(np.float32)
             out.append(agg)
+        if self._scales_sent:
+            self.ef_trace_rows.append((g2, e2, float(np.mean(self._scales_sent))))
         return out
+
+    def ef_trace(self):
+        """What error feedback did on this rank, over the low-bit
+        exchanges: the worker residual's norm over the gradient's
+        (|e| / |g|, mean of the first and of the last tenth of the
+        exchanges; 0 without worker-side EF) and the compressor's mean
+        scale, first and last tenth (the scale grows when the residual
+        does)."""
+        rows = self.ef_trace_rows
+        if not rows:
+            return {}
+        k = max(1, len(rows) // 10)
+
+        def tenth(part, f):
+            return float(np.mean([f(r) for r in part]))
+        ratio = lambda r: (r[1] / r[0]) ** 0.5 if r[0] > 0 else 0.0
+        return {"ef_residual_ratio_first": round(tenth(rows[:k], ratio), 4),
+                "ef_residual_ratio_last": round(tenth(rows[-k:], ratio), 4),
+                "scale_first": float("%.4g" % tenth(rows[:k], lambda r: r[2])),
+                "scale_last": float("%.4g" % tenth(rows[-k:], lambda r: r[2]))}
 
     def _count_estimate(self, s, off, n, idx, path, scales):
         """Mean of the ranks' compressed gradients, from the window's
@@ -438,6 +471,7 @@ class FabricJob:
             dev.write(self._win(s, "gternary")[2] + off // 4, packed)
         dev.write(self._scale_dpa(s, self.rank, idx),
                   np.array([scale], dtype=np.float32))
+        self._scales_sent.append(float(scale))
         if self.ef_worker:
             self.residual[key] = (g - local).astype(np.float32)
 

@@ -74,13 +74,22 @@ def main(argv=None):
     print("steps=%d" % args.steps)
     for shards in args.shards.split(","):
         for name, cfg in configs:
-            accs = []
+            accs, trace = [], []
             for seed in range(1, args.seeds + 1):
                 port += 1
                 r0 = run(cfg, shards, seed, args, port,
                          "%s-%s-s%d" % (name, shards, seed))
                 accs.append(r0["acc"])
+                trace.append(r0)
             a = np.array(accs)
+            # What error feedback did (nfabric.hooks FabricJob.ef_trace):
+            # rank 0's residual over gradient norm and compressor scale,
+            # first and last tenth of the run, mean over the seeds.
+            for f in ("ef_residual_ratio_first", "ef_residual_ratio_last",
+                      "scale_first", "scale_last"):
+                v = [r[f] for r in trace if f in r]
+                if v:
+                    print("%s_%s_%s=%.4g" % (f, name, shards, np.mean(v)))
             k = "acc_%s_%s" % (name, shards)
             print("%s_seeds=%s" % (k, ",".join("%.4f" % x for x in accs)))
             print("%s_mean=%.4f" % (k, a.mean()))

@@ -159,6 +159,8 @@ def run_rank(args, rank, world):
                                      err_per_param=float("%.4g" % r["err_per_param"]),
                                      sign_agreement=round(r["sign_agreement"], 4))
                                 for r in job.admission.report]
+    if job is not None:
+        out.update(job.ef_trace())
     if job is not None and job.ef_server:
         efd = [None] * world
         dist.all_gather_object(efd, job.ef_digest())
