@@ -145,7 +145,7 @@ nf_rtl_lib_main() {
 nf_rtl_fault_lib() {
     local out=$NF_RTL_BUILD/fault/libnfrtl-fault.so
     mkdir -p "${out%/*}"
-    gcc -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared -Wl,-Bsymbolic -I"$NF_ROOT/include" \
+    gcc -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared -Wl,-Bsymbolic -I"$NF_ROOT/include" -I"$NF_ROOT" \
         "$NF_ROOT/tests/rtl/nfrtl_fault.c" "$NF_ROOT/hw/mem/nfabric/nfabric_engine.c" \
         "$NF_ROOT/hw/mem/nfabric/nfabric_window.c" -o "$out" >&2 ||
         { echo "rtl: cannot build tests/rtl/nfrtl_fault.c" >&2; return 1; }

@@ -10,25 +10,15 @@
 #include <stdlib.h>
 
 #include "hw/mem/nfabric_engine.h"
+#include "hw/rtl/nfrtl.h"
 
-typedef struct NFRtl {
+struct NFRtl {
     uint64_t lines;
-} NFRtl;
-
-int nfrtl_abi_version(void);
-NFRtl *nfrtl_new(void);
-void nfrtl_free(NFRtl *r);
-int64_t nfrtl_agg_write(NFRtl *r, const NFabricAggCfg *cfg, void *counters,
-                        uint64_t off, const uint8_t *data, size_t len);
-int nfrtl_agg_read(NFRtl *r, const NFabricAggCfg *cfg, const void *counters,
-                   uint64_t off, uint8_t *out, size_t len);
-uint64_t nfrtl_cycles(const NFRtl *r);
-uint64_t nfrtl_lines(const NFRtl *r);
-unsigned nfrtl_latency(const NFRtl *r);
+};
 
 int nfrtl_abi_version(void)
 {
-    return 1;
+    return NFRTL_ABI_VERSION;
 }
 
 NFRtl *nfrtl_new(void)
