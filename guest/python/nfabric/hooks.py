@@ -191,9 +191,9 @@ class FabricJob:
         self.step = 0
         self.exchanges = 0
         self.residual = {}
-        # Per exchange with low-bit tensors: (|g|^2, |e|^2 after it, the
-        # mean of the compressor's scales) of this rank, to see what error
-        # feedback does (ef_trace()).
+        # Per exchange with low-bit tensors: (|g|^2 and |e|^2 after it,
+        # with worker-side EF only, else 0; the mean of the compressor's
+        # scales) of this rank, to see what error feedback does (ef_trace()).
         self.ef_trace_rows = []
         self.rng = np.random.default_rng(seed * 1000003 + rank)
         if admission not in ("sensitivity", "last_linear"):
@@ -369,9 +369,8 @@ class FabricJob:
             off, n, idx, fp32p = self.layout[key]
             path = self._path_of(fp32p)
             g = g.astype(np.float32, copy=False)
-            if path != "fp32":
-                g2 += float(np.dot(g, g))
             if path != "fp32" and self.ef_worker:
+                g2 += float(np.dot(g, g))
                 g = g + self.residual.get(key, 0)
             plan.append((key, g, off, n, idx, path))
             self._write(s, g, off, n, idx, path, key)

@@ -25,29 +25,6 @@
 /* Differences reported in full; later ones are counted and traced. */
 #define NFABRIC_RTL_REPORTS     8
 
-static int64_t nfabric_rtl_write(void *opaque, const NFabricAggCfg *cfg,
-                                 void *counters, uint64_t off,
-                                 const uint8_t *data, size_t len)
-{
-    NFabricRtlLib *l = opaque;
-
-    return l->agg_write(l->model, cfg, counters, off, data, len);
-}
-
-static int nfabric_rtl_read(void *opaque, const NFabricAggCfg *cfg,
-                            const void *counters, uint64_t off, uint8_t *out,
-                            size_t len)
-{
-    NFabricRtlLib *l = opaque;
-
-    return l->agg_read(l->model, cfg, counters, off, out, len);
-}
-
-static const NFabricRtlOps nfabric_rtl_ops = {
-    .agg_write = nfabric_rtl_write,
-    .agg_read = nfabric_rtl_read,
-};
-
 void nfabric_rtl_mismatch(CXLNFabricState *s, unsigned win, bool write,
                           uint64_t off, unsigned len, const char *what)
 {
@@ -135,8 +112,8 @@ bool nfabric_rtl_load(CXLNFabricState *s, Error **errp)
     if (!nfabric_rtl_sym(s, "nfrtl_abi_version", &abi, errp) ||
         !nfabric_rtl_sym(s, "nfrtl_new", &l->model_new, errp) ||
         !nfabric_rtl_sym(s, "nfrtl_free", &l->model_free, errp) ||
-        !nfabric_rtl_sym(s, "nfrtl_agg_write", &l->agg_write, errp) ||
-        !nfabric_rtl_sym(s, "nfrtl_agg_read", &l->agg_read, errp) ||
+        !nfabric_rtl_sym(s, "nfrtl_agg_write", &l->ops.agg_write, errp) ||
+        !nfabric_rtl_sym(s, "nfrtl_agg_read", &l->ops.agg_read, errp) ||
         !nfabric_rtl_sym(s, "nfrtl_cycles", &l->cycles, errp) ||
         !nfabric_rtl_sym(s, "nfrtl_lines", &l->lines, errp) ||
         !nfabric_rtl_sym(s, "nfrtl_latency", &l->latency, errp)) {
@@ -168,8 +145,8 @@ void nfabric_rtl_start(CXLNFabricState *s)
     if (!s->rtl_lib_fn.model) {
         return;
     }
-    nfabric_ctrl_set_rtl(&s->ctrl, s->rtl_mode, &nfabric_rtl_ops,
-                         &s->rtl_lib_fn);
+    nfabric_ctrl_set_rtl(&s->ctrl, s->rtl_mode, &s->rtl_lib_fn.ops,
+                         s->rtl_lib_fn.model);
     s->rtl_exit_notifier.notify = nfabric_rtl_exit_notify;
     qemu_add_exit_notifier(&s->rtl_exit_notifier);
 }

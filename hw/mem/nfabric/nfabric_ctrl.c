@@ -766,7 +766,6 @@ static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
     /* FP32 windows' COUNTERS is never validated: no pointer from it. */
     uint8_t *counters = cfg->path == NFABRIC_PATH_FP32 ? NULL :
                         s->ram + s->view.counters[i];
-
     bool dropped = false;
 
     if (!write) {

@@ -31,19 +31,16 @@ typedef struct NFabricTrap {
 
 /*
  * The RTL datapath's shared library (hw/rtl/nfrtl.h), loaded with dlopen()
- * by cxl_nfabric_rtl.c: its calls and its model.
+ * by cxl_nfabric_rtl.c: its model and its calls.  ops are the library's
+ * nfrtl_agg_write/read themselves, which the controller calls with the
+ * model (nfabric_ctrl_set_rtl): no call in between.
  */
 typedef struct NFabricRtlLib {
     void *handle;
     void *model;
     void *(*model_new)(void);
     void (*model_free)(void *model);
-    int64_t (*agg_write)(void *model, const NFabricAggCfg *cfg,
-                         void *counters, uint64_t off, const uint8_t *data,
-                         size_t len);
-    int (*agg_read)(void *model, const NFabricAggCfg *cfg,
-                    const void *counters, uint64_t off, uint8_t *out,
-                    size_t len);
+    NFabricRtlOps ops;
     uint64_t (*cycles)(const void *model);
     uint64_t (*lines)(const void *model);
     unsigned (*latency)(const void *model);
