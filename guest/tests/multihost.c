@@ -704,6 +704,66 @@ static void case_reset(bool have_mem)
            "the windows and the round of the others intact\n");
 }
 
+/* ---- sanitize: another host's memory-wide mailbox commands -------------- */
+
+#define VICTIM_BASE     0xc00000ull     /* the victim's plain data */
+#define VICTIM_SIZE     0x10000ull
+
+static uint64_t victim_word(uint64_t i)
+{
+    uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull;
+
+    return x ^ (x >> 29);
+}
+
+/*
+ * Host 0, the victim: plain data and a G-Binary round of its own, then it
+ * waits while host 1 (a shell script: scripts/lib/cluster.sh) destroys
+ * its own region and tries Sanitize and poison injection/clearing over
+ * the victim's addresses; host 1 powering off ends the wait.  Everything
+ * the victim wrote must be as it wrote it.
+ */
+static void case_sanitize(void)
+{
+    static int32_t sums[AGG_SIZE * 8];
+    static const Case c = { NFABRIC_PATH_GBINARY, 8, 0, 1, 131 };
+    volatile uint64_t *v = (volatile uint64_t *)mem(VICTIM_BASE, VICTIM_SIZE);
+    uint64_t bad = 0;
+    nfabric_heads hd;
+    bool seen = false;
+    double t0;
+
+    agg_window(&c, AGG_SIZE);
+    contribute(&c, AGG_SIZE);
+    for (uint64_t i = 0; i < VICTIM_SIZE / 8; i++) {
+        v[i] = victim_word(i);
+    }
+    printf("NFABRIC-MARK victim ready rank=%u\n", rank);
+    fflush(stdout);
+    t0 = now();
+    do {
+        nfabric_heads_read(dev, &hd);
+        seen |= !!(hd.live & 2);
+        if (seen && !(hd.live & 2)) {
+            break;
+        }
+        usleep(20000);
+    } while (now() - t0 < WAIT_MS / 1000.0);
+    TAP_CHECK(seen && !(hd.live & 2), "[rank 0] sanitize: host 1 came, "
+              "attacked and left (live 0x%x, %.1f s)", hd.live, now() - t0);
+    for (uint64_t i = 0; i < VICTIM_SIZE / 8; i++) {
+        bad += v[i] != victim_word(i);
+    }
+    TAP_CHECK(bad == 0, "[rank 0] sanitize: the victim's %llu KiB of plain "
+              "data are as it wrote them (%" PRIu64 " words differ)",
+              (unsigned long long)(VICTIM_SIZE >> 10), bad);
+    expect(&c, 1, UINT32_MAX, 0, sums);
+    if (check_result(&c, sums, "sanitize: the victim's round") && !bad) {
+        printf("summary: multihost sanitize: another host's Sanitize and "
+               "poison commands left the victim's data and counts intact\n");
+    }
+}
+
 /* ---- bench: contribution throughput ------------------------------------- */
 
 static void bench_run(bool shared);
@@ -800,7 +860,7 @@ int main(int argc, char **argv)
 
     if (!mode || !strcmp(mode, "--help")) {
         fprintf(mode ? stdout : stderr, "usage: nfabric-multihost "
-                "agg|hammer|kill|rejoin|reset|bench [--rank R] [--hosts N] "
+                "agg|hammer|kill|rejoin|reset|sanitize|bench [--rank R] [--hosts N] "
                 "[--seed S] [--procs P] [--iters K] [--bytes B]\n");
         return mode ? 0 : 2;
     }
@@ -889,6 +949,8 @@ int main(int argc, char **argv)
         case_rejoin();
     } else if (!strcmp(mode, "reset")) {
         case_reset(have_mem);
+    } else if (!strcmp(mode, "sanitize") && rank == 0) {
+        case_sanitize();
     } else if (!strcmp(mode, "bench")) {
         barrier("start");
         case_bench();

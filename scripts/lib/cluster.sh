@@ -353,6 +353,60 @@ nf_mh_corrupt() {
     [ "$ok" = 1 ] || grep -h 'Bus error\|clear-status\|last-error' "$dir"/host*.log "$dir"/host*.out | sed 's/^/# /'
 }
 
+# (h) memory-wide mailbox commands from another host: host 1 destroys its
+# own region, then tries Sanitize and poison injection and clearing over
+# host 0's data and counters (as root through the kernel's sysfs and
+# debugfs files; a Sanitize runs in the background: host 1 waits until it
+# is over); each is refused by the device, and host 0 (the victim,
+# nfabric-multihost sanitize) finds its data and its round intact.
+# shellcheck disable=SC2016  # the command runs in the attacker's guest
+NF_MH_ATTACK='cxl destroy-region -f region0 >/dev/null 2>&1; echo "destroy-status=$?"
+echo 1 > /sys/bus/cxl/devices/mem0/security/sanitize; echo "sanitize-status=$?"
+i=0; while [ "$(cat /sys/bus/cxl/devices/mem0/security/state)" = sanitize ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+echo "security-state=$(cat /sys/bus/cxl/devices/mem0/security/state) after $i waits"
+grep -q " /sys/kernel/debug " /proc/mounts || mount -t debugfs debugfs /sys/kernel/debug
+for a in 0xc00000 0x200000; do
+  echo $a > /sys/kernel/debug/cxl/mem0/inject_poison; echo "inject-$a-status=$?"
+  echo $a > /sys/kernel/debug/cxl/mem0/clear_poison; echo "clear-$a-status=$?"
+done'
+nf_mh_sanitize() {
+    local dir=$NF_BUILD/test-logs/multihost/sanitize rc0 rc1 out log what ok
+    local name cmd op code
+    nf_cluster_prepare "$dir" 256
+    nf_cluster_boot "$dir" 0 2 "nfabric-multihost sanitize" 256 --timeout 600 --cpus 1 --mem 1G
+    if ! nf_cluster_wait_mark "$dir" 0 300; then
+        echo "not ok - sanitize: host 0 never got its data and round ready"
+        pkill -F "$dir/host0.pid" 2>/dev/null; wait; return 0
+    fi
+    nf_cluster_boot "$dir" 1 2 "$NF_MH_ATTACK" 256 --timeout 300 --cpus 1 --mem 1G \
+        --qemu-arg -d --qemu-arg guest_errors
+    rc1=$(nf_cluster_wait "$dir" 1 360)
+    rc0=$(nf_cluster_wait "$dir" 0 400)
+    wait
+    nf_mh_tap "$dir" 1
+    log=$(tr -d '\r' < "$dir/host1.log")
+    out=$dir/host1.out
+    if grep -q '^destroy-status=0$' <<<"$log"; then
+        echo "ok - sanitize: host 1 destroyed its own region (the kernel allows Sanitize only then)"
+    else
+        echo "not ok - sanitize: host 1 could not destroy its region (console $dir/host1.log)"
+    fi
+    for what in "sanitize SANITIZE_OVERWRITE 0x4400 0x13" \
+                "inject-0xc00000 MEDIA_AND_POISON_INJECT_POISON 0x4301 0xf" \
+                "clear-0xc00000 MEDIA_AND_POISON_CLEAR_POISON 0x4302 0xf" \
+                "inject-0x200000 MEDIA_AND_POISON_INJECT_POISON 0x4301 0xf" \
+                "clear-0x200000 MEDIA_AND_POISON_CLEAR_POISON 0x4302 0xf"; do
+        read -r name cmd op code <<<"$what"
+        ok=0
+        if grep -qE "^$name-status=[1-9]" <<<"$log" &&
+           grep -qF "mailbox command $cmd ($op) refused (return code $code)" "$out"; then
+            ok=1
+        fi
+        echo "$([ "$ok" = 1 ] && echo ok || echo not ok) - sanitize: host 1's $name fails in its guest ($(grep -E "^$name-status=" <<<"$log" | head -1)) and the device refused $cmd with return code $code"
+    done
+    echo "$([ "$rc0" = 0 ] && [ "$rc1" = 0 ] && echo ok || echo not ok) - sanitize: both hosts finish (status $rc0, $rc1)"
+}
+
 # ---- (d) refusals at start-up: QEMU alone, no guest ------------------------
 
 # shellcheck disable=SC2054  # -M q35,cxl=on is one argument
@@ -478,7 +532,7 @@ nf_mh_refusals() {
         "$file" "shared-state=$dir/state.junk,head=0,heads=2"
 }
 
-nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, a truncated state, refusals"
+nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, a truncated state, Sanitize of another host, refusals"
 nf_suite_multihost() {
     nf_image_main >&2
     echo "# (d) refusals and joining, QEMU alone"
@@ -494,6 +548,8 @@ nf_suite_multihost() {
     nf_mh_reset
     echo "# (g) the state file truncated under 2 running hosts"
     nf_mh_corrupt
+    echo "# (h) Sanitize and poison commands of another host"
+    nf_mh_sanitize
 }
 
 # ---- bench cluster ------------------------------------------------------------

@@ -635,6 +635,7 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     nfabric_rtl_start(s);
+    nfabric_mbox_scope(s);
     if (record) {
         s->exit_notifier.notify = nfabric_exit_notify;
         qemu_add_exit_notifier(&s->exit_notifier);
@@ -687,6 +688,7 @@ static void nfabric_reset_hold(Object *obj, ResetType type)
     }
     nfabric_ctrl_reset(&s->ctrl);
     nfabric_direct_update(s);
+    nfabric_mbox_scope(s);      /* the parent's reset rebuilt the commands */
 }
 
 /* ---- migration ------------------------------------------------------- */

@@ -95,6 +95,9 @@ struct CXLNFabricClass {
     ResettablePhases parent_phases;
 };
 
+/* cxl_nfabric_mbox.c: refuse memory-wide mailbox commands on a shared head. */
+void nfabric_mbox_scope(CXLNFabricState *s);
+
 /* cxl_nfabric_rtl.c: load rtl-lib (before realize), start, unload. */
 bool nfabric_rtl_load(CXLNFabricState *s, Error **errp);
 void nfabric_rtl_start(CXLNFabricState *s);
