@@ -20,7 +20,9 @@
  * liveness is the process's: a head attached by a thread that exited is
  * still alive for a forked process, and another thread may detach it;
  * a second state file, or one made anew, over the memory of live heads is
- * refused, naming both.
+ * refused, naming both; a head stopped (SIGSTOP) in the middle of an
+ * enable or a CLEAR delays no other head's plain memory or other windows,
+ * and what it does hold up waits the bound at most, then reports STATE.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -829,6 +831,161 @@ static void test_one_state_per_memory(void)
     unlink(state_path);
 }
 
+/* ---- a head stopped (SIGSTOP) at the worst places ------------------------ */
+
+#define S_WIN       2                   /* the stopped head's window */
+#define S_BASE      0x20000ull
+#define S_SIZE      0x8000ull           /* 256 KiB of 8-bit counters */
+#define S_CTRS      0x200000ull
+#define S_PLAIN     0x3000ull           /* in no window */
+
+/* The stopped head stops itself in its window hook when told to. */
+static void stop_hook(void *opaque, NFabricWinEvent ev, unsigned win,
+                      uint32_t code)
+{
+    (void)code;
+    if (ev == NFABRIC_WIN_EV_CLEAR && win == S_WIN && *(int *)opaque) {
+        raise(SIGSTOP);
+    }
+}
+
+static const NFabricCtrlOps stop_ops = { .window = stop_hook };
+
+/*
+ * What the live head 0 gets while head 1 is stopped: a plain 8-byte write
+ * and read, and a G-Binary write to window 0, each timed (ms); then, if
+ * reg, a CLEAR of window 0 (the register write path), timed, and its error.
+ */
+typedef struct StopProbe {
+    int64_t plain_ms, win_ms, reg_ms;
+    bool plain_ok, win_ok;
+    uint32_t reg_err;
+} StopProbe;
+
+static StopProbe stop_probe(NFabricCtrl *c, bool reg)
+{
+    StopProbe p = { 0 };
+    uint64_t v = 0x1122334455667788ull, got = 0, ones = ~0ull;
+    int32_t before = nfabric_counter_get(ram + W_CTRS, 8, 0);
+    int64_t t;
+
+    wr(c, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_ERROR, 4);
+    t = now_ms();
+    nfabric_ctrl_mem_access(c, S_PLAIN, (uint8_t *)&v, 8, true);
+    nfabric_ctrl_mem_access(c, S_PLAIN, (uint8_t *)&got, 8, false);
+    p.plain_ms = now_ms() - t;
+    p.plain_ok = got == v && !memcmp(ram + S_PLAIN, &v, 8);
+    t = now_ms();
+    nfabric_ctrl_mem_access(c, W_BASE, (uint8_t *)&ones, 8, true);
+    p.win_ms = now_ms() - t;
+    p.win_ok = nfabric_counter_get(ram + W_CTRS, 8, 0) == before + 1 &&
+               rd(c, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_NONE;
+    if (reg) {
+        t = now_ms();
+        wr(c, NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+        p.reg_ms = now_ms() - t;
+        p.reg_err = (uint32_t)rd(c, NFABRIC_REG_LAST_ERROR, 4);
+    }
+    return p;
+}
+
+/* Fork head 1: it enables (or clears) window S_WIN and stops in it. */
+static pid_t stopped_head(bool clear)
+{
+    pid_t pid = fork();
+    int st, stop = 0;
+
+    if (pid == 0) {
+        NFabricCtrl me;
+        int f;
+
+        head_up(&me, 1, 2, &f);
+        me.ops = &stop_ops;
+        me.opaque = &stop;
+        if (clear) {
+            /* The window its last process enabled (the enable case). */
+            stop = 1;
+            wr(&me, NFABRIC_REG_WIN(S_WIN, NFABRIC_WIN_CMD),
+               NFABRIC_WCMD_CLEAR, 4);
+        } else {
+            stop = 1;
+            if (win_set(&me, S_WIN, S_BASE, S_SIZE, S_CTRS,
+                        NFABRIC_PATH_GBINARY, 8) != NFABRIC_ERR_NONE) {
+                _exit(3);
+            }
+        }
+        _exit(rd(&me, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_NONE ? 0 : 4);
+    }
+    if (pid < 0 || waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st)) {
+        return -1;
+    }
+    return pid;
+}
+
+static void test_stopped_head(void)
+{
+    NFabricCtrl c;
+    NFabricShared *sh;
+    StopProbe p;
+    pid_t pid;
+    int fd, rc;
+
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    memset(ram + S_CTRS, 0x5a, S_SIZE * 8);     /* zeroed by the enable */
+    sh = head_up(&c, 0, 2, &fd);
+    win_set(&c, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 8);
+
+    /* Stopped mid-enable: its counter area zeroed, the window unpublished. */
+    pid = stopped_head(false);
+    TAP_CHECK(pid > 0, "stopped head: head 1 stops in the middle of enabling "
+              "a window with a 256 KiB counter area");
+    p = stop_probe(&c, true);
+    TAP_CHECK(p.plain_ok && p.win_ok && p.plain_ms < 100 && p.win_ms < 100,
+              "stopped head: mid-enable, the others' plain memory (%" PRId64
+              " ms) and other windows (%" PRId64 " ms) are served at once",
+              p.plain_ms, p.win_ms);
+    TAP_CHECK(p.reg_err == NFABRIC_ERR_STATE &&
+              p.reg_ms <= NFABRIC_SHARED_LOCK_MS + 500,
+              "stopped head: mid-enable, another head's register write waits "
+              "at most the bound and is refused with STATE (%" PRId64 " ms, "
+              "error %" PRIu32 ")", p.reg_ms, p.reg_err);
+    kill(pid, SIGCONT);
+    rc = wait_child(pid);
+    TAP_CHECK(rc == 0 && (sh->enabled_mask & (1u << S_WIN)) &&
+              nfabric_counter_get(ram + S_CTRS, 8, 0) == 0 &&
+              nfabric_counter_get(ram + S_CTRS, 8, S_SIZE * 8 - 1) == 0,
+              "stopped head: continued, its enable completes (status %d, "
+              "counters zero)", rc);
+
+    /* Stopped mid-CLEAR of its window: window S_WIN's lock held. */
+    pid = stopped_head(true);
+    TAP_CHECK(pid > 0, "stopped head: head 1 stops in the middle of clearing "
+              "its window");
+    p = stop_probe(&c, false);
+    TAP_CHECK(p.plain_ok && p.win_ok && p.plain_ms < 100 && p.win_ms < 100,
+              "stopped head: mid-CLEAR, the others' plain memory (%" PRId64
+              " ms) and other windows (%" PRId64 " ms) are served at once",
+              p.plain_ms, p.win_ms);
+    {
+        uint64_t v = 0;
+        int64_t t = now_ms();
+
+        nfabric_ctrl_mem_access(&c, S_BASE, (uint8_t *)&v, 8, false);
+        t = now_ms() - t;
+        TAP_CHECK(v == UINT64_MAX && t <= NFABRIC_SHARED_LOCK_MS + 500 &&
+                  rd(&c, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_STATE,
+                  "stopped head: mid-CLEAR, an access to the window being "
+                  "cleared waits at most the bound, reads all-ones and sets "
+                  "STATE (%" PRId64 " ms)", t);
+    }
+    kill(pid, SIGCONT);
+    rc = wait_child(pid);
+    TAP_CHECK(rc == 0, "stopped head: continued, its CLEAR completes "
+              "(status %d)", rc);
+    nfabric_shared_detach(sh, fd, 0);
+}
+
 int main(void)
 {
     int fd;
@@ -859,6 +1016,7 @@ int main(void)
     test_corrupt_attach();
     test_thread_liveness();
     test_one_state_per_memory();
+    test_stopped_head();
     unlink(state_path);
     unlink(mem_path);
     rmdir(dir);

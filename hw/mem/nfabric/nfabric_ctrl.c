@@ -493,10 +493,21 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
     cfg.threshold = c.threshold;
     cfg.size = c.dpa_size;
     clen = nfabric_window_counter_len(&c);
-    if (!nfabric_win_publish_begin(s, i)) {
+    /*
+     * Zero the counter area and start the round before the window is
+     * published: the zeroing (up to the whole memory) then runs with the
+     * table's sequence count even, so that a head stopped or slow in it
+     * delays no other head's memory access (docs/multihost.md, "Waits").
+     * Only window i's lock is held for it; window i is not in the table
+     * yet, so no access needs that lock.
+     */
+    if (!nfabric_lock_win(s, i)) {
         nfabric_state_refused(s, off);
         return;
     }
+    nfabric_win_clear_locked(s, i, c.counters, clen);
+    s->sh->cfg_busy = (int32_t)i;
+    nfabric_shared_gen_bump(s->sh);
     w->dpa_base = c.dpa_base;
     w->dpa_size = c.dpa_size;
     w->counters = c.counters;
@@ -505,7 +516,6 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
     w->error = NFABRIC_ERR_NONE;
     sh->cfg[i] = cfg;
     sh->enabled_mask |= 1u << i;
-    nfabric_win_clear_locked(s, i, c.counters, clen);
     nfabric_win_publish_end(s, i);
     nfabric_win_event(s, NFABRIC_WIN_EV_ENABLE, i, 0);
 }
