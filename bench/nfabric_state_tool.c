@@ -9,12 +9,20 @@
  *                               its live byte now); exit 0 if none, 1 if
  *                               some, 2 on error: for scripts that must not
  *                               remove the state of running hosts
+ *   nfabric-state fm FILE JOB...   the fabric manager: assign jobs (each
+ *                               JOB: --job J --heads LIST --windows LIST
+ *                               --mem RANGE[,RANGE] [--own H@RANGE]...)
+ *   nfabric-state fm FILE --none   back to the default: one job of all
+ *
+ * A RANGE is BASE+SIZE (numbers take 0x and K, M, G); a LIST is numbers
+ * and A-B spans separated by commas (docs/multihost.md, "Jobs and owners").
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* F_OFD_GETLK */
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +70,176 @@ static int live_heads(const char *path)
     return live ? 1 : 0;
 }
 
+/* ---- the fabric manager ------------------------------------------------ */
+
+static int fm_usage(const char *why, const char *arg)
+{
+    fprintf(stderr, "nfabric-state fm: %s%s%s%s\n", why, arg ? " \"" : "",
+            arg ? arg : "", arg ? "\"" : "");
+    fprintf(stderr, "usage: nfabric-state fm FILE --job J --heads LIST "
+            "--windows LIST --mem BASE+SIZE[,...] [--own H@BASE+SIZE]... "
+            "[--job ...]\n       nfabric-state fm FILE --none\n");
+    return 2;
+}
+
+/* A number with 0x and K/M/G; false if s is not one. */
+static bool fm_num(const char *s, const char **end, uint64_t *out)
+{
+    char *e;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(s, &e, 0);
+    if (e == s || errno || *s == '-') {
+        return false;
+    }
+    switch (*e) {
+    case 'K': v <<= 10; e++; break;
+    case 'M': v <<= 20; e++; break;
+    case 'G': v <<= 30; e++; break;
+    }
+    *out = v;
+    *end = e;
+    return true;
+}
+
+/* LIST of numbers below lim and A-B spans: a mask; false if bad. */
+static bool fm_list(const char *s, unsigned lim, uint32_t *mask)
+{
+    *mask = 0;
+    while (*s) {
+        uint64_t a, b;
+        const char *e;
+
+        if (!fm_num(s, &e, &a)) {
+            return false;
+        }
+        b = a;
+        if (*e == '-' && !fm_num(e + 1, &e, &b)) {
+            return false;
+        }
+        if (a > b || b >= lim || (*e && *e != ',')) {
+            return false;
+        }
+        for (uint64_t i = a; i <= b; i++) {
+            *mask |= 1u << i;
+        }
+        s = *e ? e + 1 : e;
+    }
+    return *mask != 0;
+}
+
+/* BASE+SIZE into a range of job j, owner head; false if bad or full. */
+static bool fm_range(NFabricFm *fm, const char *s, const char **end,
+                     unsigned j, unsigned head)
+{
+    NFabricFmRange *r;
+    const char *e;
+    uint64_t base, size;
+
+    if (fm->nranges >= NFABRIC_FM_MAX_RANGES || !fm_num(s, &e, &base) ||
+        *e != '+' || !fm_num(e + 1, &e, &size)) {
+        return false;
+    }
+    r = &fm->range[fm->nranges++];
+    r->base = base;
+    r->size = size;
+    r->job = j;
+    r->head = head;
+    *end = e;
+    return true;
+}
+
+static int fm_main(int argc, char **argv)
+{
+    static NFabricFm fm;
+    char err[512];
+    int job = -1;
+
+    if (argc < 2) {
+        return fm_usage("give the state file and the jobs", NULL);
+    }
+    if (argc == 3 && !strcmp(argv[2], "--none")) {
+        if (nfabric_shared_fm_write(argv[1], NULL, err, sizeof(err))) {
+            fprintf(stderr, "nfabric-state fm: %s\n", err);
+            return 1;
+        }
+        printf("fm: %s: no jobs assigned (one job of every head)\n", argv[1]);
+        return 0;
+    }
+    fm.assigned = 1;
+    memset(fm.head_job, 0xff, sizeof(fm.head_job));     /* unassigned */
+    for (int a = 2; a < argc; a++) {
+        const char *v = a + 1 < argc ? argv[a + 1] : NULL;
+        const char *e;
+        uint32_t mask;
+        uint64_t n;
+
+        if (!v) {
+            return fm_usage("missing value after", argv[a]);
+        }
+        if (!strcmp(argv[a], "--job")) {
+            if (!fm_num(v, &e, &n) || *e || n >= NFABRIC_FM_MAX_JOBS) {
+                return fm_usage("--job takes 0..7, not", v);
+            }
+            job = (int)n;
+        } else if (job < 0) {
+            return fm_usage("--job must come first, before", argv[a]);
+        } else if (!strcmp(argv[a], "--heads")) {
+            if (!fm_list(v, NFABRIC_MAX_HEADS, &mask)) {
+                return fm_usage("--heads takes a list of heads, not", v);
+            }
+            for (unsigned h = 0; h < NFABRIC_MAX_HEADS; h++) {
+                if ((mask & (1u << h)) && fm.head_job[h] != 0xff) {
+                    return fm_usage("a head is in two jobs:", v);
+                }
+                if (mask & (1u << h)) {
+                    fm.head_job[h] = (uint8_t)job;
+                }
+            }
+        } else if (!strcmp(argv[a], "--windows")) {
+            if (!fm_list(v, NFABRIC_NUM_WINDOWS, &mask)) {
+                return fm_usage("--windows takes a list of windows 0..15, not",
+                                v);
+            }
+            fm.job_windows[job] |= mask;
+        } else if (!strcmp(argv[a], "--mem")) {
+            for (e = v; *e; e++) {
+                if (!fm_range(&fm, e, &e, (unsigned)job, NFABRIC_FM_JOB_WIDE) ||
+                    (*e && *e != ',')) {
+                    return fm_usage("--mem takes BASE+SIZE[,BASE+SIZE], not",
+                                    v);
+                }
+                if (!*e) {
+                    break;
+                }
+            }
+        } else if (!strcmp(argv[a], "--own")) {
+            if (!fm_num(v, &e, &n) || *e != '@' || n >= NFABRIC_MAX_HEADS ||
+                !fm_range(&fm, e + 1, &e, (unsigned)job, (unsigned)n) || *e) {
+                return fm_usage("--own takes HEAD@BASE+SIZE, not", v);
+            }
+        } else {
+            return fm_usage("unknown option", argv[a]);
+        }
+        a++;
+    }
+    if (job < 0) {
+        return fm_usage("give at least one --job", NULL);
+    }
+    for (unsigned h = 0; h < NFABRIC_MAX_HEADS; h++) {
+        if (fm.head_job[h] == 0xff) {
+            fm.head_job[h] = NFABRIC_FM_MAX_JOBS;   /* refused unless absent */
+        }
+    }
+    if (nfabric_shared_fm_write(argv[1], &fm, err, sizeof(err))) {
+        fprintf(stderr, "nfabric-state fm: %s\n", err);
+        return 1;
+    }
+    printf("fm: %s: jobs assigned (%u ranges)\n", argv[1], fm.nranges);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const NFabricShared *sh;
@@ -71,9 +249,15 @@ int main(int argc, char **argv)
     if (argc == 3 && !strcmp(argv[1], "--live")) {
         return live_heads(argv[2]);
     }
+    if (argc >= 2 && !strcmp(argv[1], "fm")) {
+        return fm_main(argc - 1, argv + 1);
+    }
     if (argc != 2 || !strcmp(argv[1], "--help")) {
         fprintf(argc == 2 ? stdout : stderr,
-                "usage: nfabric-state FILE\n       nfabric-state --live FILE\n");
+                "usage: nfabric-state FILE\n       nfabric-state --live FILE\n"
+                "       nfabric-state fm FILE --job J --heads LIST --windows "
+                "LIST --mem BASE+SIZE[,...] [--own H@BASE+SIZE]... [--job ...]\n"
+                "       nfabric-state fm FILE --none\n");
         return argc == 2 ? 0 : 2;
     }
     fd = open(argv[1], O_RDONLY);
@@ -127,6 +311,31 @@ int main(int argc, char **argv)
                "\n", i, sh->cfg[i].path, i, sh->round[i].seq, i,
                sh->round[i].done, i, sh->round[i].incomplete, i,
                sh->win[i].contrib_writes);
+    }
+    printf("fm_assigned=%" PRIu32 "\n", sh->fm.assigned);
+    if (sh->fm.assigned) {
+        for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
+            printf("head%u_job=%u\n", h, sh->fm.head_job[h]);
+        }
+        for (unsigned j = 0; j < NFABRIC_FM_MAX_JOBS; j++) {
+            if (sh->fm.job_windows[j]) {
+                printf("job%u_windows=0x%04" PRIx32 "\n", j,
+                       sh->fm.job_windows[j]);
+            }
+        }
+        for (unsigned k = 0; k < sh->fm.nranges && k < NFABRIC_FM_MAX_RANGES;
+             k++) {
+            const NFabricFmRange *r = &sh->fm.range[k];
+
+            if (r->head == NFABRIC_FM_JOB_WIDE) {
+                printf("range%u=0x%" PRIx64 "+0x%" PRIx64 " job=%" PRIu32
+                       " owner=job\n", k, r->base, r->size, r->job);
+            } else {
+                printf("range%u=0x%" PRIx64 "+0x%" PRIx64 " job=%" PRIu32
+                       " owner=head%" PRIu32 "\n", k, r->base, r->size,
+                       r->job, r->head);
+            }
+        }
     }
     munmap((void *)sh, sizeof(*sh));
     close(fd);

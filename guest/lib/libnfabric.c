@@ -975,10 +975,19 @@ int nfabric_heads_read(const nfabric_dev *d, nfabric_heads *h)
     if (!nf_has_regs(d)) {
         return NFLIB_ENOREGS;
     }
+    h->job_windows = (1u << NFABRIC_NUM_WINDOWS) - 1;
     if (!has_heads(d)) {
         h->count = 1;
         h->live = 1;
         return 0;
+    }
+    if ((d->version & 0xffff) >= 4) {
+        uint32_t job = nfabric_rd32(d, NFABRIC_REG_JOB);
+
+        h->jobs_assigned = job & NFABRIC_JOB_ASSIGNED;
+        h->job = job & NFABRIC_JOB_INDEX_MASK;
+        h->job_windows = (job & NFABRIC_JOB_WINDOWS_MASK) >>
+                         NFABRIC_JOB_WINDOWS_SHIFT;
     }
     info = nfabric_rd32(d, NFABRIC_REG_HEAD_INFO);
     h->index = info & NFABRIC_HEAD_INFO_INDEX_MASK;

@@ -101,6 +101,10 @@ typedef struct nfabric_heads {
     bool shared;                /* shared by several hosts */
     uint32_t live;              /* bit h: head h attached */
     uint32_t lost;              /* bit h: head h's process died */
+    /* Jobs (device 1.4): set by a fabric manager on a shared device. */
+    bool jobs_assigned;         /* false: one job of every head */
+    unsigned job;               /* this head's job */
+    uint32_t job_windows;       /* bit i: window i is the job's */
 } nfabric_heads;
 
 /* A window's current round. */

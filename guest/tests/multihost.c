@@ -764,6 +764,139 @@ static void case_sanitize(void)
     }
 }
 
+/* ---- jobs: a hostile host in a job of its own ---------------------------- */
+
+/*
+ * The fabric manager (scripts/lib/cluster.sh, case (i)) put head 0 in job
+ * 0 (windows 0-7, memory 0..16 MiB) and head 1 in job 1 (windows 8-14,
+ * memory 16..32 MiB).  Host 0, the victim, runs a G-Binary round and
+ * writes plain data, then waits until the fabric manager gives its job
+ * window 15 too (the sign that host 1 is done); host 1 tries every attack
+ * on the victim's job.  Each must be refused, and the victim's results be
+ * its own.
+ */
+#define JOB1_BASE       0x1000000ull
+
+static void attack_check(int rc, const char *what)
+{
+    TAP_CHECK(rc == NFABRIC_ERR_OWNER, "[rank 1] jobs: %s is refused with "
+              "OWNER (rc %d: %s)", what, rc, rc ? nfabric_errmsg(dev) : "done");
+}
+
+static void case_jobs_attacker(void)
+{
+    nfabric_win_cfg cover = {
+        .base = JOB1_BASE, .size = AGG_SIZE, .counters = VICTIM_BASE,
+        .path = NFABRIC_PATH_GBINARY, .width = 8, .threshold = 1,
+    };
+    nfabric_win_cfg steal = {
+        .base = AGG_BASE, .size = AGG_SIZE, .counters = AGG_CTRS,
+        .path = NFABRIC_PATH_GTERNARY, .width = 8, .threshold = 1,
+    };
+    volatile uint64_t *vd = (volatile uint64_t *)mem(VICTIM_BASE, 64);
+    volatile uint64_t *vc = (volatile uint64_t *)mem(AGG_CTRS, 64);
+    volatile uint64_t *va = (volatile uint64_t *)mem(AGG_BASE, 64);
+    uint64_t w = 0, before, after;
+
+    attack_check(nfabric_window_disable(dev, AGG_WIN),
+                 "disabling the victim's window");
+    attack_check(nfabric_window_set(dev, AGG_WIN, &steal),
+                 "re-enabling the victim's window as G-Ternary");
+    attack_check(nfabric_window_clear(dev, AGG_WIN),
+                 "clearing the victim's window");
+    attack_check(nfabric_round_complete(dev, AGG_WIN, 1),
+                 "completing the victim's round");
+    attack_check(nfabric_head_contrib(dev, 0, AGG_WIN, &w),
+                 "reading the victim's per-head counts");
+    attack_check(nfabric_window_set(dev, 8, &cover),
+                 "a window of its own whose counter area covers the victim's "
+                 "data");
+    before = nfabric_rd32(dev, NFABRIC_REG_ERROR_COUNT);
+    va[0] = ~0ull;              /* a contribution to the victim's round */
+    vc[0] = 0x7f7f7f7f7f7f7f7full;      /* the victim's counters */
+    vd[0] = 0;                  /* the victim's plain data */
+    after = nfabric_rd32(dev, NFABRIC_REG_ERROR_COUNT);
+    TAP_CHECK(after - before == 3 &&
+              nfabric_rd32(dev, NFABRIC_REG_LAST_ERROR) == NFABRIC_ERR_OWNER,
+              "[rank 1] jobs: its 3 writes into the victim's window, counters "
+              "and data are refused with OWNER (%" PRIu64 " errors)",
+              after - before);
+    TAP_CHECK(vd[0] == UINT64_MAX && vc[0] == UINT64_MAX && va[0] == UINT64_MAX,
+              "[rank 1] jobs: it reads all-ones from the victim's data, "
+              "counters and window");
+    TAP_CHECK(nfabric_rd32(dev, NFABRIC_REG_ENABLED_MASK) == 0 &&
+              nfabric_rd64(dev, NFABRIC_REG_WIN(AGG_WIN, NFABRIC_WIN_DPA_BASE))
+              == 0, "[rank 1] jobs: it sees none of the victim's windows");
+    printf("summary: multihost jobs: the attacker's every attack was refused "
+           "with OWNER\n");
+}
+
+static void case_jobs_victim(void)
+{
+    static int32_t sums[AGG_SIZE * 8];
+    static const Case c = { NFABRIC_PATH_GBINARY, 8, 0, 1, 151 };
+    volatile uint64_t *v = (volatile uint64_t *)mem(VICTIM_BASE, VICTIM_SIZE);
+    uint64_t bad = 0;
+    nfabric_heads hd;
+    nfabric_round r;
+    double t0;
+    int rc;
+
+    agg_window(&c, AGG_SIZE);
+    contribute(&c, AGG_SIZE);
+    for (uint64_t i = 0; i < VICTIM_SIZE / 8; i++) {
+        v[i] = victim_word(i);
+    }
+    printf("NFABRIC-MARK victim ready rank=%u\n", rank);
+    fflush(stdout);
+    t0 = now();
+    do {
+        nfabric_heads_read(dev, &hd);
+        if (hd.job_windows & 0x8000) {
+            break;
+        }
+        usleep(20000);
+    } while (now() - t0 < WAIT_MS / 1000.0);
+    TAP_CHECK(hd.job_windows & 0x8000, "[rank 0] jobs: the fabric manager "
+              "gave the job window 15 after the attack (windows 0x%04x, "
+              "%.1f s)", hd.job_windows, now() - t0);
+    for (uint64_t i = 0; i < VICTIM_SIZE / 8; i++) {
+        bad += v[i] != victim_word(i);
+    }
+    TAP_CHECK(bad == 0, "[rank 0] jobs: the victim's %llu KiB of plain data "
+              "are as it wrote them (%" PRIu64 " words differ)",
+              (unsigned long long)(VICTIM_SIZE >> 10), bad);
+    expect(&c, 1, UINT32_MAX, 0, sums);
+    check_result(&c, sums, "jobs: the victim's round");
+    nfabric_round_read(dev, AGG_WIN, &r);
+    rc = nfabric_round_complete(dev, AGG_WIN, r.seq);
+    nfabric_round_read(dev, AGG_WIN, &r);
+    TAP_CHECK(rc == 0 && r.all_done && !r.incomplete && r.nexpected == 1,
+              "[rank 0] jobs: its round expects its job's one head and "
+              "completes clean (status 0x%x)", r.status);
+    printf("summary: multihost jobs: the victim's data, counts and round are "
+           "its own\n");
+}
+
+static void case_jobs(void)
+{
+    nfabric_heads hd;
+
+    nfabric_heads_read(dev, &hd);
+    TAP_CHECK(hd.jobs_assigned && hd.job == rank,
+              "[rank %u] jobs: the fabric manager put this head in job %u "
+              "(assigned %d, windows 0x%04x)", rank, hd.job, hd.jobs_assigned,
+              hd.job_windows);
+    if (!hd.jobs_assigned || hd.job != rank) {
+        return;
+    }
+    if (rank == 0) {
+        case_jobs_victim();
+    } else {
+        case_jobs_attacker();
+    }
+}
+
 /* ---- bench: contribution throughput ------------------------------------- */
 
 static void bench_run(bool shared);
@@ -860,7 +993,7 @@ int main(int argc, char **argv)
 
     if (!mode || !strcmp(mode, "--help")) {
         fprintf(mode ? stdout : stderr, "usage: nfabric-multihost "
-                "agg|hammer|kill|rejoin|reset|sanitize|bench [--rank R] [--hosts N] "
+                "agg|hammer|kill|rejoin|reset|sanitize|jobs|bench [--rank R] [--hosts N] "
                 "[--seed S] [--procs P] [--iters K] [--bytes B]\n");
         return mode ? 0 : 2;
     }
@@ -933,8 +1066,9 @@ int main(int argc, char **argv)
     if (!hd.shared || hd.count != hosts || hd.index != rank) {
         return 1;
     }
-    if (strcmp(mode, "reset") || rank == 0 || have_mem) {
-        setup();
+    if ((strcmp(mode, "reset") || rank == 0 || have_mem) &&
+        strcmp(mode, "jobs")) {
+        setup();                /* jobs: window 15 is the fabric manager's */
     }
     if (!strcmp(mode, "agg")) {
         barrier("start");
@@ -951,6 +1085,8 @@ int main(int argc, char **argv)
         case_reset(have_mem);
     } else if (!strcmp(mode, "sanitize") && rank == 0) {
         case_sanitize();
+    } else if (!strcmp(mode, "jobs")) {
+        case_jobs();
     } else if (!strcmp(mode, "bench")) {
         barrier("start");
         case_bench();

@@ -35,7 +35,8 @@ static void usage(FILE *f)
 "                         per-path access statistics of this head (--pool:\n"
 "                         summed over every head of a shared device;\n"
 "                         --clear zeroes this head's)\n"
-"  heads                  this head, the device's heads, and each head's\n"
+"  heads                  this head, the device's heads (and its job, when\n"
+"                         a fabric manager assigned jobs), and each head's\n"
 "                         contributions to every enabled window\n"
 "  round I                window I's round: number, heads done, status\n"
 "  complete I [SEQ]       this head's contribution to window I's round SEQ\n"
@@ -385,6 +386,9 @@ static int cmd_heads(int argc)
     nfabric_heads_read(d, &h);
     printf("head=%u\nheads=%u\nshared=%s\nlive=0x%x\nlost=0x%x\n", h.index,
            h.count, h.shared ? "yes" : "no", h.live, h.lost);
+    if (h.jobs_assigned) {
+        printf("job=%u\njob_windows=0x%04x\n", h.job, h.job_windows);
+    }
     mask = nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK);
     for (unsigned i = 0; i < nfabric_num_windows(d); i++) {
         if (!(mask & (1u << i))) {
@@ -392,6 +396,10 @@ static int cmd_heads(int argc)
         }
         for (unsigned k = 0; k < h.count; k++) {
             uint64_t w = 0;
+
+            if (h.jobs_assigned && !((h.live | h.lost) & (1u << k))) {
+                continue;       /* not of this job: the device refuses it */
+            }
 
             if (nfabric_head_contrib(d, k, i, &w) == 0) {
                 printf("window%u_head%u_writes=%" PRIu64 "\n", i, k, w);

@@ -25,6 +25,11 @@ Options:
                       QMP sockets qmp<R>.sock (default build/cluster)
   --stagger S         start host r after r*S seconds (default 0)
   --device-props P    extra device properties for every head
+  --fm "ARGS"         jobs set by a fabric manager before the guests run:
+                      the hosts start paused, ARGS go to `nfabric-state fm
+                      STATE` once every head attached (e.g. "--job 0
+                      --heads 0 --windows 0-7 --mem 0+128M --job 1 --heads
+                      1 --windows 8-15 --mem 128M+128M"), then they run
   --hostfs            every guest mounts the host's root file system at /host
                       (read-only; chroot /host runs the host's Python/PyTorch)
   --net               a link between the 2 hosts (unix socket, virtio NIC):
@@ -156,6 +161,28 @@ while True:
 PY
 }
 
+# nf_cluster_fm DIR N FM-ARGS...: the fabric manager's assignment for the
+# N heads of DIR's device (nfabric-state fm, docs/multihost.md "Jobs and
+# owners"), once every head attached; the hosts were started paused (-S):
+# each is then continued.  Returns non-zero (saying why) if it could not.
+nf_cluster_fm() {
+    local dir=$1 n=$2 r out
+    shift 2
+    for ((r = 0; r < n; r++)); do
+        nf_cluster_wait_attached "$dir" "$r" ||
+            { echo "cluster: head $r of $dir/state did not attach in 60 s" >&2; return 1; }
+    done
+    if ! out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" "$@" 2>&1); then
+        echo "cluster: the fabric manager's assignment was refused: $out" >&2
+        return 1
+    fi
+    echo "$out"
+    for ((r = 0; r < n; r++)); do
+        nf_qmp "$dir/qmp$r.sock" '{"execute": "cont"}' > /dev/null ||
+            { echo "cluster: host $r did not continue (QMP $dir/qmp$r.sock)" >&2; return 1; }
+    done
+}
+
 # nf_cluster_report DIR N: one line per host; returns non-zero if any failed.
 nf_cluster_report() {
     local dir=$1 n=$2 r rc bad=0 why
@@ -179,11 +206,11 @@ nf_cluster_report() {
 nf_cluster_main() {
     local NF_CLUSTER_NET=${NF_CLUSTER_NET:-0}
     local n="" cmd="" have_run=0 cpus=1 mem=1G cxlmem=256M timeout=600
-    local dir=$NF_BUILD/cluster stagger=0 props="" extra=()
+    local dir=$NF_BUILD/cluster stagger=0 props="" extra=() fm="" fmargs=()
     while [ $# -gt 0 ]; do
         case "$1" in
         -h|--help) nf_cluster_usage; return 0 ;;
-        --hosts|--run|--cpus|--mem|--cxl-mem|--timeout|--dir|--stagger|--device-props)
+        --hosts|--run|--cpus|--mem|--cxl-mem|--timeout|--dir|--stagger|--device-props|--fm)
             [ $# -ge 2 ] || { echo "nfabric cluster: $1 needs a value" >&2; return 2; }
             case "$1" in
             --hosts) n=$2 ;;
@@ -195,6 +222,7 @@ nf_cluster_main() {
             --dir) dir=$2 ;;
             --stagger) stagger=$2 ;;
             --device-props) props=$2 ;;
+            --fm) fm=$2 ;;
             esac
             shift ;;
         --hostfs) extra+=(--hostfs) ;;
@@ -224,13 +252,24 @@ nf_cluster_main() {
     nf_log "cluster: $n hosts, one shared device (${cxl_mib} MiB, state $dir/state)"
     local r t0=$EPOCHREALTIME
     local net=()
+    if [ -n "$fm" ]; then
+        read -r -a fmargs <<<"$fm"
+        extra+=(--qemu-arg -S)
+    fi
     for ((r = 0; r < n; r++)); do
         read -r -a net <<<"$(nf_cluster_net_args "$dir" "$r")"
         NF_CLUSTER_PROPS=$props nf_cluster_boot "$dir" "$r" "$n" "$cmd" "$cxl_mib" \
             --cpus "$cpus" --mem "$mem" --timeout "$timeout" "${extra[@]}" \
             "${net[@]}"
-        [ "$stagger" -gt 0 ] && sleep "$stagger"
+        [ "$stagger" -gt 0 ] && [ -z "$fm" ] && sleep "$stagger"
     done
+    if [ -n "$fm" ] && ! nf_cluster_fm "$dir" "$n" "${fmargs[@]}"; then
+        for ((r = 0; r < n; r++)); do
+            pkill -F "$dir/host$r.pid" 2>/dev/null || true
+        done
+        wait
+        nf_die "cluster: no fabric manager assignment: the hosts were stopped (logs in $dir)"
+    fi
     for ((r = 0; r < n; r++)); do
         nf_cluster_wait "$dir" "$r" $((timeout + 60)) > /dev/null
     done
@@ -407,6 +446,63 @@ nf_mh_sanitize() {
     echo "$([ "$rc0" = 0 ] && [ "$rc1" = 0 ] && echo ok || echo not ok) - sanitize: both hosts finish (status $rc0, $rc1)"
 }
 
+# (i) a hostile host in a job of its own: the fabric manager puts head 0
+# (the victim) and head 1 (the attacker) in different jobs before either
+# guest runs; host 1 tries every attack of issue 21 on host 0's job
+# (nfabric-multihost jobs), then the fabric manager gives job 0 window 15
+# too (host 0's sign to check its data, counts and round).
+NF_MH_JOBS=(--job 0 --heads 0 --windows 0-7 --mem 0+16M
+            --job 1 --heads 1 --windows 8-14 --mem 16M+16M)
+nf_mh_jobs() {
+    local dir=$NF_BUILD/test-logs/multihost/jobs rc0 rc1 out r
+    nf_cluster_prepare "$dir" 256
+    for r in 0 1; do
+        nf_cluster_boot "$dir" "$r" 2 "nfabric-multihost jobs" 256 --timeout 600 \
+            --cpus 1 --mem 1G --qemu-arg -S
+    done
+    # Both heads attached and paused: assign, then run the victim first.
+    for r in 0 1; do
+        if ! nf_cluster_wait_attached "$dir" "$r"; then
+            echo "not ok - jobs: head $r never attached"
+            pkill -F "$dir/host0.pid" 2>/dev/null; pkill -F "$dir/host1.pid" 2>/dev/null; wait; return 0
+        fi
+    done
+    if out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" "${NF_MH_JOBS[@]}" 2>&1); then
+        echo "ok - jobs: the fabric manager assigned the jobs ($out)"
+    else
+        echo "not ok - jobs: the fabric manager's assignment was refused: $out"
+    fi
+    nf_qmp "$dir/qmp0.sock" '{"execute": "cont"}' > /dev/null || true
+    if ! nf_cluster_wait_mark "$dir" 0 300; then
+        echo "not ok - jobs: host 0 never got its data and round ready"
+        pkill -F "$dir/host0.pid" 2>/dev/null; pkill -F "$dir/host1.pid" 2>/dev/null; wait; return 0
+    fi
+    nf_qmp "$dir/qmp1.sock" '{"execute": "cont"}' > /dev/null || true
+    rc1=$(nf_cluster_wait "$dir" 1 400)
+    # The attack is over: job 0 gets window 15 (its host's sign).
+    out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" --job 0 --heads 0 \
+          --windows 0-7,15 --mem 0+16M --job 1 --heads 1 --windows 8-14 --mem 16M+16M 2>&1) ||
+        echo "not ok - jobs: the fabric manager's second assignment was refused: $out"
+    rc0=$(nf_cluster_wait "$dir" 0 400)
+    wait
+    nf_mh_tap "$dir" 2
+    "$NF_HOST_BUILD/bench/nfabric-state" "$dir/state" 2>/dev/null | grep -E '^(fm_|job|head[01]_job|range)' | sed 's/^/# state: /'
+    echo "$([ "$rc0" = 0 ] && [ "$rc1" = 0 ] && echo ok || echo not ok) - jobs: both hosts finish (status $rc0, $rc1)"
+}
+
+# nf_cluster_wait_attached DIR R: wait (60 s at most) until head R of
+# DIR's device is attached (its process holds its live byte).
+nf_cluster_wait_attached() {
+    local dir=$1 r=$2 t live
+    for ((t = 0; t < 300; t++)); do
+        live=$("$NF_HOST_BUILD/bench/nfabric-state" --live "$dir/state" 2>/dev/null |
+               sed -n 's/^live_heads=//p') || true
+        [ -n "$live" ] && (( (live >> r) & 1 )) && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
 # ---- (d) refusals at start-up: QEMU alone, no guest ------------------------
 
 # shellcheck disable=SC2054  # -M q35,cxl=on is one argument
@@ -532,7 +628,7 @@ nf_mh_refusals() {
         "$file" "shared-state=$dir/state.junk,head=0,heads=2"
 }
 
-nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, a truncated state, Sanitize of another host, refusals"
+nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, a truncated state, Sanitize of another host, a hostile host in its own job, refusals"
 nf_suite_multihost() {
     nf_image_main >&2
     echo "# (d) refusals and joining, QEMU alone"
@@ -550,6 +646,8 @@ nf_suite_multihost() {
     nf_mh_corrupt
     echo "# (h) Sanitize and poison commands of another host"
     nf_mh_sanitize
+    echo "# (i) a hostile host in a job of its own (fabric manager)"
+    nf_mh_jobs
 }
 
 # ---- bench cluster ------------------------------------------------------------

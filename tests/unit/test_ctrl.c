@@ -173,6 +173,7 @@ static void build_regmap(void)
     def(0x02c, 4, ACC_RO, -1);      /* HEADS_LIVE */
     def(0x030, 4, ACC_RW, -1);      /* HEAD_SELECT */
     def(0x034, 4, ACC_RO, -1);      /* HEADS_LOST */
+    def(0x038, 4, ACC_RO, -1);      /* JOB (1.4) */
     for (unsigned i = 0; i < 16; i++) {
         def(0x040 + 8 * i, 8, ACC_RO, -1);      /* HEAD_CONTRIB window i */
     }
@@ -256,9 +257,10 @@ static uint64_t default_value(const RegDef *r)
     }
     switch (r->off) {
     case 0x000: return 0x4241464e;
-    case 0x004: return 0x00010003;
+    case 0x004: return 0x00010004;
     case 0x028: return 0x00000100;  /* head 0 of 1, not shared */
     case 0x02c: return 0x1;         /* head 0 attached */
+    case 0x038: return 0xffff0000;  /* job 0 of all, every window */
     case 0x008: return 0x03030710;
     case 0x00c: return 0x00400400;
     case 0x020: return RAM_SIZE;

@@ -986,6 +986,226 @@ static void test_stopped_head(void)
     nfabric_shared_detach(sh, fd, 0);
 }
 
+/* ---- jobs set by a fabric manager: a hostile head in another job --------- */
+
+#define J_PLAIN     0x8000ull           /* the victim's plain data */
+#define J1_BASE     0x200000ull         /* job 1's memory: 1 MiB */
+#define J1_OWN      0x300000ull         /* head 1's own 64 KiB */
+
+/* What the attacker (head 1, job 1) saw; sent to the parent in a pipe. */
+typedef struct Attack {
+    uint32_t disable_err, clear_err, repoint_err, complete_err, select_err;
+    uint32_t cover_err, cover_win_err, own_err;
+    uint32_t write_data_err, write_ctrs_err, read_err;
+    uint64_t read_plain, read_ctrs, reg_base, reg_status, reg_contrib;
+    uint32_t enabled_mask, heads_live, job;
+    uint64_t own_read;
+} Attack;
+
+static uint32_t last_err(NFabricCtrl *c)
+{
+    uint32_t e = (uint32_t)rd(c, NFABRIC_REG_LAST_ERROR, 4);
+
+    wr(c, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_ERROR, 4);
+    return e;
+}
+
+static void attacker(int out)
+{
+    NFabricCtrl me;
+    Attack a;
+    uint64_t v = ~0ull;
+    int f;
+
+    memset(&a, 0, sizeof(a));
+    head_up(&me, 1, 2, &f);
+    wr(&me, NFABRIC_REG_WIN(0, NFABRIC_WIN_CTRL), 0, 4);
+    a.disable_err = last_err(&me);
+    wr(&me, NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+    a.clear_err = last_err(&me);
+    wr(&me, NFABRIC_REG_WIN(0, NFABRIC_WIN_DPA_BASE), J_PLAIN, 8);
+    a.repoint_err = last_err(&me);
+    wr(&me, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_COMPLETE), 1, 4);
+    a.complete_err = last_err(&me);
+    wr(&me, NFABRIC_REG_HEAD_SELECT, 0, 4);
+    a.select_err = last_err(&me);
+    /* Its own window, with a counter area over the victim's data. */
+    win_set(&me, 8, J1_BASE, 0x400, J_PLAIN, NFABRIC_PATH_GBINARY, 8);
+    a.cover_err = last_err(&me);
+    a.cover_win_err = (uint32_t)rd(&me, NFABRIC_REG_WIN(8, NFABRIC_WIN_ERROR), 4);
+    /* ... and one inside its job's memory: accepted. */
+    a.own_err = win_set(&me, 8, J1_BASE, 0x400, J1_BASE + 0x10000,
+                        NFABRIC_PATH_GBINARY, 8);
+    nfabric_ctrl_mem_access(&me, W_BASE, (uint8_t *)&v, 8, true);
+    a.write_data_err = last_err(&me);
+    nfabric_ctrl_mem_access(&me, W_CTRS, (uint8_t *)&v, 8, true);
+    a.write_ctrs_err = last_err(&me);
+    nfabric_ctrl_mem_access(&me, J_PLAIN, (uint8_t *)&a.read_plain, 8, false);
+    nfabric_ctrl_mem_access(&me, W_CTRS, (uint8_t *)&a.read_ctrs, 8, false);
+    a.read_err = last_err(&me);
+    a.reg_base = rd(&me, NFABRIC_REG_WIN(0, NFABRIC_WIN_DPA_BASE), 8);
+    a.reg_status = rd(&me, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_STATUS), 4);
+    a.reg_contrib = rd(&me, NFABRIC_REG_WIN(0, NFABRIC_WIN_CONTRIB_WRITES), 8);
+    a.enabled_mask = (uint32_t)rd(&me, NFABRIC_REG_ENABLED_MASK, 4);
+    a.heads_live = (uint32_t)rd(&me, NFABRIC_REG_HEADS_LIVE, 4);
+    a.job = (uint32_t)rd(&me, NFABRIC_REG_JOB, 4);
+    v = 0x0123456789abcdefull;
+    nfabric_ctrl_mem_access(&me, J1_OWN, (uint8_t *)&v, 8, true);
+    nfabric_ctrl_mem_access(&me, J1_OWN, (uint8_t *)&a.own_read, 8, false);
+    if (write(out, &a, sizeof(a)) != (ssize_t)sizeof(a)) {
+        _exit(5);
+    }
+    _exit(0);
+}
+
+static NFabricFm jobs_fm(void)
+{
+    NFabricFm fm;
+
+    memset(&fm, 0, sizeof(fm));
+    fm.assigned = 1;
+    fm.head_job[0] = 0;
+    fm.head_job[1] = 1;
+    fm.job_windows[0] = 0x00ff;
+    fm.job_windows[1] = 0xff00;
+    fm.range[0] = (NFabricFmRange){ 0, 0x200000, 0, NFABRIC_FM_JOB_WIDE };
+    fm.range[1] = (NFabricFmRange){ J1_BASE, 0x100000, 1, NFABRIC_FM_JOB_WIDE };
+    fm.range[2] = (NFabricFmRange){ J1_OWN, 0x10000, 1, 1 };
+    fm.nranges = 3;
+    return fm;
+}
+
+static void test_jobs(void)
+{
+    NFabricCtrl c;
+    NFabricShared *sh;
+    NFabricFm fm = jobs_fm(), bad;
+    uint64_t v = ~0ull, plain = 0x5555aaaa5555aaaaull, got = 0;
+    char err[512];
+    Attack a;
+    int fd, pfd[2], rc, refused = 0;
+    uint32_t seq, st;
+    pid_t pid;
+
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c, 0, 2, &fd);
+
+    /* The fabric manager refuses what it must not write. */
+    bad = fm; bad.range[1].base = 0x100000;             /* overlaps job 0 */
+    refused += nfabric_shared_fm_write(state_path, &bad, err, sizeof(err)) != 0;
+    bad = fm; bad.job_windows[1] = 0x0180;              /* window 7 twice */
+    refused += nfabric_shared_fm_write(state_path, &bad, err, sizeof(err)) != 0;
+    bad = fm; bad.range[2].size = MEM_SIZE;             /* past memory */
+    refused += nfabric_shared_fm_write(state_path, &bad, err, sizeof(err)) != 0;
+    bad = fm; bad.range[2].head = 0;                    /* owner of job 0 */
+    refused += nfabric_shared_fm_write(state_path, &bad, err, sizeof(err)) != 0;
+    bad = fm; bad.head_job[1] = 9;                      /* no such job */
+    refused += nfabric_shared_fm_write(state_path, &bad, err, sizeof(err)) != 0;
+    TAP_CHECK(refused == 5 && sh->fm.assigned == 0, "jobs: the fabric "
+              "manager refuses overlapping ranges, a window in two jobs, a "
+              "range past memory, an owner of another job, a job past the "
+              "last (last: %s)", err);
+    rc = nfabric_shared_fm_write(state_path, &fm, err, sizeof(err));
+    TAP_CHECK(rc == 0 && sh->fm.assigned == 1 && !(sh->fm.gen & 1),
+              "jobs: the fabric manager assigns job 0 (head 0, windows 0-7, "
+              "2 MiB) and job 1 (head 1, windows 8-15, 1 MiB, 64 KiB its own) "
+              "(%s)", rc ? err : "ok");
+
+    /* The victim: a G-Binary round of its own, and plain data. */
+    TAP_CHECK(win_set(&c, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 8) ==
+              NFABRIC_ERR_NONE, "jobs: the victim enables window 0 in its "
+              "job's memory");
+    nfabric_ctrl_mem_access(&c, W_BASE, (uint8_t *)&v, 8, true);
+    nfabric_ctrl_mem_access(&c, J_PLAIN, (uint8_t *)&plain, 8, true);
+
+    if (pipe(pfd) != 0) {
+        TAP_CHECK(false, "jobs: pipe");
+        return;
+    }
+    pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        attacker(pfd[1]);
+    }
+    close(pfd[1]);
+    memset(&a, 0, sizeof(a));
+    rc = read(pfd[0], &a, sizeof(a)) == (ssize_t)sizeof(a) ? wait_child(pid) : -1;
+    close(pfd[0]);
+    if (rc != 0) {
+        wait_child(pid);
+    }
+    TAP_CHECK(rc == 0, "jobs: the attacker (head 1, job 1) ran (status %d)", rc);
+    TAP_CHECK(a.disable_err == NFABRIC_ERR_OWNER &&
+              a.clear_err == NFABRIC_ERR_OWNER &&
+              a.repoint_err == NFABRIC_ERR_OWNER &&
+              a.complete_err == NFABRIC_ERR_OWNER &&
+              a.select_err == NFABRIC_ERR_OWNER,
+              "jobs: the attacker's disable, CLEAR, re-point and ROUND_COMPLETE "
+              "of the victim's window and HEAD_SELECT of the victim are "
+              "refused with OWNER (%u %u %u %u %u)", a.disable_err,
+              a.clear_err, a.repoint_err, a.complete_err, a.select_err);
+    TAP_CHECK(a.cover_err == NFABRIC_ERR_OWNER &&
+              a.cover_win_err == NFABRIC_ERR_OWNER &&
+              a.own_err == NFABRIC_ERR_NONE,
+              "jobs: its window with a counter area over the victim's data is "
+              "refused with OWNER; one in its own job's memory is accepted");
+    TAP_CHECK(a.write_data_err == NFABRIC_ERR_OWNER &&
+              a.write_ctrs_err == NFABRIC_ERR_OWNER &&
+              a.read_err == NFABRIC_ERR_OWNER && a.read_plain == UINT64_MAX &&
+              a.read_ctrs == UINT64_MAX,
+              "jobs: its writes to the victim's window and counters are "
+              "dropped, its reads of the victim's data and counters return "
+              "all-ones, each with OWNER");
+    TAP_CHECK(a.reg_base == 0 && a.reg_status == 0 && a.reg_contrib == 0 &&
+              a.enabled_mask == 0x100 && a.heads_live == 0x2 &&
+              a.job == (1 | NFABRIC_JOB_ASSIGNED |
+                        0xff00u << NFABRIC_JOB_WINDOWS_SHIFT),
+              "jobs: it reads nothing of the victim's window (0s), sees only "
+              "its job's windows (0x%x) and heads (0x%x); JOB reads 0x%08x",
+              a.enabled_mask, a.heads_live, a.job);
+    TAP_CHECK(a.own_read == 0x0123456789abcdefull,
+              "jobs: it reads back what it wrote to its own range");
+
+    /* The victim's results are its own, and its round needs only it. */
+    nfabric_ctrl_mem_access(&c, J_PLAIN, (uint8_t *)&got, 8, false);
+    seq = (uint32_t)rd(&c, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_SEQ), 4);
+    wr(&c, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_COMPLETE), seq, 4);
+    st = (uint32_t)rd(&c, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_STATUS), 4);
+    TAP_CHECK(got == plain && nfabric_counter_get(ram + W_CTRS, 8, 0) == 1 &&
+              nfabric_counter_get(ram + W_CTRS, 8, 63) == 1 &&
+              (sh->enabled_mask & 1) && sh->win[0].dpa_base == W_BASE &&
+              rd(&c, NFABRIC_REG_WIN(0, NFABRIC_WIN_CONTRIB_WRITES), 8) == 1,
+              "jobs: the victim's data, counts, window and contribution count "
+              "are as it left them");
+    TAP_CHECK((st & NFABRIC_RSTAT_ALL_DONE) && !(st & NFABRIC_RSTAT_INCOMPLETE) &&
+              ((st >> NFABRIC_RSTAT_EXPECT_SHIFT) & 0xff) == 1,
+              "jobs: the victim's round expects its job's one head and is "
+              "done, clean (status 0x%x)", st);
+
+    /* Back to the default: one job of every head. */
+    rc = nfabric_shared_fm_write(state_path, NULL, err, sizeof(err));
+    got = 0;
+    nfabric_ctrl_mem_access(&c, J1_OWN, (uint8_t *)&got, 8, false);
+    TAP_CHECK(rc == 0 && got == 0x0123456789abcdefull &&
+              rd(&c, NFABRIC_REG_JOB, 4) == NFABRIC_JOB_WINDOWS_MASK &&
+              rd(&c, NFABRIC_REG_ENABLED_MASK, 4) == 0x101,
+              "jobs: with the assignment removed, every head reaches all "
+              "memory and every window again");
+
+    /* An assignment corrupted in the file fails the head, never crashes. */
+    sh->fm.gen += 2;
+    sh->fm.assigned = 1;
+    sh->fm.nranges = 1;
+    sh->fm.range[0] = (NFabricFmRange){ MEM_SIZE - 64, 128, 0, NFABRIC_FM_JOB_WIDE };
+    nfabric_ctrl_mem_access(&c, J_PLAIN, (uint8_t *)&got, 8, false);
+    TAP_CHECK(c.failed && got == UINT64_MAX &&
+              rd(&c, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_STATE,
+              "jobs: a corrupted assignment (a range past memory) fails the "
+              "head with STATE: %s", c.failure);
+    nfabric_shared_detach(sh, fd, 0);
+}
+
 int main(void)
 {
     int fd;
@@ -1017,6 +1237,7 @@ int main(void)
     test_thread_liveness();
     test_one_state_per_memory();
     test_stopped_head();
+    test_jobs();
     unlink(state_path);
     unlink(mem_path);
     rmdir(dir);

@@ -74,7 +74,8 @@ class _Round(ctypes.Structure):
 class _Heads(ctypes.Structure):
     _fields_ = [("index", ctypes.c_uint), ("count", ctypes.c_uint),
                 ("shared", ctypes.c_bool), ("live", ctypes.c_uint32),
-                ("lost", ctypes.c_uint32)]
+                ("lost", ctypes.c_uint32), ("jobs_assigned", ctypes.c_bool),
+                ("job", ctypes.c_uint), ("job_windows", ctypes.c_uint32)]
 
 
 class _PathStats(ctypes.Structure):
@@ -100,6 +101,9 @@ class Heads:
     def __init__(self, h):
         self.index, self.count, self.shared = h.index, h.count, bool(h.shared)
         self.live, self.lost = h.live, h.lost
+        # Jobs set by a fabric manager (docs/multihost.md, Jobs and owners).
+        self.jobs_assigned, self.job = bool(h.jobs_assigned), h.job
+        self.job_windows = h.job_windows
 
 
 def library_path():

@@ -181,6 +181,131 @@ static void nfabric_unlock_win(NFabricCtrl *s, unsigned i)
     }
 }
 
+/* ---- jobs: the fabric manager's assignment --------------------------- */
+
+#define NFABRIC_FM_TRIES        10000   /* copies before giving up */
+
+/*
+ * Make the private copy of the assignment again (its sequence count
+ * moved).  True if it is current; false if the state is corrupted (the
+ * head failed) or the fabric manager kept writing past the bound.
+ */
+static bool nfabric_fm_refresh(NFabricCtrl *s)
+{
+    const NFabricFm *f = &s->sh->fm;
+    NFabricFm copy;
+    NFabricFmView v;
+    const char *why;
+    char msg[200];
+    unsigned bad;
+
+    for (unsigned tries = 0; tries < NFABRIC_FM_TRIES; tries++) {
+        uint32_t gen = __atomic_load_n(&f->gen, __ATOMIC_ACQUIRE);
+
+        if (gen & 1) {
+            continue;           /* the fabric manager is writing */
+        }
+        memcpy(&copy, (const void *)f, sizeof(copy));
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&f->gen, __ATOMIC_RELAXED) != gen) {
+            continue;
+        }
+        why = nfabric_fm_check(&copy, s->heads, s->ram_size, &bad);
+        if (why) {
+            snprintf(msg, sizeof(msg), "the fabric manager's assignment in "
+                     "the state file is invalid (%s): the state file is "
+                     "corrupted", why);
+            nfabric_fail(s, msg);
+            return false;
+        }
+        memset(&v, 0, sizeof(v));
+        v.gen = gen;
+        v.valid = true;
+        v.assigned = copy.assigned;
+        if (!v.assigned) {
+            v.windows = (1u << NFABRIC_NUM_WINDOWS) - 1;
+            v.job_heads = (s->heads >= 32 ? 0 : 1u << s->heads) - 1;
+            s->fm = v;
+            return true;
+        }
+        v.job = copy.head_job[s->head];
+        v.windows = copy.job_windows[v.job];
+        for (unsigned h = 0; h < s->heads; h++) {
+            if (copy.head_job[h] == v.job) {
+                v.job_heads |= 1u << h;
+            }
+        }
+        for (unsigned k = 0; k < copy.nranges; k++) {
+            const NFabricFmRange *r = &copy.range[k];
+
+            if (r->job == v.job &&
+                (r->head == NFABRIC_FM_JOB_WIDE || r->head == s->head)) {
+                v.base[v.n] = r->base;
+                v.end[v.n] = r->base + r->size;
+                v.n++;
+            }
+        }
+        s->fm = v;
+        return true;
+    }
+    return false;
+}
+
+/* Is the copy of the assignment current (made again if not)? */
+static inline bool nfabric_fm_current(NFabricCtrl *s)
+{
+    if (!s->shared) {
+        return true;            /* a device of one host: no jobs */
+    }
+    if (s->fm.valid &&
+        __atomic_load_n(&s->sh->fm.gen, __ATOMIC_RELAXED) == s->fm.gen) {
+        return true;
+    }
+    return nfabric_fm_refresh(s);
+}
+
+/* Does this head reach every byte of [dpa, dpa + len) (current copy)? */
+static bool nfabric_fm_reach(NFabricCtrl *s, uint64_t dpa, uint64_t len)
+{
+    NFabricFmView *v = &s->fm;
+
+    if (!s->shared || !v->assigned) {
+        return true;
+    }
+    while (len) {
+        unsigned k = v->last;
+        uint64_t n;
+
+        if (k >= v->n || dpa < v->base[k] || dpa >= v->end[k]) {
+            for (k = 0; k < v->n; k++) {
+                if (dpa >= v->base[k] && dpa < v->end[k]) {
+                    break;
+                }
+            }
+            if (k == v->n) {
+                return false;
+            }
+            v->last = k;
+        }
+        n = v->end[k] - dpa < len ? v->end[k] - dpa : len;
+        dpa += n;
+        len -= n;
+    }
+    return true;
+}
+
+/* Is window i one of this head's job's (current copy)? */
+static inline bool nfabric_fm_window(const NFabricCtrl *s, unsigned i)
+{
+    return !s->shared || !s->fm.assigned || (s->fm.windows & (1u << i));
+}
+
+/* The heads of this head's job (all heads without an assignment). */
+static inline uint32_t nfabric_fm_heads(const NFabricCtrl *s)
+{
+    return !s->shared || !s->fm.assigned ? UINT32_MAX : s->fm.job_heads;
+}
+
 /*
  * The view: a private copy of the shared window table, validated by the
  * rules an enable is checked with (every enabled window inside device
@@ -481,6 +606,12 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
                            w->threshold);
     err = nfabric_window_validate(&c, i, s->ram_size, table,
                                   s->view.mask & ~(1u << i));
+    if (err == NFABRIC_ERR_NONE &&
+        (!nfabric_fm_reach(s, c.dpa_base, c.dpa_size) ||
+         (nfabric_window_counter_len(&c) &&
+          !nfabric_fm_reach(s, c.counters, nfabric_window_counter_len(&c))))) {
+        err = NFABRIC_ERR_OWNER;    /* memory this head does not reach */
+    }
     if (err != NFABRIC_ERR_NONE) {
         /* A refused enable changes nothing but the error registers. */
         nfabric_win_event(s, NFABRIC_WIN_EV_REJECT, i, err);
@@ -867,6 +998,19 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
         nfabric_access_refused(s, dpa, buf, len, write);
         return;
     }
+    if (s->shared && (!nfabric_fm_current(s) || !nfabric_fm_reach(s, dpa, len))) {
+        if (s->failed || !s->fm.valid) {
+            nfabric_access_refused(s, dpa, buf, len, write);
+        } else {
+            /* As an address no decoder claims: all-ones, dropped. */
+            if (!write) {
+                memset(buf, 0xff, len);
+            }
+            nfabric_set_error(s, -1, NFABRIC_ERR_OWNER, dpa, "access outside "
+                              "this head's memory (fabric manager's jobs)");
+        }
+        return;
+    }
     while (len) {
         uint64_t end;
         uint32_t gen = nfabric_shared_gen(sh);
@@ -1000,7 +1144,10 @@ static unsigned nfabric_popcount(uint32_t v)
     return n;
 }
 
-/* Heads a round waits for: every head of the device not gone. */
+/*
+ * Heads a round waits for: every head of the device not gone (of this
+ * head's job, whose windows alone it reads).
+ */
 static uint32_t nfabric_expected(const NFabricCtrl *s)
 {
     uint32_t mask = 0;
@@ -1011,7 +1158,7 @@ static uint32_t nfabric_expected(const NFabricCtrl *s)
             mask |= 1u << h;
         }
     }
-    return mask;
+    return mask & nfabric_fm_heads(s);
 }
 
 /* ROUND_STATUS of window i: finds dead heads first. */
@@ -1117,7 +1264,9 @@ static uint64_t nfabric_pool_stat(const NFabricCtrl *s, unsigned p,
     uint64_t sum = 0;
 
     for (unsigned h = 0; h < s->heads; h++) {
-        sum += __atomic_load_n(&sh->head[h].stats[p][k], __ATOMIC_RELAXED);
+        if (nfabric_fm_heads(s) & (1u << h)) {
+            sum += __atomic_load_n(&sh->head[h].stats[p][k], __ATOMIC_RELAXED);
+        }
     }
     return sum;
 }
@@ -1128,6 +1277,7 @@ static bool nfabric_reg_in_state(const NFabricReg *r)
     uint64_t off = r->base;
 
     return r->round || r->win >= 0 || off == NFABRIC_REG_ENABLED_MASK ||
+           off == NFABRIC_REG_JOB ||
            off == NFABRIC_REG_HEADS_LIVE || off == NFABRIC_REG_HEADS_LOST ||
            (off >= NFABRIC_REG_HEAD_CONTRIB &&
             off < NFABRIC_REG_HEAD_CONTRIB_WIN(NFABRIC_NUM_WINDOWS)) ||
@@ -1147,6 +1297,12 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
     }
     if (s->failed && nfabric_reg_in_state(r)) {
         return 0;               /* nothing of an unusable state is shown */
+    }
+    if (s->shared && nfabric_reg_in_state(r) && !nfabric_fm_current(s)) {
+        return 0;               /* the assignment unusable, or busy */
+    }
+    if (r->win >= 0 && !nfabric_fm_window(s, r->win)) {
+        return 0;               /* another job's window: nothing of it */
     }
     if (r->round) {
         return nfabric_round_value(s, r);
@@ -1199,7 +1355,8 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
     case NFABRIC_REG_ERROR_COUNT:
         return s->error_count;
     case NFABRIC_REG_ENABLED_MASK:
-        return sh->enabled_mask;
+        return sh->enabled_mask & (s->shared && s->fm.assigned ?
+                                   s->fm.windows : UINT32_MAX);
     case NFABRIC_REG_MEM_SIZE:
         return s->ram_size;
     case NFABRIC_REG_HEAD_INFO:
@@ -1207,9 +1364,15 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
                (s->shared ? NFABRIC_HEAD_INFO_SHARED : 0) |
                (s->failed ? NFABRIC_HEAD_INFO_STATE_FAILED : 0);
     case NFABRIC_REG_HEADS_LIVE:
-        return nfabric_shared_reap(s->sh, s->head);
+        return nfabric_shared_reap(s->sh, s->head) & nfabric_fm_heads(s);
     case NFABRIC_REG_HEADS_LOST:
-        return sh->lost_mask;
+        return sh->lost_mask & nfabric_fm_heads(s);
+    case NFABRIC_REG_JOB:
+        if (!s->shared || !s->fm.assigned) {
+            return (uint32_t)NFABRIC_JOB_WINDOWS_MASK;
+        }
+        return s->fm.job | NFABRIC_JOB_ASSIGNED |
+               s->fm.windows << NFABRIC_JOB_WINDOWS_SHIFT;
     case NFABRIC_REG_HEAD_SELECT:
         return s->head_select;
     case NFABRIC_REG_T_CLOCK_MHZ:
@@ -1332,6 +1495,11 @@ static void nfabric_head_select_write(NFabricCtrl *s, uint32_t val,
                           "HEAD_SELECT names a head the device does not have");
         return;
     }
+    if (!(nfabric_fm_heads(s) & (1u << val))) {
+        nfabric_set_error(s, -1, NFABRIC_ERR_OWNER, off, "HEAD_SELECT names "
+                          "a head of another job (fabric manager's jobs)");
+        return;
+    }
     s->head_select = val;
 }
 
@@ -1446,6 +1614,16 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
     /* CTRL is this head's own; the rest is the device's. */
     if (r.win < 0 && r.base != NFABRIC_REG_HEAD_SELECT) {
         nfabric_global_ctrl_write(s, val, off);
+        return;
+    }
+    /* Only the windows of this head's job (fabric manager). */
+    if (s->shared && !s->failed && !nfabric_fm_current(s)) {
+        nfabric_state_refused(s, off);
+        return;
+    }
+    if (r.win >= 0 && !nfabric_fm_window(s, r.win)) {
+        nfabric_set_error(s, -1, NFABRIC_ERR_OWNER, off, "write to a window "
+                          "of another job (fabric manager's jobs)");
         return;
     }
     /* Every head's register writes are serialised by the device. */

@@ -966,3 +966,139 @@ void nfabric_shared_detach(NFabricShared *sh, int fd, unsigned head)
     }
     close(fd);
 }
+
+/* ---- jobs, set by a fabric manager ----------------------------------- */
+
+const char *nfabric_fm_check(const NFabricFm *fm, unsigned heads,
+                             uint64_t mem_size, unsigned *bad_range)
+{
+    uint32_t seen = 0;
+
+    *bad_range = UINT32_MAX;
+    if (fm->assigned > 1) {
+        return "assigned is neither 0 nor 1";
+    }
+    if (!fm->assigned) {
+        return NULL;            /* the default: nothing else is read */
+    }
+    for (unsigned h = 0; h < heads && h < NFABRIC_MAX_HEADS; h++) {
+        if (fm->head_job[h] >= NFABRIC_FM_MAX_JOBS) {
+            return "a head of the device is in no job";
+        }
+    }
+    for (unsigned j = 0; j < NFABRIC_FM_MAX_JOBS; j++) {
+        if (fm->job_windows[j] >> NFABRIC_NUM_WINDOWS) {
+            return "a job's window mask names windows the device lacks";
+        }
+        if (fm->job_windows[j] & seen) {
+            return "a window is given to two jobs";
+        }
+        seen |= fm->job_windows[j];
+    }
+    if (fm->nranges > NFABRIC_FM_MAX_RANGES) {
+        return "more ranges than the table holds";
+    }
+    for (unsigned k = 0; k < fm->nranges; k++) {
+        const NFabricFmRange *r = &fm->range[k];
+
+        *bad_range = k;
+        if (!r->size || r->base % NFABRIC_ALIGN || r->size % NFABRIC_ALIGN ||
+            r->base >= mem_size || r->size > mem_size - r->base) {
+            return "a range is empty, not 64-byte aligned or past memory";
+        }
+        if (r->job >= NFABRIC_FM_MAX_JOBS) {
+            return "a range's job is past the last job";
+        }
+        if (r->head != NFABRIC_FM_JOB_WIDE &&
+            (r->head >= heads || fm->head_job[r->head] != r->job)) {
+            return "a range's owner is not a head of the range's job";
+        }
+        for (unsigned q = 0; q < k; q++) {
+            const NFabricFmRange *o = &fm->range[q];
+
+            if (r->base < o->base + o->size && o->base < r->base + r->size) {
+                return "a range overlaps another";
+            }
+        }
+    }
+    *bad_range = UINT32_MAX;
+    return NULL;
+}
+
+int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
+                            char *err, size_t errlen)
+{
+    static const NFabricFm none;
+    NFabricShared *sh;
+    struct stat st;
+    const char *why;
+    unsigned bad;
+    int fd, rc = -1;
+
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        nfabric_seterr(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    if ((uint64_t)st.st_size != sizeof(NFabricShared)) {
+        nfabric_seterr(err, errlen, "%s: %lld bytes, not the %zu of a state "
+                       "file of this layout (%u)", path, (long long)st.st_size,
+                       sizeof(NFabricShared), NFABRIC_SHARED_LAYOUT);
+        close(fd);
+        return -1;
+    }
+    sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (sh == MAP_FAILED) {
+        nfabric_seterr(err, errlen, "%s: mmap: %s", path, strerror(errno));
+        return -1;
+    }
+    if (sh->magic != NFABRIC_SHARED_MAGIC ||
+        sh->layout != NFABRIC_SHARED_LAYOUT ||
+        sh->struct_size != sizeof(*sh) || sh->pshared != 1 ||
+        sh->heads < 1 || sh->heads > NFABRIC_MAX_HEADS) {
+        nfabric_seterr(err, errlen, "%s: not a state file of this layout "
+                       "(%u) made by a head", path, NFABRIC_SHARED_LAYOUT);
+        goto out;
+    }
+    if (!fm) {
+        fm = &none;
+    }
+    why = nfabric_fm_check(fm, sh->heads, sh->mem_size, &bad);
+    if (why) {
+        if (bad != UINT32_MAX) {
+            nfabric_seterr(err, errlen, "range %u (0x%" PRIx64 "+0x%" PRIx64
+                           ", job %" PRIu32 "): %s (device of %" PRIu32
+                           " heads, %" PRIu64 " bytes)", bad,
+                           fm->range[bad].base, fm->range[bad].size,
+                           fm->range[bad].job, why, sh->heads, sh->mem_size);
+        } else {
+            nfabric_seterr(err, errlen, "%s (device of %" PRIu32 " heads)",
+                           why, sh->heads);
+        }
+        goto out;
+    }
+    if (!nfabric_shared_lock_cfg(sh)) {
+        nfabric_seterr(err, errlen, "%s: the configuration lock stayed busy "
+                       "past %u ms", path, NFABRIC_SHARED_LOCK_MS);
+        goto out;
+    }
+    /* Readers copy it under the sequence count and check what they read. */
+    __atomic_store_n(&sh->fm.gen, sh->fm.gen | 1, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    sh->fm.assigned = fm->assigned;
+    memcpy(sh->fm.head_job, fm->head_job, sizeof(fm->head_job));
+    memcpy(sh->fm.job_windows, fm->job_windows, sizeof(fm->job_windows));
+    sh->fm.nranges = fm->nranges;
+    memcpy(sh->fm.range, fm->range, sizeof(fm->range));
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&sh->fm.gen, sh->fm.gen + 1, __ATOMIC_RELEASE);
+    nfabric_shared_unlock_cfg(sh);
+    rc = 0;
+out:
+    munmap(sh, sizeof(*sh));
+    return rc;
+}

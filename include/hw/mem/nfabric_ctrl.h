@@ -103,6 +103,25 @@ typedef struct NFabricView {
     NFabricAggCfg cfg[NFABRIC_NUM_WINDOWS];
 } NFabricView;
 
+/*
+ * A head's private copy of the fabric manager's assignment (its job, the
+ * job's windows and heads, the memory ranges this head reaches), made and
+ * checked (nfabric_fm_check) whenever the assignment's sequence count
+ * moved; only this copy is used.
+ */
+typedef struct NFabricFmView {
+    uint32_t gen;
+    bool valid;
+    bool assigned;              /* false: one job of all, no checks */
+    uint32_t job;
+    uint32_t windows;           /* the job's window slots */
+    uint32_t job_heads;         /* the job's heads */
+    unsigned n;                 /* ranges this head reaches */
+    unsigned last;              /* the range the last access hit */
+    uint64_t base[NFABRIC_FM_MAX_RANGES];
+    uint64_t end[NFABRIC_FM_MAX_RANGES];
+} NFabricFmView;
+
 typedef struct NFabricCtrl {
     /* Device memory, owned by the caller. */
     uint8_t *ram;
@@ -120,6 +139,7 @@ typedef struct NFabricCtrl {
     bool shared;                /* sh is a state file's mapping */
     uint32_t heads;             /* the device's heads, as attached */
     NFabricView view;
+    NFabricFmView fm;           /* the fabric manager's jobs, as checked */
     unsigned faults_seen;       /* nfabric_shared_faults() last checked */
     /*
      * The state file was found unusable: every access of the device is

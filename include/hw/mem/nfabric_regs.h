@@ -47,9 +47,10 @@
  * (0x268) removed (unmapped): the device's stream is dependent, one access
  * in flight at a time, so they could not say anything.  1.3: error STATE
  * and HEAD_INFO.STATE_FAILED (a head that found the shared device's state
- * file corrupted or truncated refuses the device's accesses).
+ * file corrupted or truncated refuses the device's accesses).  1.4: jobs
+ * set by a fabric manager: register JOB, error OWNER (docs/multihost.md).
  */
-#define NFABRIC_VERSION_MINOR       3
+#define NFABRIC_VERSION_MINOR       4
 #define NFABRIC_VERSION \
     ((NFABRIC_VERSION_MAJOR << 16) | NFABRIC_VERSION_MINOR)
 
@@ -88,7 +89,8 @@
     X(COMMAND,      13, "unknown command") \
     X(ROUND,        14, "not the window's current round") \
     X(HEAD,         15, "no such head") \
-    X(STATE,        16, "the shared device's state is unusable")
+    X(STATE,        16, "the shared device's state is unusable") \
+    X(OWNER,        17, "outside this head's job (fabric manager)")
 
 #define NFABRIC_X_PATH_(name, v, str)   NFABRIC_PATH_##name = (v),
 #define NFABRIC_X_TIE_(name, v, str)    NFABRIC_TIE_##name = (v),
@@ -153,6 +155,8 @@ enum {
     X(HEADS_LIVE,      0x02c, 4, RO, 0x1,   DEVICE, 1)  /* bit h: head h */ \
     X(HEAD_SELECT,     0x030, 4, RW, NFABRIC_RESET_DEVICE, HEAD, 1) \
     X(HEADS_LOST,      0x034, 4, RO, 0,     DEVICE, 1)  /* bit h: head h */ \
+    /* Version 1.4: this head's job (JOB_*), set by a fabric manager. */ \
+    X(JOB,             0x038, 4, RO, 0xffff0000, HEAD, 1) \
     /* Writes of the HEAD_SELECT head to window i since its last clear. */ \
     X(HEAD_CONTRIB,    0x040, 8, RO, 0, DEVICE, NFABRIC_NUM_WINDOWS) \
     /* Statistics: per path, STATS_* (u64 each); POOL_: every head's sum. */ \
@@ -239,6 +243,12 @@ typedef struct NFabricRegDesc {
 #define NFABRIC_HEAD_INFO_SHARED        (1u << 16)  /* shared by processes */
 /* 1.3: this head found the state corrupted or truncated: it refuses accesses */
 #define NFABRIC_HEAD_INFO_STATE_FAILED  (1u << 17)
+
+/* JOB (1.4): this head's job, as the fabric manager set it. */
+#define NFABRIC_JOB_INDEX_MASK          0x000000ffu /* the job's index */
+#define NFABRIC_JOB_ASSIGNED            (1u << 8)   /* jobs are set */
+#define NFABRIC_JOB_WINDOWS_SHIFT       16          /* the job's windows */
+#define NFABRIC_JOB_WINDOWS_MASK        0xffff0000u
 
 #define NFABRIC_CAPS_WINDOWS_MASK   0x000000ffu /* number of windows */
 #define NFABRIC_CAPS_PATHS_SHIFT    8           /* bit 8+p: path p supported */

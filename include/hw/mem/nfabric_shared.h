@@ -52,7 +52,7 @@
 
 #define NFABRIC_SHARED_MAGIC    0x48534e46u     /* "NFSH" */
 /* Bump when NFabricShared changes: old state files are then refused. */
-#define NFABRIC_SHARED_LAYOUT   6
+#define NFABRIC_SHARED_LAYOUT   7
 
 /*
  * The byte of the state file whose OFD lock says head h is alive (beyond
@@ -121,6 +121,36 @@ typedef struct NFabricSharedHead {
     uint32_t reserved_codes[NFABRIC_NUM_WINDOWS];
 } __attribute__((aligned(64))) NFabricSharedHead;
 
+/*
+ * Jobs, as a fabric manager sets them (nfabric_shared_fm_write; the tool
+ * nfabric-state fm; docs/multihost.md "Jobs and owners").  Without an
+ * assignment (assigned = 0) the device is one job of every head over all
+ * of its memory and every window.  With one, head h belongs to job
+ * head_job[h], uses only the window slots job_windows[its job], and
+ * reaches only the memory ranges of its job that are the job's (head =
+ * NFABRIC_FM_JOB_WIDE) or its own (head = h).
+ */
+#define NFABRIC_FM_MAX_JOBS     8
+#define NFABRIC_FM_MAX_RANGES   32
+#define NFABRIC_FM_JOB_WIDE     0xffu
+
+typedef struct NFabricFmRange {
+    uint64_t base;              /* DPA, a multiple of NFABRIC_ALIGN */
+    uint64_t size;              /* bytes, a multiple of NFABRIC_ALIGN */
+    uint32_t job;
+    uint32_t head;              /* the owner, or NFABRIC_FM_JOB_WIDE */
+} NFabricFmRange;
+
+typedef struct NFabricFm {
+    uint32_t gen;               /* sequence count: odd while it is written */
+    uint32_t assigned;          /* 0: the default (one job of all) */
+    uint8_t head_job[NFABRIC_MAX_HEADS];
+    uint32_t job_windows[NFABRIC_FM_MAX_JOBS];  /* bit i: window i */
+    uint32_t nranges;
+    uint32_t pad;
+    NFabricFmRange range[NFABRIC_FM_MAX_RANGES];
+} NFabricFm;
+
 typedef struct NFabricShared {
     /* Identity, written when the state is made. */
     uint32_t magic;
@@ -160,6 +190,9 @@ typedef struct NFabricShared {
         pthread_mutex_t m;
     } __attribute__((aligned(64))) win_lock[NFABRIC_NUM_WINDOWS];
     NFabricSharedHead head[NFABRIC_MAX_HEADS];
+
+    /* Written by the fabric manager only (rarely): read by every access. */
+    NFabricFm fm __attribute__((aligned(64)));
 } NFabricShared;
 
 /* Private state of one head, not shared (heads = 1, no locking). */
@@ -271,6 +304,25 @@ void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i);
 
 /* Heads a round waits for: every head not gone. */
 uint32_t nfabric_shared_expected(const NFabricShared *sh);
+
+/*
+ * Is fm a valid assignment for a device of heads heads and mem_size bytes?
+ * NULL if so, else what is wrong (a static string naming the field): a
+ * job index past NFABRIC_FM_MAX_JOBS, a window slot given to two jobs, a
+ * range empty, unaligned, past memory, overlapping another, of a job its
+ * owner is not in.  Used by the fabric manager before it writes and by
+ * every head on what it reads (the state file is untrusted).
+ */
+const char *nfabric_fm_check(const NFabricFm *fm, unsigned heads,
+                             uint64_t mem_size, unsigned *bad_range);
+
+/*
+ * The fabric manager: write fm (checked first) into the state file path
+ * of live heads, under its configuration lock, or (fm = NULL) go back to
+ * the default.  Returns 0, or -1 with a message in err.
+ */
+int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
+                            char *err, size_t errlen);
 
 /* Window table sequence count (acquire / release for writers). */
 static inline uint32_t nfabric_shared_gen(const NFabricShared *sh)
