@@ -767,20 +767,22 @@ static void case_sanitize(void)
 /* ---- jobs: a hostile host in a job of its own ---------------------------- */
 
 /*
- * The fabric manager (scripts/lib/cluster.sh, case (i)) put head 0 in job
- * 0 (windows 0-7, memory 0..16 MiB) and head 1 in job 1 (windows 8-14,
- * memory 16..32 MiB).  Host 0, the victim, runs a G-Binary round and
- * writes plain data, then waits until the fabric manager gives its job
- * window 15 too (the sign that host 1 is done); host 1 tries every attack
- * on the victim's job.  Each must be refused, and the victim's results be
- * its own.
+ * The fabric manager (scripts/lib/cluster.sh, case (i)) put heads 0 ..
+ * N-2 in job 0 (windows 0-7 and 15, memory 0..16 MiB) and head N-1 in job
+ * 1 (windows 8-13, memory 16..32 MiB).  The victims (job 0) run a G-Binary
+ * round together and host 0 writes plain data; then they wait until the
+ * fabric manager gives their job window 14 too (the sign that the
+ * attacker is done).  The attacker, host N-1, tries every attack on the
+ * victims' job.  Each must be refused, and the victims' results be theirs.
  */
 #define JOB1_BASE       0x1000000ull
+#define JOBS_SIGNAL     (1u << 14)
 
 static void attack_check(int rc, const char *what)
 {
-    TAP_CHECK(rc == NFABRIC_ERR_OWNER, "[rank 1] jobs: %s is refused with "
-              "OWNER (rc %d: %s)", what, rc, rc ? nfabric_errmsg(dev) : "done");
+    TAP_CHECK(rc == NFABRIC_ERR_OWNER, "[rank %u] jobs: %s is refused with "
+              "OWNER (rc %d: %s)", rank, what, rc,
+              rc ? nfabric_errmsg(dev) : "done");
 }
 
 static void case_jobs_attacker(void)
@@ -818,15 +820,16 @@ static void case_jobs_attacker(void)
     after = nfabric_rd32(dev, NFABRIC_REG_ERROR_COUNT);
     TAP_CHECK(after - before == 3 &&
               nfabric_rd32(dev, NFABRIC_REG_LAST_ERROR) == NFABRIC_ERR_OWNER,
-              "[rank 1] jobs: its 3 writes into the victim's window, counters "
-              "and data are refused with OWNER (%" PRIu64 " errors)",
+              "[rank %u] jobs: its 3 writes into the victims' window, counters "
+              "and data are refused with OWNER (%" PRIu64 " errors)", rank,
               after - before);
     TAP_CHECK(vd[0] == UINT64_MAX && vc[0] == UINT64_MAX && va[0] == UINT64_MAX,
-              "[rank 1] jobs: it reads all-ones from the victim's data, "
-              "counters and window");
+              "[rank %u] jobs: it reads all-ones from the victims' data, "
+              "counters and window", rank);
     TAP_CHECK(nfabric_rd32(dev, NFABRIC_REG_ENABLED_MASK) == 0 &&
               nfabric_rd64(dev, NFABRIC_REG_WIN(AGG_WIN, NFABRIC_WIN_DPA_BASE))
-              == 0, "[rank 1] jobs: it sees none of the victim's windows");
+              == 0, "[rank %u] jobs: it sees none of the victims' windows",
+              rank);
     printf("summary: multihost jobs: the attacker's every attack was refused "
            "with OWNER\n");
 }
@@ -836,61 +839,76 @@ static void case_jobs_victim(void)
     static int32_t sums[AGG_SIZE * 8];
     static const Case c = { NFABRIC_PATH_GBINARY, 8, 0, 1, 151 };
     volatile uint64_t *v = (volatile uint64_t *)mem(VICTIM_BASE, VICTIM_SIZE);
+    uint32_t victims = (1u << (hosts - 1)) - 1;
     uint64_t bad = 0;
     nfabric_heads hd;
     nfabric_round r;
     double t0;
     int rc;
 
-    agg_window(&c, AGG_SIZE);
-    contribute(&c, AGG_SIZE);
-    for (uint64_t i = 0; i < VICTIM_SIZE / 8; i++) {
-        v[i] = victim_word(i);
+    setup();                    /* the barrier: window 15, job 0's */
+    if (rank == 0) {
+        agg_window(&c, AGG_SIZE);
     }
-    printf("NFABRIC-MARK victim ready rank=%u\n", rank);
-    fflush(stdout);
+    barrier("jobs: configured");
+    contribute(&c, extent(rank, AGG_SIZE));
+    if (rank == 0) {
+        for (uint64_t i = 0; i < VICTIM_SIZE / 8; i++) {
+            v[i] = victim_word(i);
+        }
+    }
+    barrier("jobs: contributed");
+    if (rank == 0) {
+        printf("NFABRIC-MARK victims ready rank=%u\n", rank);
+        fflush(stdout);
+    }
     t0 = now();
     do {
         nfabric_heads_read(dev, &hd);
-        if (hd.job_windows & 0x8000) {
+        if (hd.job_windows & JOBS_SIGNAL) {
             break;
         }
         usleep(20000);
     } while (now() - t0 < WAIT_MS / 1000.0);
-    TAP_CHECK(hd.job_windows & 0x8000, "[rank 0] jobs: the fabric manager "
-              "gave the job window 15 after the attack (windows 0x%04x, "
-              "%.1f s)", hd.job_windows, now() - t0);
+    TAP_CHECK(hd.job_windows & JOBS_SIGNAL, "[rank %u] jobs: the fabric "
+              "manager gave the job window 14 after the attack (windows "
+              "0x%04x, %.1f s)", rank, hd.job_windows, now() - t0);
     for (uint64_t i = 0; i < VICTIM_SIZE / 8; i++) {
         bad += v[i] != victim_word(i);
     }
-    TAP_CHECK(bad == 0, "[rank 0] jobs: the victim's %llu KiB of plain data "
-              "are as it wrote them (%" PRIu64 " words differ)",
+    TAP_CHECK(bad == 0, "[rank %u] jobs: host 0's %llu KiB of plain data "
+              "are as it wrote them (%" PRIu64 " words differ)", rank,
               (unsigned long long)(VICTIM_SIZE >> 10), bad);
-    expect(&c, 1, UINT32_MAX, 0, sums);
-    check_result(&c, sums, "jobs: the victim's round");
+    expect(&c, victims, UINT32_MAX, 0, sums);
+    check_result(&c, sums, "jobs: the victims' round");
     nfabric_round_read(dev, AGG_WIN, &r);
     rc = nfabric_round_complete(dev, AGG_WIN, r.seq);
-    nfabric_round_read(dev, AGG_WIN, &r);
-    TAP_CHECK(rc == 0 && r.all_done && !r.incomplete && r.nexpected == 1,
-              "[rank 0] jobs: its round expects its job's one head and "
-              "completes clean (status 0x%x)", r.status);
-    printf("summary: multihost jobs: the victim's data, counts and round are "
-           "its own\n");
+    if (!rc) {
+        rc = nfabric_round_wait(dev, AGG_WIN, r.seq, WAIT_MS, &r);
+    }
+    TAP_CHECK(rc == 0 && r.all_done && !r.incomplete &&
+              r.nexpected == hosts - 1, "[rank %u] jobs: the round expects "
+              "its job's %u heads and completes clean (status 0x%x)", rank,
+              hosts - 1, r.status);
+    printf("summary: multihost jobs: the victims' data, counts and round are "
+           "their own\n");
 }
 
 static void case_jobs(void)
 {
     nfabric_heads hd;
 
+    unsigned job = rank == hosts - 1 ? 1 : 0;    /* the last: attacker */
+
     nfabric_heads_read(dev, &hd);
-    TAP_CHECK(hd.jobs_assigned && hd.job == rank,
+    TAP_CHECK(hosts >= 2 && hd.jobs_assigned && hd.job == job,
               "[rank %u] jobs: the fabric manager put this head in job %u "
               "(assigned %d, windows 0x%04x)", rank, hd.job, hd.jobs_assigned,
               hd.job_windows);
-    if (!hd.jobs_assigned || hd.job != rank) {
+    if (hosts < 2 || !hd.jobs_assigned || hd.job != job) {
         return;
     }
-    if (rank == 0) {
+    if (job == 0) {
         case_jobs_victim();
     } else {
         case_jobs_attacker();

@@ -446,48 +446,68 @@ nf_mh_sanitize() {
     echo "$([ "$rc0" = 0 ] && [ "$rc1" = 0 ] && echo ok || echo not ok) - sanitize: both hosts finish (status $rc0, $rc1)"
 }
 
-# (i) a hostile host in a job of its own: the fabric manager puts head 0
-# (the victim) and head 1 (the attacker) in different jobs before either
-# guest runs; host 1 tries every attack of issue 21 on host 0's job
-# (nfabric-multihost jobs), then the fabric manager gives job 0 window 15
-# too (host 0's sign to check its data, counts and round).
-NF_MH_JOBS=(--job 0 --heads 0 --windows 0-7 --mem 0+16M
-            --job 1 --heads 1 --windows 8-14 --mem 16M+16M)
-nf_mh_jobs() {
-    local dir=$NF_BUILD/test-logs/multihost/jobs rc0 rc1 out r
-    nf_cluster_prepare "$dir" 256
-    for r in 0 1; do
-        nf_cluster_boot "$dir" "$r" 2 "nfabric-multihost jobs" 256 --timeout 600 \
-            --cpus 1 --mem 1G --qemu-arg -S
+# (i) a hostile host in a job of its own: the fabric manager puts heads
+# 0..N-2 (the victims, cooperating in one round) in job 0 and head N-1 (the
+# attacker) in job 1 before any guest runs; the attacker tries every
+# attack of issue 21 on job 0 (nfabric-multihost jobs), then the fabric
+# manager gives job 0 window 14 too (the victims' sign to check their data,
+# counts and round).
+# nf_mh_stop DIR N: stop the N hosts of DIR (a case that cannot go on).
+nf_mh_stop() {
+    local r
+    for ((r = 0; r < $2; r++)); do
+        pkill -F "$1/host$r.pid" 2>/dev/null || true
     done
-    # Both heads attached and paused: assign, then run the victim first.
-    for r in 0 1; do
-        if ! nf_cluster_wait_attached "$dir" "$r"; then
-            echo "not ok - jobs: head $r never attached"
-            pkill -F "$dir/host0.pid" 2>/dev/null; pkill -F "$dir/host1.pid" 2>/dev/null; wait; return 0
-        fi
-    done
-    if out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" "${NF_MH_JOBS[@]}" 2>&1); then
-        echo "ok - jobs: the fabric manager assigned the jobs ($out)"
-    else
-        echo "not ok - jobs: the fabric manager's assignment was refused: $out"
-    fi
-    nf_qmp "$dir/qmp0.sock" '{"execute": "cont"}' > /dev/null || true
-    if ! nf_cluster_wait_mark "$dir" 0 300; then
-        echo "not ok - jobs: host 0 never got its data and round ready"
-        pkill -F "$dir/host0.pid" 2>/dev/null; pkill -F "$dir/host1.pid" 2>/dev/null; wait; return 0
-    fi
-    nf_qmp "$dir/qmp1.sock" '{"execute": "cont"}' > /dev/null || true
-    rc1=$(nf_cluster_wait "$dir" 1 400)
-    # The attack is over: job 0 gets window 15 (its host's sign).
-    out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" --job 0 --heads 0 \
-          --windows 0-7,15 --mem 0+16M --job 1 --heads 1 --windows 8-14 --mem 16M+16M 2>&1) ||
-        echo "not ok - jobs: the fabric manager's second assignment was refused: $out"
-    rc0=$(nf_cluster_wait "$dir" 0 400)
     wait
-    nf_mh_tap "$dir" 2
-    "$NF_HOST_BUILD/bench/nfabric-state" "$dir/state" 2>/dev/null | grep -E '^(fm_|job|head[01]_job|range)' | sed 's/^/# state: /'
-    echo "$([ "$rc0" = 0 ] && [ "$rc1" = 0 ] && echo ok || echo not ok) - jobs: both hosts finish (status $rc0, $rc1)"
+}
+
+nf_mh_jobs_fm() {
+    local n=$1 signal=$2
+    echo --job 0 --heads "0-$((n - 2))" --windows "0-7,15${signal}" --mem 0+16M \
+         --job 1 --heads "$((n - 1))" --windows 8-13 --mem 16M+16M
+}
+nf_mh_jobs() {
+    local n=$1 dir=$NF_BUILD/test-logs/multihost/jobs$1 out r rc bad=0 fm=()
+    local last=$(($1 - 1))
+    nf_cluster_prepare "$dir" 256
+    for ((r = 0; r < n; r++)); do
+        nf_cluster_boot "$dir" "$r" "$n" "nfabric-multihost jobs" 256 --timeout 600 \
+            --cpus 1 --mem 768M --qemu-arg -S
+    done
+    # Every head attached and paused: assign, then run the victims first.
+    for ((r = 0; r < n; r++)); do
+        nf_cluster_wait_attached "$dir" "$r" ||
+            { echo "not ok - jobs$n: head $r never attached"; nf_mh_stop "$dir" "$n"; return 0; }
+    done
+    read -r -a fm <<<"$(nf_mh_jobs_fm "$n" "")"
+    if out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" "${fm[@]}" 2>&1); then
+        echo "ok - jobs$n: the fabric manager assigned the jobs ($out)"
+    else
+        echo "not ok - jobs$n: the fabric manager's assignment was refused: $out"
+    fi
+    for ((r = 0; r < last; r++)); do
+        nf_qmp "$dir/qmp$r.sock" '{"execute": "cont"}' > /dev/null || true
+    done
+    if ! nf_cluster_wait_mark "$dir" 0 300; then
+        echo "not ok - jobs$n: the victims never got their data and round ready"
+        nf_mh_stop "$dir" "$n"; return 0
+    fi
+    nf_qmp "$dir/qmp$last.sock" '{"execute": "cont"}' > /dev/null || true
+    rc=$(nf_cluster_wait "$dir" "$last" 400)
+    [ "$rc" = 0 ] || bad=1
+    # The attack is over: job 0 gets window 14 (its hosts' sign).
+    read -r -a fm <<<"$(nf_mh_jobs_fm "$n" ",14")"
+    out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" "${fm[@]}" 2>&1) ||
+        echo "not ok - jobs$n: the fabric manager's second assignment was refused: $out"
+    for ((r = 0; r < last; r++)); do
+        rc=$(nf_cluster_wait "$dir" "$r" 400)
+        [ "$rc" = 0 ] || bad=1
+    done
+    wait
+    nf_mh_tap "$dir" "$n"
+    "$NF_HOST_BUILD/bench/nfabric-state" "$dir/state" 2>/dev/null |
+        grep -E '^(fm_|job|head[0-9]+_job|range)' | sed 's/^/# state: /'
+    echo "$([ "$bad" = 0 ] && echo ok || echo not ok) - jobs$n: every host finishes (${n} hosts: $((n - 1)) victims, 1 attacker)"
 }
 
 # nf_cluster_wait_attached DIR R: wait (60 s at most) until head R of
@@ -646,8 +666,9 @@ nf_suite_multihost() {
     nf_mh_corrupt
     echo "# (h) Sanitize and poison commands of another host"
     nf_mh_sanitize
-    echo "# (i) a hostile host in a job of its own (fabric manager)"
-    nf_mh_jobs
+    echo "# (i) a hostile host in a job of its own (fabric manager), 2 and 3 hosts"
+    nf_mh_jobs 2
+    nf_mh_jobs 3
 }
 
 # ---- bench cluster ------------------------------------------------------------
