@@ -49,6 +49,8 @@ static uint64_t seed_base = 0x4d48u;     /* --seed */
 #define BENCH_CTRS      0x800000ull
 
 #define WAIT_MS         300000u         /* any wait for other hosts */
+/* The device's bound on a lock wait (0.5 s) and the guest's own overhead. */
+#define NFABRIC_PAUSE_REG_BOUND_S   1.0
 
 static nfabric_dev *dev;
 static unsigned rank, hosts, procs = 2, iters = 200;
@@ -915,6 +917,103 @@ static void case_jobs(void)
     }
 }
 
+/* ---- pause: a host stopped (SIGSTOP) at any instruction ----------------- */
+
+/*
+ * Host 1 enables, clears and disables a G-Binary window with a 64 MiB
+ * counter area over and over for --iters seconds; the harness stops its
+ * QEMU (SIGSTOP) now and then (scripts/lib/cluster.sh, case (j)).  Host 0,
+ * meanwhile, writes and reads plain memory and writes a window of its own,
+ * timing every access, and now and then CLEARs its window (a register
+ * write, which waits for the configuration lock a stopped host may hold).
+ * No access of host 0 may wait for host 1; a register write waits at most
+ * the bound, then is refused with STATE.
+ */
+#define PAUSE_WIN       1
+#define PAUSE_BASE      0x2000000ull    /* 4 MiB of 16-bit G-Binary ... */
+#define PAUSE_SIZE      0x400000ull
+#define PAUSE_CTRS      0x4000000ull    /* ... counted in 64 MiB */
+#define PAUSE_PLAIN     0x9000000ull
+
+static void case_pause_churn(void)
+{
+    nfabric_win_cfg cfg = {
+        .base = PAUSE_BASE, .size = PAUSE_SIZE, .counters = PAUSE_CTRS,
+        .path = NFABRIC_PATH_GBINARY, .width = 16, .threshold = 1,
+    };
+    double t0 = now();
+    unsigned n = 0, refused = 0;
+
+    printf("NFABRIC-MARK churning rank=%u\n", rank);
+    fflush(stdout);
+    while (now() - t0 < iters) {
+        refused += nfabric_window_set(dev, PAUSE_WIN, &cfg) != 0;
+        refused += nfabric_window_clear(dev, PAUSE_WIN) != 0;
+        refused += nfabric_window_disable(dev, PAUSE_WIN) != 0;
+        n++;
+    }
+    TAP_CHECK(n > 0, "[rank %u] pause: %u enable/clear/disable cycles of a "
+              "window with a 64 MiB counter area in %u s (%u refused)", rank,
+              n, iters, refused);
+}
+
+static void case_pause_probe(void)
+{
+    static const Case c = { NFABRIC_PATH_GBINARY, 8, 0, 1, 171 };
+    volatile uint64_t *p = (volatile uint64_t *)mem(PAUSE_PLAIN, 4096);
+    volatile uint64_t *w = (volatile uint64_t *)mem(AGG_BASE, 8);
+    double t0 = now(), next_reg = t0, plain_max = 0, win_max = 0, reg_max = 0;
+    uint64_t n = 0, bad = 0, regs = 0, reg_refused = 0;
+
+    agg_window(&c, AGG_SIZE);
+    while (now() - t0 < iters) {
+        uint64_t v = 0x9e3779b97f4a7c15ull * (n + 1);
+        double a = now(), b;
+
+        p[n % 512] = v;
+        bad += p[n % 512] != v;
+        b = now();
+        plain_max = b - a > plain_max ? b - a : plain_max;
+        w[0] = v;
+        a = now();
+        win_max = a - b > win_max ? a - b : win_max;
+        if (a >= next_reg) {
+            int rc = nfabric_window_clear(dev, AGG_WIN);
+
+            b = now();
+            reg_max = b - a > reg_max ? b - a : reg_max;
+            reg_refused += rc == NFABRIC_ERR_STATE;
+            regs++;
+            next_reg = b + 0.05;
+        }
+        n++;
+    }
+    TAP_CHECK(bad == 0, "[rank 0] pause: %" PRIu64 " plain 8-byte writes "
+              "read back exactly (%" PRIu64 " differ)", n, bad);
+    TAP_CHECK(plain_max < 0.5, "[rank 0] pause: no plain access waited for "
+              "the other host (longest %.0f ms)", plain_max * 1e3);
+    TAP_CHECK(win_max < 0.5, "[rank 0] pause: no access to its own window "
+              "waited for the other host (longest %.0f ms)", win_max * 1e3);
+    TAP_CHECK(reg_max < NFABRIC_PAUSE_REG_BOUND_S, "[rank 0] pause: a register "
+              "write waited at most the bound (longest %.0f ms; %" PRIu64 " of "
+              "%" PRIu64 " refused with STATE while the other host held the "
+              "configuration lock)", reg_max * 1e3, reg_refused, regs);
+    printf("summary: multihost pause: longest plain access %.0f ms, own "
+           "window %.0f ms, register write %.0f ms (%" PRIu64 "/%" PRIu64
+           " refused)\n", plain_max * 1e3, win_max * 1e3, reg_max * 1e3,
+           reg_refused, regs);
+}
+
+static void case_pause(void)
+{
+    barrier("pause: start");
+    if (rank == 1) {
+        case_pause_churn();
+    } else if (rank == 0) {
+        case_pause_probe();
+    }
+}
+
 /* ---- bench: contribution throughput ------------------------------------- */
 
 static void bench_run(bool shared);
@@ -1011,7 +1110,7 @@ int main(int argc, char **argv)
 
     if (!mode || !strcmp(mode, "--help")) {
         fprintf(mode ? stdout : stderr, "usage: nfabric-multihost "
-                "agg|hammer|kill|rejoin|reset|sanitize|jobs|bench [--rank R] [--hosts N] "
+                "agg|hammer|kill|rejoin|reset|sanitize|jobs|pause|bench [--rank R] [--hosts N] "
                 "[--seed S] [--procs P] [--iters K] [--bytes B]\n");
         return mode ? 0 : 2;
     }
@@ -1105,6 +1204,8 @@ int main(int argc, char **argv)
         case_sanitize();
     } else if (!strcmp(mode, "jobs")) {
         case_jobs();
+    } else if (!strcmp(mode, "pause")) {
+        case_pause();
     } else if (!strcmp(mode, "bench")) {
         barrier("start");
         case_bench();

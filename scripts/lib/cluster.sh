@@ -183,6 +183,29 @@ nf_cluster_fm() {
     done
 }
 
+# nf_qmp_ms SOCKET N: connect, then time N query-status commands; print the
+# slowest in ms (the client's start and the handshake not included).
+nf_qmp_ms() {
+    python3 - "$1" "$2" <<'PY'
+import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+json.loads(f.readline())
+f.write(json.dumps({"execute": "qmp_capabilities"}) + "\n"); f.flush()
+json.loads(f.readline())
+worst = 0.0
+for _ in range(int(sys.argv[2])):
+    t = time.monotonic()
+    f.write(json.dumps({"execute": "query-status"}) + "\n"); f.flush()
+    while "return" not in json.loads(f.readline()):
+        pass
+    worst = max(worst, time.monotonic() - t)
+print(int(worst * 1000))
+PY
+}
+
 # nf_cluster_report DIR N: one line per host; returns non-zero if any failed.
 nf_cluster_report() {
     local dir=$1 n=$2 r rc bad=0 why
@@ -510,6 +533,42 @@ nf_mh_jobs() {
     echo "$([ "$bad" = 0 ] && echo ok || echo not ok) - jobs$n: every host finishes (${n} hosts: $((n - 1)) victims, 1 attacker)"
 }
 
+# (j) a host stopped (SIGSTOP, as a debugger does) at whatever it was
+# doing: host 1 enables, clears and disables a window with a 64 MiB counter
+# area in a loop; it is stopped 5 times for 1.5 s; host 0 times its own
+# accesses and register writes (nfabric-multihost pause), and QMP of host
+# 0 is timed during each stop.
+nf_mh_pause() {
+    local dir=$NF_BUILD/test-logs/multihost/pause pid k ms worst=0 rc0 rc1
+    nf_cluster_prepare "$dir" 256
+    for r in 0 1; do
+        nf_cluster_boot "$dir" "$r" 2 "nfabric-multihost pause --iters 40" 256 \
+            --timeout 400 --cpus 1 --mem 1G
+    done
+    if ! nf_cluster_wait_mark "$dir" 1 300; then
+        echo "not ok - pause: host 1 never started its loop"
+        nf_mh_stop "$dir" 2; return 0
+    fi
+    pid=$(cat "$dir/host1.pid")
+    for k in 1 2 3 4 5; do
+        sleep "1.$((RANDOM % 9))"
+        kill -STOP "$pid" || break
+        sleep 0.2
+        ms=$(nf_qmp_ms "$dir/qmp0.sock" 1 || echo 99999)
+        echo "# pause: stop $k: QMP query-status of host 0 answered in $ms ms"
+        [ "$ms" -gt "$worst" ] && worst=$ms
+        sleep 1.3
+        kill -CONT "$pid"
+    done
+    echo "# pause: host 1's QEMU (pid $pid) stopped 5 times for 1.5 s"
+    echo "$([ "$worst" -lt 1000 ] && echo ok || echo not ok) - pause: QMP of host 0 answered within a second while host 1 was stopped (slowest $worst ms)"
+    rc1=$(nf_cluster_wait "$dir" 1 300)
+    rc0=$(nf_cluster_wait "$dir" 0 300)
+    wait
+    nf_mh_tap "$dir" 2
+    echo "$([ "$rc0" = 0 ] && [ "$rc1" = 0 ] && echo ok || echo not ok) - pause: both hosts finish (status $rc0, $rc1)"
+}
+
 # nf_cluster_wait_attached DIR R: wait (60 s at most) until head R of
 # DIR's device is attached (its process holds its live byte).
 nf_cluster_wait_attached() {
@@ -648,7 +707,7 @@ nf_mh_refusals() {
         "$file" "shared-state=$dir/state.junk,head=0,heads=2"
 }
 
-nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, a truncated state, Sanitize of another host, a hostile host in its own job, refusals"
+nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, a truncated state, Sanitize of another host, a hostile host in its own job, a stopped host, refusals"
 nf_suite_multihost() {
     nf_image_main >&2
     echo "# (d) refusals and joining, QEMU alone"
@@ -669,6 +728,8 @@ nf_suite_multihost() {
     echo "# (i) a hostile host in a job of its own (fabric manager), 2 and 3 hosts"
     nf_mh_jobs 2
     nf_mh_jobs 3
+    echo "# (j) a host stopped (SIGSTOP) again and again while it reconfigures"
+    nf_mh_pause
 }
 
 # ---- bench cluster ------------------------------------------------------------

@@ -63,10 +63,12 @@
 
 /*
  * The longest a head waits for a lock another head holds before it gives
- * up on that operation (ms).  The fuzzers build with a shorter one.
+ * up on that operation (ms).  A head waits holding its QEMU's big lock, so
+ * this is also how long its QMP may go unanswered (docs/multihost.md,
+ * "Waits").  The fuzzers build with a shorter one.
  */
 #ifndef NFABRIC_SHARED_LOCK_MS
-#define NFABRIC_SHARED_LOCK_MS      1000
+#define NFABRIC_SHARED_LOCK_MS      500
 #endif
 
 /* Statistics kept per path (register order). */
