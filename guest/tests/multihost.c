@@ -14,8 +14,9 @@
  * host's input), hammer (P processes per host on one window, counts
  * exact), kill / rejoin (one host is killed mid-round; the others finish,
  * see INCOMPLETE, go on; the host comes back), reset (one host is reset
- * mid-round; the others' round is intact), bench (contribution
- * throughput).  R and N default to $NFABRIC_RANK and $NFABRIC_HOSTS.
+ * mid-round; the others' round is intact), sanitize, jobs, pause, own
+ * (a head's own range mapped directly; B bytes of timed writes), bench
+ * (contribution throughput).  R and N default to $NFABRIC_RANK and $NFABRIC_HOSTS.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -1014,6 +1015,136 @@ static void case_pause(void)
     }
 }
 
+/* ---- own: a head's own ranges, mapped directly ------------------------- */
+
+/*
+ * The fabric manager gives job 0 (every head) the first 64 MiB and each
+ * head 16 MiB of its own (scripts/lib/cluster.sh, case (k)).  A head's QEMU
+ * maps its own range into the guest as RAM (no other head can enable a
+ * window there) and traps the rest: each host times 8-byte plain writes to
+ * its own range, to guest RAM and to the job's memory, checks which of them
+ * the device counted, aggregates in a window inside its own range, and
+ * finds the other head's range refused.
+ */
+#define OWN_BASE(r)     (0x4000000ull + (uint64_t)(r) * 0x1000000ull)
+#define OWN_WIN(r)      (4 + (r))
+#define OWN_JOB_PLAIN   0x3000000ull    /* the job's plain memory */
+#define OWN_SPAN        (1ull << 20)    /* what the write loops go over */
+
+static uint64_t own_word(uint64_t i)
+{
+    return 0x9e3779b97f4a7c15ull * (i + 1) + rank;
+}
+
+/* n 8-byte stores over span bytes at p; seconds taken. */
+static double own_loop(volatile uint64_t *p, uint64_t n)
+{
+    double t0 = now();
+
+    for (uint64_t i = 0; i < n; i++) {
+        p[i % (OWN_SPAN / 8)] = own_word(i);
+    }
+    return now() - t0;
+}
+
+/* What the last pass of own_loop(p, n) left (n a multiple of the span). */
+static uint64_t own_bad(volatile uint64_t *p, uint64_t n)
+{
+    uint64_t words = OWN_SPAN / 8, bad = 0;
+
+    for (uint64_t j = 0; j < words; j++) {
+        bad += p[j] != own_word(n - words + j);
+    }
+    return bad;
+}
+
+static uint64_t fp32_writes(void)
+{
+    nfabric_path_stats st[NFABRIC_NUM_PATHS];
+
+    nfabric_stats(dev, st);
+    return st[NFABRIC_PATH_FP32].writes;
+}
+
+static void case_own(void)
+{
+    nfabric_win_cfg cfg = {
+        .base = OWN_BASE(rank) + 0x100000, .size = 4096,
+        .counters = OWN_BASE(rank) + 0x200000,
+        .path = NFABRIC_PATH_GBINARY, .width = 8, .threshold = 1,
+    };
+    volatile uint64_t *own = (volatile uint64_t *)mem(OWN_BASE(rank), OWN_SPAN);
+    volatile uint64_t *job = (volatile uint64_t *)
+        mem(OWN_JOB_PLAIN + rank * OWN_SPAN, OWN_SPAN);
+    volatile uint64_t *w = (volatile uint64_t *)mem(cfg.base, 16);
+    unsigned other = (rank + 1) % hosts;
+    volatile uint64_t *theirs = (volatile uint64_t *)mem(OWN_BASE(other), 16);
+    uint64_t fast = bench_bytes / 8, slow = (2ull << 20) / 8;
+    uint64_t *ram = aligned_alloc(4096, OWN_SPAN);
+    uint64_t c0, c1, c2, errs, seen;
+    double t_own, t_ram, t_job;
+    int32_t plus = 0, minus = 0;
+    int rc;
+
+    if (!ram) {
+        die("own: allocate guest RAM", -ENOMEM);
+    }
+    fast -= fast % (OWN_SPAN / 8);
+    own_loop(own, OWN_SPAN / 8);                /* fault the pages in */
+    own_loop((volatile uint64_t *)ram, OWN_SPAN / 8);
+    c0 = fp32_writes();
+    t_own = own_loop(own, fast);
+    c1 = fp32_writes();
+    t_ram = own_loop((volatile uint64_t *)ram, fast);
+    t_job = own_loop(job, slow);
+    c2 = fp32_writes();
+    TAP_CHECK(c1 == c0 && own_bad(own, fast) == 0, "[rank %u] own: %" PRIu64
+              " plain writes to its own range read back exactly and none went "
+              "through the device (it counted %" PRIu64 ")", rank, fast,
+              c1 - c0);
+    TAP_CHECK(c2 - c1 == slow && own_bad(job, slow) == 0, "[rank %u] own: "
+              "its %" PRIu64 " writes to the job's memory went through the "
+              "device (%" PRIu64 " counted) and read back exactly", rank,
+              slow, c2 - c1);
+    printf("mh_own rank=%u own_mbps=%.1f ram_mbps=%.1f job_mbps=%.1f\n",
+           rank, fast * 8 / t_own / 1e6, fast * 8 / t_ram / 1e6,
+           slow * 8 / t_job / 1e6);
+    free(ram);
+
+    rc = nfabric_window_set(dev, OWN_WIN(rank), &cfg);
+    if (rc) {
+        die("own: a window in its own range", rc);
+    }
+    w[0] = ~0ull;               /* 64 signs +1 ... */
+    w[1] = 0;                   /* ... and 64 signs -1 */
+    for (unsigned e = 0; e < 64; e++) {
+        plus += nfabric_counter(dev, cfg.counters, 8, e) == 1;
+        minus += nfabric_counter(dev, cfg.counters, 8, 64 + e) == -1;
+    }
+    TAP_CHECK(plus == 64 && minus == 64, "[rank %u] own: a G-Binary window "
+              "inside its own range aggregates (%d of 64 counters +1, %d of 64 "
+              "-1)", rank, plus, minus);
+    barrier("own: written");
+
+    errs = nfabric_rd32(dev, NFABRIC_REG_ERROR_COUNT);
+    seen = theirs[0];
+    theirs[1] = 0;
+    errs = nfabric_rd32(dev, NFABRIC_REG_ERROR_COUNT) - errs;
+    TAP_CHECK(seen == UINT64_MAX && errs == 2 &&
+              nfabric_rd32(dev, NFABRIC_REG_LAST_ERROR) == NFABRIC_ERR_OWNER,
+              "[rank %u] own: head %u's range reads all-ones and takes no "
+              "write (%" PRIu64 " OWNER errors)", rank, other, errs);
+    barrier("own: tried");
+    TAP_CHECK(own_bad(own, fast) == 0 &&
+              nfabric_counter(dev, cfg.counters, 8, 0) == 1,
+              "[rank %u] own: its data and counts are as it left them", rank);
+    nfabric_window_disable(dev, OWN_WIN(rank));
+    printf("summary: multihost own: plain writes to its own range %.1f MB/s, "
+           "guest RAM %.1f MB/s, the job's memory %.1f MB/s\n",
+           fast * 8 / t_own / 1e6, fast * 8 / t_ram / 1e6,
+           slow * 8 / t_job / 1e6);
+}
+
 /* ---- bench: contribution throughput ------------------------------------- */
 
 static void bench_run(bool shared);
@@ -1110,7 +1241,7 @@ int main(int argc, char **argv)
 
     if (!mode || !strcmp(mode, "--help")) {
         fprintf(mode ? stdout : stderr, "usage: nfabric-multihost "
-                "agg|hammer|kill|rejoin|reset|sanitize|jobs|pause|bench [--rank R] [--hosts N] "
+                "agg|hammer|kill|rejoin|reset|sanitize|jobs|pause|own|bench [--rank R] [--hosts N] "
                 "[--seed S] [--procs P] [--iters K] [--bytes B]\n");
         return mode ? 0 : 2;
     }
@@ -1206,6 +1337,8 @@ int main(int argc, char **argv)
         case_jobs();
     } else if (!strcmp(mode, "pause")) {
         case_pause();
+    } else if (!strcmp(mode, "own")) {
+        case_own();
     } else if (!strcmp(mode, "bench")) {
         barrier("start");
         case_bench();

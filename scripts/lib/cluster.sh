@@ -569,6 +569,61 @@ nf_mh_pause() {
     echo "$([ "$rc0" = 0 ] && [ "$rc1" = 0 ] && echo ok || echo not ok) - pause: both hosts finish (status $rc0, $rc1)"
 }
 
+# (k) a head's own ranges at RAM speed: the fabric manager gives job 0
+# (every head) the first 64 MiB and each head 16 MiB of its own, at
+# 64 MiB + 16 MiB * head; each host's QEMU maps its own range directly.
+# nfabric-multihost own: writes to its own range are not seen by the
+# device and read back; writes to the job's memory are; a window inside
+# its own range aggregates; the other head's range is refused.
+nf_mh_own_fm() {
+    local n=$1 r
+    printf '%s ' --job 0 --heads "0-$((n - 1))" --windows 0-15 --mem 0+64M
+    for ((r = 0; r < n; r++)); do
+        printf '%s ' --own "$r@$((64 + 16 * r))M+16M"
+    done
+}
+
+# nf_mh_own NAME N MIB: the case's cluster in $NF_BUILD/test-logs/multihost/NAME,
+# each host timing MIB MiB of writes; 0 if every host passed.
+nf_mh_own() {
+    local name=$1 n=$2 mib=$3 dir=$NF_BUILD/test-logs/multihost/$1 r rc bad=0 fm=() out
+    nf_cluster_prepare "$dir" 256
+    for ((r = 0; r < n; r++)); do
+        nf_cluster_boot "$dir" "$r" "$n" "nfabric-multihost own --bytes $mib" 256 \
+            --timeout 600 --cpus 1 --mem 768M --qemu-arg -S
+    done
+    for ((r = 0; r < n; r++)); do
+        nf_cluster_wait_attached "$dir" "$r" ||
+            { echo "not ok - $name: head $r never attached"; nf_mh_stop "$dir" "$n"; return 1; }
+    done
+    read -r -a fm <<<"$(nf_mh_own_fm "$n")"
+    if out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" "${fm[@]}" 2>&1); then
+        echo "ok - $name: the fabric manager gave each of the $n heads 16 MiB of its own ($out)"
+    else
+        echo "not ok - $name: the fabric manager's assignment was refused: $out"
+        bad=1
+    fi
+    for ((r = 0; r < n; r++)); do
+        nf_qmp "$dir/qmp$r.sock" '{"execute": "cont"}' > /dev/null || true
+    done
+    # While the heads run, their own ranges are not taken from them.
+    out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" --none 2>&1) && rc=0 || rc=$?
+    if [ "$rc" != 0 ] && grep -q "is head 0's own and head 0 is attached" <<<"$out"; then
+        echo "ok - $name: the fabric manager cannot take a running head's own range ($out)"
+    else
+        echo "not ok - $name: removing the assignment under running heads: status $rc: $out"
+        bad=1
+    fi
+    for ((r = 0; r < n; r++)); do
+        rc=$(nf_cluster_wait "$dir" "$r" 660)
+        [ "$rc" = 0 ] || bad=1
+    done
+    wait
+    nf_mh_tap "$dir" "$n"
+    echo "$([ "$bad" = 0 ] && echo ok || echo not ok) - $name: every host finishes ($n hosts)"
+    return "$bad"
+}
+
 # nf_cluster_wait_attached DIR R: wait (60 s at most) until head R of
 # DIR's device is attached (its process holds its live byte).
 nf_cluster_wait_attached() {
@@ -707,7 +762,7 @@ nf_mh_refusals() {
         "$file" "shared-state=$dir/state.junk,head=0,heads=2"
 }
 
-nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, a truncated state, Sanitize of another host, a hostile host in its own job, a stopped host, refusals"
+nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, a truncated state, Sanitize of another host, a hostile host in its own job, a stopped host, own ranges at RAM speed, refusals"
 nf_suite_multihost() {
     nf_image_main >&2
     echo "# (d) refusals and joining, QEMU alone"
@@ -730,6 +785,8 @@ nf_suite_multihost() {
     nf_mh_jobs 3
     echo "# (j) a host stopped (SIGSTOP) again and again while it reconfigures"
     nf_mh_pause
+    echo "# (k) each head's own range mapped directly (fabric manager), 2 hosts"
+    nf_mh_own own2 2 64 || true
 }
 
 # ---- bench cluster ------------------------------------------------------------
@@ -749,7 +806,7 @@ nf_mh_bench_figures() {
 }
 
 nf_bench_cluster() {
-    local mib=16 rounds=2 r n dir p v
+    local mib=16 rounds=2 r n dir p v h own ram job
     while [ $# -gt 0 ]; do
         case "$1" in
         --mib) mib=${2:?}; shift ;;
@@ -757,6 +814,8 @@ nf_bench_cluster() {
         -h|--help) echo "usage: scripts/nfabric bench cluster [--mib N] [--rounds N]"
                    echo "Each host writes N MiB (default 16) of packed data with 8-byte stores into one"
                    echo "shared window, G-Binary then G-Ternary; best of --rounds (default 2)."
+                   echo "Then 2 heads each time 256 MiB of plain 8-byte writes to a range of its own"
+                   echo "(fabric manager; mapped directly), to guest RAM and to the job's memory."
                    return 0 ;;
         *) echo "bench cluster: unknown option \"$1\"" >&2; return 2 ;;
         esac
@@ -797,6 +856,21 @@ nf_bench_cluster() {
             done < <(nf_mh_bench_figures "$dir" "$n")
             waits[$n]=$("$NF_HOST_BUILD/bench/nfabric-state" "$dir/state" | sed -n 's/^lock_waits=//p')
         done
+        # Plain 8-byte writes of 2 heads, each to its own range (mapped
+        # directly), against guest RAM in the same guest (case (k)).
+        nf_mh_own bench-own 2 256 >/dev/null ||
+            nf_die "bench cluster: the own-range run failed (consoles: $NF_BUILD/test-logs/multihost/bench-own)"
+        for ((h = 0; h < 2; h++)); do
+            read -r own ram job < <(sed -n 's/^mh_own rank=[0-9]* own_mbps=\([0-9.]*\) ram_mbps=\([0-9.]*\) job_mbps=\([0-9.]*\).*/\1 \2 \3/p' \
+                "$NF_BUILD/test-logs/multihost/bench-own/host$h.log" | tr -d '\r') || true
+            [ -n "$job" ] || nf_die "bench cluster: host $h of the own-range run printed no mh_own figures"
+            v=$(awk -v a="$own" -v b="$ram" 'BEGIN{printf "%.3f", a / b}')
+            awk -v a="$v" -v b="${best[own_vs_ram_$h]:-0}" 'BEGIN{exit !(a > b)}' &&
+                best[own_vs_ram_$h]=$v best[own_$h]=$own best[ram_$h]=$ram
+            v=$(awk -v a="$job" -v b="$ram" 'BEGIN{printf "%.4f", a / b}')
+            awk -v a="$v" -v b="${best[job_vs_ram_$h]:-0}" 'BEGIN{exit !(a > b)}' &&
+                best[job_vs_ram_$h]=$v best[job_$h]=$job
+        done
     done
     echo "bench_mib_per_host=$mib"
     echo "rounds=$rounds"
@@ -814,6 +888,16 @@ nf_bench_cluster() {
         'BEGIN{printf "shared_vs_single_head=%.3f\n", a / b}'
     awk -v a="${best[heads1_gternary]}" -v b="${best[single_gternary]}" \
         'BEGIN{printf "shared_vs_single_head_gternary=%.3f\n", a / b}'
+    for ((h = 0; h < 2; h++)); do
+        echo "head${h}_own_plain_write_mbps=${best[own_$h]}"
+        echo "head${h}_ram_write_mbps=${best[ram_$h]}"
+        echo "head${h}_job_plain_write_mbps=${best[job_$h]}"
+    done
+    # The slower head's ratio: every head at RAM speed.
+    awk -v a="${best[own_vs_ram_0]}" -v b="${best[own_vs_ram_1]}" \
+        'BEGIN{printf "shared_plain_write_vs_ram=%.3f\n", a < b ? a : b}'
+    awk -v a="${best[job_vs_ram_0]}" -v b="${best[job_vs_ram_1]}" \
+        'BEGIN{printf "shared_job_plain_write_vs_ram=%.4f\n", a < b ? a : b}'
     for n in 1 2 4; do
         local writes=$((n * mib * 1024 * 1024 * 2 / 8))
         echo "lock_waits_heads$n=${waits[$n]:-0}"

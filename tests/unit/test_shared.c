@@ -1206,6 +1206,97 @@ static void test_jobs(void)
     nfabric_shared_detach(sh, fd, 0);
 }
 
+/* ---- a head's own ranges: what its QEMU may map directly ------------------ */
+
+#define O_OWN0      0x200000ull         /* head 0's own 64 KiB */
+#define O_OWN1      0x210000ull         /* head 1's own 64 KiB */
+#define O_OWN_SIZE  0x10000ull
+
+static void count_own(void *opaque)
+{
+    (*(unsigned *)opaque)++;
+}
+
+static void test_own_ranges(void)
+{
+    static const NFabricCtrlOps ops = { .own_ranges = count_own };
+    NFabricCtrl c0, c1;
+    NFabricShared *sh, *sh1;
+    NFabricRange r[NFABRIC_MAX_TRAPS];
+    NFabricFm fm, fm2;
+    uint64_t v = 0;
+    unsigned n, moved = 0;
+    char err[512];
+    int fd0, fd1, rc, rc2;
+
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c0, 0, 2, &fd0);
+    sh1 = head_up(&c1, 1, 2, &fd1);
+    c0.ops = &ops;
+    c0.opaque = &moved;
+    n = nfabric_ctrl_trap_ranges(&c0, true, r);
+    TAP_CHECK(n == 1 && r[0].dpa == 0 && r[0].len == MEM_SIZE,
+              "own ranges: without an assignment a shared head traps all its "
+              "memory (%u ranges)", n);
+
+    memset(&fm, 0, sizeof(fm));
+    fm.assigned = 1;
+    fm.job_windows[0] = 0xffff;
+    fm.range[0] = (NFabricFmRange){ 0, 0x200000, 0, NFABRIC_FM_JOB_WIDE };
+    fm.range[1] = (NFabricFmRange){ O_OWN0, O_OWN_SIZE, 0, 0 };
+    fm.range[2] = (NFabricFmRange){ O_OWN1, O_OWN_SIZE, 0, 1 };
+    fm.nranges = 3;
+    rc = nfabric_shared_fm_write(state_path, &fm, err, sizeof(err));
+    nfabric_ctrl_mem_access(&c0, O_OWN0, (uint8_t *)&v, 8, false);
+    n = nfabric_ctrl_trap_ranges(&c0, true, r);
+    TAP_CHECK(rc == 0 && moved == 1 && n == 2 && r[0].dpa == 0 &&
+              r[0].len == O_OWN0 && r[1].dpa == O_OWN0 + O_OWN_SIZE &&
+              r[1].len == MEM_SIZE - O_OWN0 - O_OWN_SIZE,
+              "own ranges: given 64 KiB of its own, a head is told once "
+              "(%u) and traps all but that range (%u ranges)", moved, n);
+
+    TAP_CHECK(win_set(&c0, 0, O_OWN0 + 0x1000, 0x400, O_OWN0 + 0x8000,
+                      NFABRIC_PATH_GBINARY, 8) == NFABRIC_ERR_NONE &&
+              (n = nfabric_ctrl_trap_ranges(&c0, true, r)) == 4 &&
+              r[2].dpa == O_OWN0 + 0x1000 && r[2].len == 0x400 &&
+              r[3].dpa == O_OWN0 + 0x8000 && r[3].len != 0,
+              "own ranges: a window it enables in its own range traps (data "
+              "and counter area)");
+    TAP_CHECK(win_set(&c1, 1, O_OWN0 + 0x4000, 0x400, 0x100000,
+                      NFABRIC_PATH_GBINARY, 8) == NFABRIC_ERR_OWNER,
+              "own ranges: another head of the same job cannot enable a "
+              "window in it (OWNER)");
+
+    fm2 = fm;
+    fm2.range[1] = fm.range[2];
+    fm2.nranges = 2;
+    rc = nfabric_shared_fm_write(state_path, &fm2, err, sizeof(err));
+    rc2 = nfabric_shared_fm_write(state_path, NULL, err, sizeof(err));
+    TAP_CHECK(rc != 0 && rc2 != 0 && strstr(err, "head 0 is attached"),
+              "own ranges: the fabric manager cannot take a head's own range "
+              "(nor the assignment) while the head is attached: %s", err);
+
+    nfabric_ctrl_use_shared(&c0, &c0.local, 0);
+    nfabric_shared_detach(sh, fd0, 0);
+    rc = nfabric_shared_fm_write(state_path, &fm2, err, sizeof(err));
+    n = nfabric_ctrl_trap_ranges(&c1, true, r);
+    TAP_CHECK(rc == 0 && n == 4 && r[0].len == O_OWN1 &&
+              r[1].dpa == O_OWN1 + O_OWN_SIZE && r[2].dpa == O_OWN0 + 0x1000,
+              "own ranges: once the head left, they are; the other head's "
+              "map is unchanged but for the window left enabled, which it "
+              "traps too (%s, %u ranges)", rc ? err : "ok", n);
+
+    sh1->fm.gen += 2;
+    sh1->fm.nranges = 1;
+    sh1->fm.range[0] = (NFabricFmRange){ MEM_SIZE - 64, 128, 0, 1 };
+    n = nfabric_ctrl_trap_ranges(&c1, true, r);
+    TAP_CHECK(n == 1 && r[0].dpa == 0 && r[0].len == MEM_SIZE,
+              "own ranges: a corrupted assignment traps all memory again");
+    nfabric_ctrl_use_shared(&c1, &c1.local, 0);
+    nfabric_shared_detach(sh1, fd1, 1);
+}
+
 int main(void)
 {
     int fd;
@@ -1238,6 +1329,7 @@ int main(void)
     test_one_state_per_memory();
     test_stopped_head();
     test_jobs();
+    test_own_ranges();
     unlink(state_path);
     unlink(mem_path);
     rmdir(dir);

@@ -19,17 +19,21 @@
  * (poison clear) is overridden below to write the RAM directly.  None of
  * them counts.
  *
- * The direct map (direct-map=on, the default for a device that is not
- * shared; qemu-patches/0009): where the decoders from the fixed window to
- * the device are committed and not interleaved, the window maps
- * direct_view instead: the backend's RAM, accessed by the CPU like guest
- * RAM, with an I/O region (a trap) over each range whose accesses have
- * semantics: every enabled G-Binary/G-Ternary window's data range and
- * counter area, and FP32 windows unless direct-map-fp32=on.  The traps are
- * rebuilt in one memory transaction whenever a window is enabled or
- * disabled and on reset, under the BQL, before the register write that
- * caused it returns.  Plain memory mapped so is byte-exact but not seen by
- * the statistics, the timing model or the record.
+ * The direct map (direct-map=on, the default unless record is set;
+ * qemu-patches/0009): where the decoders from the fixed window to the
+ * device are committed and not interleaved, the window maps direct_view
+ * instead: the backend's RAM, accessed by the CPU like guest RAM, with an
+ * I/O region (a trap) over each range whose accesses have semantics: every
+ * enabled G-Binary/G-Ternary window's data range and counter area, and
+ * FP32 windows unless direct-map-fp32=on.  On a head of a shared device
+ * everything but the ranges a fabric manager gave this head alone traps
+ * too (another head may enable a window there at any time; in its own
+ * ranges only this head can).  The traps are rebuilt in one memory
+ * transaction whenever a window is enabled or disabled, when this head's
+ * own ranges change, when its shared state fails and on reset, under the
+ * BQL, before the access or register write that caused it returns.  Plain
+ * memory mapped so is byte-exact but not seen by the statistics, the
+ * timing model or the record.
  *
  * Locking: the fixed memory window (where CXL.mem accesses enter) and the
  * register block are I/O regions with global locking, so every access and
@@ -140,10 +144,16 @@ static void nfabric_hook_record_failed(void *opaque)
                  ferror(s->ctrl.record) ? "write error" : "short write");
 }
 
+static void nfabric_hook_own_ranges(void *opaque)
+{
+    nfabric_direct_update(opaque);
+}
+
 static void nfabric_hook_state_failed(void *opaque, const char *why)
 {
     CXLNFabricState *s = opaque;
 
+    nfabric_direct_update(s);   /* everything traps, and is refused */
     error_report("%s: head %" PRIu32 " of the shared device '%s': %s; this "
                  "head refuses the device's accesses from now on "
                  "(HEAD_INFO.STATE_FAILED, error STATE)", TYPE_CXL_NFABRIC,
@@ -161,6 +171,7 @@ static const NFabricCtrlOps nfabric_ctrl_ops = {
     .rtl_mismatch = nfabric_hook_rtl_mismatch,
     .record_failed = nfabric_hook_record_failed,
     .state_failed = nfabric_hook_state_failed,
+    .own_ranges = nfabric_hook_own_ranges,
     .dirty = nfabric_hook_dirty,
     .guest_error = nfabric_hook_guest_error,
     .reg_access = nfabric_hook_reg_access,
@@ -260,6 +271,9 @@ static MemoryRegion *nfabric_direct_region(CXLType3Dev *ct3d)
 /*
  * Put a trap over every range the controller must see, as the window
  * table stands now; one transaction, so no access sees a half-built map.
+ * Asking the controller may make a shared head's copy of the assignment
+ * again, which calls back here (own_ranges): that call only asks for one
+ * more pass.
  */
 static void nfabric_direct_update(CXLNFabricState *s)
 {
@@ -269,7 +283,16 @@ static void nfabric_direct_update(CXLNFabricState *s)
     if (!s->direct) {
         return;
     }
-    n = nfabric_ctrl_trap_ranges(&s->ctrl, !s->direct_fp32, r);
+    if (s->direct_updating) {
+        s->direct_again = true;
+        return;
+    }
+    s->direct_updating = true;
+    do {
+        s->direct_again = false;
+        n = nfabric_ctrl_trap_ranges(&s->ctrl, !s->direct_fp32, r);
+    } while (s->direct_again);
+    s->direct_updating = false;
     memory_region_transaction_begin();
     for (i = 0; i < NFABRIC_MAX_TRAPS; i++) {
         NFabricTrap *t = &s->trap[i];
@@ -293,13 +316,6 @@ static bool nfabric_direct_resolve(CXLNFabricState *s, Error **errp)
 {
     switch (s->direct_map) {
     case ON_OFF_AUTO_ON:
-        if (s->shared_path) {
-            error_setg(errp, "%s: property 'direct-map=on' conflicts with "
-                       "'shared-state': another head may enable a window "
-                       "that this head's map would not trap",
-                       TYPE_CXL_NFABRIC);
-            return false;
-        }
         if (s->record_path) {
             error_setg(errp, "%s: property 'direct-map=on' conflicts with "
                        "'record': directly mapped accesses would be missing "
@@ -309,7 +325,7 @@ static bool nfabric_direct_resolve(CXLNFabricState *s, Error **errp)
         s->direct = true;
         break;
     case ON_OFF_AUTO_AUTO:
-        s->direct = !s->shared_path && !s->record_path;
+        s->direct = !s->record_path;
         break;
     default:
         s->direct = false;
@@ -652,6 +668,7 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
     memory_region_add_subregion(&ct3d->cxl_cstate.crb.component_registers,
                                 NFABRIC_REGS_OFFSET, &s->regs);
     nfabric_direct_init(s);
+    nfabric_direct_update(s);   /* a shared head: another's windows */
 }
 
 static void nfabric_exit(PCIDevice *pdev)
@@ -960,8 +977,9 @@ static void nfabric_class_init(ObjectClass *oc, NFABRIC_CLASS_DATA *data)
         "number of heads of the shared device (1..16)");
     object_class_property_set_description(oc, "direct-map",
         "map plain device memory into the CXL window as RAM where the "
-        "decoders do not interleave; only the enabled windows trap (auto: "
-        "on unless shared-state or record is set)");
+        "decoders do not interleave; only the enabled windows trap and, on "
+        "a shared head, all but its own ranges (auto: on unless record is "
+        "set)");
     object_class_property_set_description(oc, "direct-map-fp32",
         "with the direct map, map enabled FP32 windows directly too (their "
         "accesses are then not counted)");

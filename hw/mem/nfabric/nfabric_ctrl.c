@@ -185,6 +185,21 @@ static void nfabric_unlock_win(NFabricCtrl *s, unsigned i)
 
 #define NFABRIC_FM_TRIES        10000   /* copies before giving up */
 
+/* Take v as the copy; tell the owner if this head's own ranges changed. */
+static void nfabric_fm_set(NFabricCtrl *s, const NFabricFmView *v)
+{
+    bool moved = v->nown != s->fm.nown ||
+                 memcmp(v->own_base, s->fm.own_base,
+                        v->nown * sizeof(v->own_base[0])) ||
+                 memcmp(v->own_end, s->fm.own_end,
+                        v->nown * sizeof(v->own_end[0]));
+
+    s->fm = *v;
+    if (moved && s->ops && s->ops->own_ranges) {
+        s->ops->own_ranges(s->opaque);
+    }
+}
+
 /*
  * Make the private copy of the assignment again (its sequence count
  * moved).  True if it is current; false if the state is corrupted (the
@@ -225,7 +240,7 @@ static bool nfabric_fm_refresh(NFabricCtrl *s)
         if (!v.assigned) {
             v.windows = (1u << NFABRIC_NUM_WINDOWS) - 1;
             v.job_heads = (s->heads >= 32 ? 0 : 1u << s->heads) - 1;
-            s->fm = v;
+            nfabric_fm_set(s, &v);
             return true;
         }
         v.job = copy.head_job[s->head];
@@ -244,8 +259,19 @@ static bool nfabric_fm_refresh(NFabricCtrl *s)
                 v.end[v.n] = r->base + r->size;
                 v.n++;
             }
+            if (r->job == v.job && r->head == s->head) {
+                unsigned j = v.nown++;
+
+                /* By address (they do not overlap: checked). */
+                for (; j && v.own_base[j - 1] > r->base; j--) {
+                    v.own_base[j] = v.own_base[j - 1];
+                    v.own_end[j] = v.own_end[j - 1];
+                }
+                v.own_base[j] = r->base;
+                v.own_end[j] = r->base + r->size;
+            }
         }
-        s->fm = v;
+        nfabric_fm_set(s, &v);
         return true;
     }
     return false;
@@ -1707,10 +1733,55 @@ bool nfabric_ctrl_mem_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
     return true;
 }
 
-unsigned nfabric_ctrl_trap_ranges(const NFabricCtrl *s, bool fp32,
+/* A shared head: the windows of its view and the gaps of its own ranges. */
+static unsigned nfabric_trap_ranges_shared(NFabricCtrl *s, bool fp32,
+                                           NFabricRange *out)
+{
+    const NFabricFmView *f = &s->fm;
+    uint64_t at = 0;
+    unsigned n = 0;
+
+    if (s->failed || !nfabric_fm_current(s) || !f->nown ||
+        (!(s->view.valid && nfabric_shared_gen(s->sh) == s->view.gen) &&
+         nfabric_view_refresh(s) != 0)) {
+        out[0].dpa = 0;         /* everything, through the controller */
+        out[0].len = s->ram_size;
+        return 1;
+    }
+    for (unsigned k = 0; k < f->nown; k++) {
+        if (f->own_base[k] > at) {
+            out[n].dpa = at;
+            out[n++].len = f->own_base[k] - at;
+        }
+        at = f->own_end[k];
+    }
+    if (at < s->ram_size) {
+        out[n].dpa = at;
+        out[n++].len = s->ram_size - at;
+    }
+    for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+        if (!(s->view.mask & (1u << i)) ||
+            (s->view.cfg[i].path == NFABRIC_PATH_FP32 && !fp32)) {
+            continue;
+        }
+        out[n].dpa = s->view.base[i];
+        out[n++].len = s->view.size[i];
+        if (s->view.clen[i]) {
+            out[n].dpa = s->view.counters[i];
+            out[n++].len = s->view.clen[i];
+        }
+    }
+    return n;
+}
+
+unsigned nfabric_ctrl_trap_ranges(NFabricCtrl *s, bool fp32,
                                   NFabricRange *out)
 {
     unsigned n = 0;
+
+    if (s->shared) {
+        return nfabric_trap_ranges_shared(s, fp32, out);
+    }
 
     for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
         const NFabricWindow *w = &s->sh->win[i];

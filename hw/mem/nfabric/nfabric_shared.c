@@ -1025,6 +1025,48 @@ const char *nfabric_fm_check(const NFabricFm *fm, unsigned heads,
     return NULL;
 }
 
+/* Does some process hold head h's live byte (is it attached)? */
+static bool nfabric_live_held(int fd, unsigned h)
+{
+    struct flock fl;
+
+    memset(&fl, 0, sizeof(fl));
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)NFABRIC_SHARED_LIVE_BYTE(h);
+    fl.l_len = 1;
+    return fcntl(fd, F_OFD_GETLK, &fl) != 0 || fl.l_type != F_UNLCK;
+}
+
+/*
+ * A head may map its own ranges directly (docs/multihost.md): none may be
+ * taken from an attached head.  Returns the first range of old owned by
+ * an attached head that fm lacks, or -1.
+ */
+static int nfabric_fm_taken(const NFabricFm *old, const NFabricFm *fm,
+                            int fd, unsigned heads)
+{
+    if (!old->assigned) {
+        return -1;
+    }
+    for (unsigned k = 0; k < old->nranges && k < NFABRIC_FM_MAX_RANGES; k++) {
+        const NFabricFmRange *r = &old->range[k];
+        bool kept = false;
+
+        if (r->head == NFABRIC_FM_JOB_WIDE || r->head >= heads ||
+            !nfabric_live_held(fd, r->head)) {
+            continue;
+        }
+        for (unsigned q = 0; fm->assigned && q < fm->nranges; q++) {
+            kept |= !memcmp(&fm->range[q], r, sizeof(*r));
+        }
+        if (!kept) {
+            return (int)k;
+        }
+    }
+    return -1;
+}
+
 int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
                             char *err, size_t errlen)
 {
@@ -1051,9 +1093,9 @@ int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
         return -1;
     }
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
     if (sh == MAP_FAILED) {
         nfabric_seterr(err, errlen, "%s: mmap: %s", path, strerror(errno));
+        close(fd);
         return -1;
     }
     if (sh->magic != NFABRIC_SHARED_MAGIC ||
@@ -1086,6 +1128,18 @@ int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
                        "past %u ms", path, NFABRIC_SHARED_LOCK_MS);
         goto out;
     }
+    bad = (unsigned)nfabric_fm_taken(&sh->fm, fm, fd, sh->heads);
+    if (bad != UINT32_MAX) {
+        const NFabricFmRange *r = &sh->fm.range[bad];
+
+        nfabric_shared_unlock_cfg(sh);
+        nfabric_seterr(err, errlen, "range 0x%" PRIx64 "+0x%" PRIx64 " is "
+                       "head %" PRIu32 "'s own and head %" PRIu32 " is "
+                       "attached: a head's own memory (which it may map "
+                       "directly) is not taken from it while it runs",
+                       r->base, r->size, r->head, r->head);
+        goto out;
+    }
     /* Readers copy it under the sequence count and check what they read. */
     __atomic_store_n(&sh->fm.gen, sh->fm.gen | 1, __ATOMIC_RELEASE);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -1100,5 +1154,6 @@ int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
     rc = 0;
 out:
     munmap(sh, sizeof(*sh));
+    close(fd);
     return rc;
 }

@@ -60,6 +60,8 @@ struct CXLNFabricState {
      * an I/O region over every range the controller must see (trap[]).
      */
     bool direct;                /* direct-map resolved at realize */
+    bool direct_updating;       /* in nfabric_direct_update() */
+    bool direct_again;          /* asked again meanwhile: one more pass */
     MemoryRegion direct_view;
     MemoryRegion direct_ram;
     NFabricTrap trap[NFABRIC_MAX_TRAPS];

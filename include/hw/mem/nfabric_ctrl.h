@@ -49,6 +49,11 @@ typedef struct NFabricCtrlOps {
     /* Writing the access-stream record failed; recording stopped. */
     void (*record_failed)(void *opaque);
     /*
+     * A shared head's ranges of its own changed (the fabric manager's
+     * assignment): what nfabric_ctrl_trap_ranges() returns changed.
+     */
+    void (*own_ranges)(void *opaque);
+    /*
      * The shared device's state file is unusable (why says how: corrupted,
      * truncated, made anew): from now on this head refuses the device's
      * accesses (docs/multihost.md).  Called once.  Without the hook the
@@ -120,6 +125,9 @@ typedef struct NFabricFmView {
     unsigned last;              /* the range the last access hit */
     uint64_t base[NFABRIC_FM_MAX_RANGES];
     uint64_t end[NFABRIC_FM_MAX_RANGES];
+    unsigned nown;              /* of which this head's alone, by address */
+    uint64_t own_base[NFABRIC_FM_MAX_RANGES];
+    uint64_t own_end[NFABRIC_FM_MAX_RANGES];
 } NFabricFmView;
 
 typedef struct NFabricCtrl {
@@ -231,22 +239,29 @@ typedef struct NFabricRange {
     uint64_t len;
 } NFabricRange;
 
-/* At most one data range and one counter area per window. */
-#define NFABRIC_MAX_TRAPS (2 * NFABRIC_NUM_WINDOWS)
+/*
+ * At most one data range and one counter area per window, and on a shared
+ * head the gaps around its own ranges (one more than there are ranges).
+ */
+#define NFABRIC_MAX_TRAPS (2 * NFABRIC_NUM_WINDOWS + NFABRIC_FM_MAX_RANGES + 1)
 
 /*
  * The ranges of device memory whose accesses must reach
  * nfabric_ctrl_mem_access() to keep their semantics: the data range and
  * the counter area of every enabled G-Binary or G-Ternary window and, if
- * fp32, the data range of every enabled FP32 window.  The rest is plain
- * memory, which an owner may let the CPU access directly (the device's
- * direct map, docs/device.md): such accesses are byte-exact but not seen
- * by the statistics, the timing model or the record.  Writes the ranges,
- * in window order, to out (room for NFABRIC_MAX_TRAPS) and returns their
- * number.  Reads the table without its locks: for a device that is not
- * shared, whose table changes only under the caller's serialisation.
+ * fp32, the data range of every enabled FP32 window.  On a head of a
+ * shared device also all memory but the ranges a fabric manager gave this
+ * head alone (its own: no other head reaches them or enables a window in
+ * them), and all of it if the head has none or its state failed.  The
+ * rest is plain memory, which an owner may let the CPU access directly
+ * (the device's direct map, docs/device.md): such accesses are byte-exact
+ * but not seen by the statistics, the timing model or the record.  Writes
+ * the ranges to out (room for NFABRIC_MAX_TRAPS; they may overlap) and
+ * returns their number.  A device that is not shared: reads the table
+ * without its locks (it changes only under the caller's serialisation);
+ * a shared head: its checked copies of the table and of the assignment.
  */
-unsigned nfabric_ctrl_trap_ranges(const NFabricCtrl *s, bool fp32,
+unsigned nfabric_ctrl_trap_ranges(NFabricCtrl *s, bool fp32,
                                   NFabricRange *out);
 
 /*
