@@ -87,7 +87,8 @@ nf_suite_ddp() {
     echo "# DDP (gloo on loopback for the process group) through the device"
     local mode opts name port=29600
     for mode in "gbinary" "gternary --error-feedback worker" "gbinary --error-feedback server" \
-                "layer_aware --warmup 3 --error-feedback both" "layer_aware --admission last_linear" "fp32"; do
+                "layer_aware --warmup 3 --error-feedback both" "layer_aware --admission last_linear" "fp32" \
+                "layer_aware --task pairs --budget-pct 20"; do
         name=${mode// /_}
         port=$((port + 1))
         read -ra opts <<<"$mode"
@@ -185,19 +186,25 @@ nf_suite_ddp() {
     return $rc
 }
 
-nf_register_bench ddp "PyTorch DDP on Fashion-MNIST: 4 ranks on the host, accuracy and traffic of every mode; then 2 VMs, exchange_speedup_vs_gloo; --steps N --vm-steps N"
+nf_register_bench ddp "PyTorch DDP: 4 ranks on the host, accuracy and traffic of every mode on Fashion-MNIST; the hard configuration; the paper's architectures; then 2 VMs, exchange_speedup_vs_gloo; --steps N --vm-steps N --parts LIST"
 
 nf_bench_ddp() {
     local steps=400 d=$NF_BUILD/bench-ddp port=29700 mode shards key json opts vm_steps=20
+    local parts=host,hard,archs,vm part
     while [ $# -gt 0 ]; do
         case "$1" in
         --steps) steps=${2:?}; shift ;;
         --vm-steps) vm_steps=${2:?}; shift ;;  # 0: no VMs; --steps 0: VMs only
-        -h|--help) echo "usage: scripts/nfabric bench ddp [--steps N] [--vm-steps N]"
-                   echo "4 DDP ranks on the host, each a head of one shared device (no VM):"
+        --parts) parts=${2:?}; shift ;;
+        -h|--help) echo "usage: scripts/nfabric bench ddp [--steps N] [--vm-steps N] [--parts LIST]"
+                   echo "LIST: a comma-separated subset of host,hard,archs,vm (default: all)."
+                   echo "host: 4 DDP ranks on the host, each a head of one shared device (no VM):"
                    echo "allreduce (gloo, the baseline), fp32, gbinary, gternary, layer_aware,"
-                   echo "the low-bit ones with and without error feedback, IID and non-IID shards;"
-                   echo "then 2 VMs (--vm-steps, default 20): gloo allreduce over the VMs' link"
+                   echo "the low-bit ones with and without (server-side) error feedback, IID and"
+                   echo "non-IID shards;"
+                   echo "hard: the hard configuration (bench hard: acc_MODE_hard=, recovered_pct_hard=);"
+                   echo "archs: the paper's architectures (bench archs: traffic_pct_layer_aware_ARCH=);"
+                   echo "vm: 2 VMs (--vm-steps, default 20): gloo allreduce over the VMs' link"
                    echo "against G-Binary through the device: exchange_speedup_vs_gloo=."
                    return 0 ;;
         *) echo "bench ddp: unknown option \"$1\"" >&2; return 2 ;;
@@ -206,16 +213,43 @@ nf_bench_ddp() {
     done
     { [[ "$steps" =~ ^[0-9]+$ ]] && [[ "$vm_steps" =~ ^[0-9]+$ ]]; } ||
         { echo "bench ddp: bad --steps or --vm-steps" >&2; return 2; }
+    for part in ${parts//,/ }; do
+        case "$part" in
+        host|hard|archs|vm) ;;
+        *) echo "bench ddp: unknown part \"$part\" in --parts (host, hard, archs, vm)" >&2
+           return 2 ;;
+        esac
+    done
     nf_ddp_prepare
     mkdir -p "$d"
-    [ "$steps" -gt 0 ] || { nf_bench_ddp_vm "$d" "$vm_steps" "$port"; return; }
+    if [ "$steps" -gt 0 ] && [[ ",$parts," == *,host,* ]]; then
+        nf_bench_ddp_host "$d" "$steps" "$port"
+    fi
+    if [[ ",$parts," == *,hard,* ]]; then
+        nf_bench_hard --seeds 3
+    fi
+    if [[ ",$parts," == *,archs,* ]]; then
+        nf_bench_archs --steps 3
+    fi
+    if [[ ",$parts," == *,vm,* ]]; then
+        nf_bench_ddp_vm "$d" "$vm_steps" $((port + 50))
+    fi
+}
+
+# nf_bench_ddp_host DIR STEPS PORT: every mode on Fashion-MNIST, 4 host
+# ranks, IID and non-IID, and the accuracy/traffic plot.
+nf_bench_ddp_host() {
+    local d=$1 steps=$2 port=$3 mode shards key json opts
     : > "$d/results.tsv"
     echo "steps=$steps"
     echo "ranks=4"
     for shards in iid noniid; do
-        for mode in allreduce fp32 gbinary "gbinary --error-feedback" gternary \
-                    "gternary --error-feedback" layer_aware "layer_aware --error-feedback"; do
-            key=${mode/ --error-feedback/_ef}
+        # Error feedback: the server-side form (the one that helps; the
+        # forms side by side over seeds: bench ef).
+        for mode in allreduce fp32 gbinary "gbinary --error-feedback server" gternary \
+                    "gternary --error-feedback server" layer_aware \
+                    "layer_aware --error-feedback server"; do
+            key=${mode/ --error-feedback server/_ef}
             port=$((port + 1))
             json=$d/$key-$shards.json
             read -ra opts <<<"$mode"
@@ -264,7 +298,6 @@ plot '< grep -P "\\tiid\\t" $d/results.tsv' using 4:3:1 with labels point pt 7 o
 GP
     cp "$d/ddp-acc-traffic.png" "$NF_ROOT/docs/img/ddp-acc-traffic.png"
     echo "plot=docs/img/ddp-acc-traffic.png"
-    nf_bench_ddp_vm "$d" "$vm_steps" "$port"
 }
 
 # nf_bench_ddp_vm DIR STEPS PORT: 2 VMs, the same training, gloo's
@@ -399,4 +432,34 @@ nf_bench_ef() {
          NFABRIC_LIB="$NF_HOST_BUILD/guest/libnfabric.so" "$NF_PY" -m nfabric.examples.study \
          --study ef --seeds "$seeds" --steps "$steps" --out "$d/runs") ||
         nf_die "bench ef: the study failed (runs in $d/runs)"
+}
+
+nf_register_bench hard "the hard configuration (100 classes: two Fashion-MNIST images side by side): fp32, gbinary, gternary, layer_aware, no error feedback, several seeds, 4 host ranks; acc_MODE_hard=, recovered_pct_hard=; --seeds N --steps N"
+
+nf_bench_hard() {
+    local seeds=3 steps=300 d=$NF_BUILD/bench-hard
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --seeds) seeds=${2:?}; shift ;;
+        --steps) steps=${2:?}; shift ;;
+        -h|--help) echo "usage: scripts/nfabric bench hard [--seeds N] [--steps N]"
+                   echo "nfabric.examples.study --study hard: 4 ranks on host heads, the task"
+                   echo "--task pairs (100 classes), fp32 / gbinary / gternary / layer_aware"
+                   echo "(sensitivity admission, 20 % budget, G-Binary or G-Ternary on the rest),"
+                   echo "N seeds each: acc_CONFIG_hard= (mean), _std=, _min=, _max=, _seeds=,"
+                   echo "traffic_pct_CONFIG_hard=, fp32_layers_CONFIG_hard=, recovered_pct_hard="
+                   echo "(the share of the fp32 - gbinary gap layer_aware closes, %)."
+                   return 0 ;;
+        *) echo "bench hard: unknown option \"$1\"" >&2; return 2 ;;
+        esac
+        shift
+    done
+    { [[ "$seeds" =~ ^[0-9]+$ ]] && [ "$seeds" -ge 1 ] && [[ "$steps" =~ ^[0-9]+$ ]] && [ "$steps" -ge 1 ]; } ||
+        { echo "bench hard: --seeds and --steps must be positive integers" >&2; return 2; }
+    nf_ddp_prepare
+    mkdir -p "$d"
+    (cd "$d" && nice -n 5 env PYTHONPATH="$NF_ROOT/guest/python" \
+         NFABRIC_LIB="$NF_HOST_BUILD/guest/libnfabric.so" "$NF_PY" -m nfabric.examples.study \
+         --study hard --seeds "$seeds" --steps "$steps" --port 29950 --out "$d/runs") ||
+        nf_die "bench hard: the study failed (runs in $d/runs)"
 }

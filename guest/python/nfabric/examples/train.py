@@ -40,12 +40,16 @@ DATA = "/usr/share/datasets/fashion-mnist"      # Debian: dataset-fashion-mnist
 
 
 class SmallCNN(nn.Module):
-    def __init__(self):
+    """28 x (28 * width) grey images, `classes` classes (the default task:
+    one Fashion-MNIST image, 10 classes; the hard task: two side by side,
+    100 classes)."""
+
+    def __init__(self, classes=10, width=1, hidden=64):
         super().__init__()
         self.conv1 = nn.Conv2d(1, 8, 5)
         self.conv2 = nn.Conv2d(8, 16, 5)
-        self.fc1 = nn.Linear(16 * 4 * 4, 64)
-        self.head = nn.Linear(64, 10)           # the classifier head
+        self.fc1 = nn.Linear(16 * 4 * (((28 * width - 4) // 2 - 4) // 2), hidden)
+        self.head = nn.Linear(hidden, classes)  # the classifier head
 
     def forward(self, x):
         x = F.max_pool2d(F.relu(self.conv1(x)), 2)
@@ -60,6 +64,34 @@ def load_idx(name):
     ndim = raw[3]
     dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def pairs(images, labels, n, seed):
+    """The hard task: n samples, each two Fashion-MNIST images side by side
+    (28 x 56), labelled 10 * left + right: 100 classes of fine-grained
+    combinations (see docs/pytorch.md, "The hard configuration")."""
+    rng = np.random.default_rng(seed + 7919)
+    a = rng.integers(0, len(labels), n)
+    b = rng.integers(0, len(labels), n)
+    x = np.concatenate([images[a], images[b]], axis=2)
+    y = labels[a].astype(np.int64) * 10 + labels[b]
+    return x, y
+
+
+def task_data(args, train):
+    """(images, labels) of the task: uint8 N x 28 x W, int64 N."""
+    if train:
+        images = load_idx("train-images-idx3-ubyte.gz")
+        labels = load_idx("train-labels-idx1-ubyte.gz")
+        n = args.train_samples
+    else:
+        images = load_idx("t10k-images-idx3-ubyte.gz")
+        labels = load_idx("t10k-labels-idx1-ubyte.gz")
+        n = args.test_samples
+    if args.task == "pairs":
+        # The test pairs come from the test images only, with another seed.
+        return pairs(images, labels, n, args.seed if train else 104729)
+    return images[:n], labels[:n].astype(np.int64)
 
 
 def shard(labels, rank, world, kind, n, seed):
@@ -88,7 +120,7 @@ def run_rank(args, rank, world):
         torch.backends.mkldnn.enabled = False
     dist.init_process_group("gloo", init_method="tcp://%s:%d" % (args.master_addr,
                             args.master_port), rank=rank, world_size=world)
-    model = SmallCNN()
+    model = SmallCNN(100, 2, 128) if args.task == "pairs" else SmallCNN()
     ddp = nn.parallel.DistributedDataParallel(model)
     job = dev = None
     spent = [0.0]               # seconds in gradient exchange (the hook)
@@ -123,9 +155,8 @@ def run_rank(args, rank, world):
                         admission=args.admission, budget_pct=args.budget_pct)
         ddp.register_comm_hook(job, timed(fabric_hook))
         base = job.traffic_bytes()
-    images = load_idx("train-images-idx3-ubyte.gz")
-    labels = load_idx("train-labels-idx1-ubyte.gz")
-    mine = shard(labels, rank, world, args.shards, args.train_samples, args.seed)
+    images, labels = task_data(args, True)
+    mine = shard(labels, rank, world, args.shards, len(labels), args.seed)
     x = torch.from_numpy(images[mine].astype(np.float32) / 255.0).unsqueeze(1)
     y = torch.from_numpy(labels[mine].astype(np.int64))
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
@@ -169,8 +200,7 @@ def run_rank(args, rank, world):
     dist.all_gather_object(digests, out["params"])
     out["params_identical"] = len(set(digests)) == 1
     if rank == 0:
-        ti = load_idx("t10k-images-idx3-ubyte.gz")[:args.test_samples]
-        tl = load_idx("t10k-labels-idx1-ubyte.gz")[:args.test_samples]
+        ti, tl = task_data(args, False)
         with torch.no_grad():
             pred = model(torch.from_numpy(ti.astype(np.float32) / 255.0).unsqueeze(1))
         out["acc"] = round(float((pred.argmax(1).numpy() == tl).mean()), 4)
@@ -208,6 +238,9 @@ def main(argv=None):
     ap.add_argument("--budget-pct", type=float, default=8.0,
                     help="layer_aware, sensitivity: traffic budget, %% of FP32")
     ap.add_argument("--shards", default="iid", choices=["iid", "noniid"])
+    ap.add_argument("--task", default="fmnist", choices=["fmnist", "pairs"],
+                    help="fmnist: 10 classes; pairs: the hard configuration, "
+                    "two images side by side, 100 classes (docs/pytorch.md)")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=0.02)
