@@ -52,6 +52,13 @@ static uint64_t seed_base = 0x4d48u;     /* --seed */
 #define WAIT_MS         300000u         /* any wait for other hosts */
 /* The device's bound on a lock wait (0.5 s) and the guest's own overhead. */
 #define NFABRIC_PAUSE_REG_BOUND_S   1.0
+/*
+ * An enable given up with PEER: the wait for the other heads' maps (1 s), a
+ * lock wait, slack.  nfabric_window_set() as a whole: up to five register
+ * writes, each of which may wait for the lock, and that wait.
+ */
+#define NFABRIC_PAUSE_PEER_BOUND_S  2.0
+#define NFABRIC_PAUSE_SET_BOUND_S   4.0
 
 static nfabric_dev *dev;
 static unsigned rank, hosts, procs = 2, iters = 200;
@@ -935,6 +942,9 @@ static void case_jobs(void)
 #define PAUSE_SIZE      0x400000ull
 #define PAUSE_CTRS      0x4000000ull    /* ... counted in 64 MiB */
 #define PAUSE_PLAIN     0x9000000ull
+#define PAUSE2_WIN      2               /* host 0 enables it on and off */
+#define PAUSE2_BASE     0x9100000ull
+#define PAUSE2_CTRS     0x9200000ull
 
 static void case_pause_churn(void)
 {
@@ -963,8 +973,15 @@ static void case_pause_probe(void)
     static const Case c = { NFABRIC_PATH_GBINARY, 8, 0, 1, 171 };
     volatile uint64_t *p = (volatile uint64_t *)mem(PAUSE_PLAIN, 4096);
     volatile uint64_t *w = (volatile uint64_t *)mem(AGG_BASE, 8);
+    nfabric_win_cfg c2 = {
+        .base = PAUSE2_BASE, .size = 4096, .counters = PAUSE2_CTRS,
+        .path = NFABRIC_PATH_GBINARY, .width = 8, .threshold = 1,
+    };
     double t0 = now(), next_reg = t0, plain_max = 0, win_max = 0, reg_max = 0;
+    double en_max = 0, peer_min = 1e9, peer_max = 0;
     uint64_t n = 0, bad = 0, regs = 0, reg_refused = 0;
+    unsigned ens = 0, en_ok = 0, en_peer = 0, en_state = 0, en_other = 0;
+    bool peer_left_on = false;
 
     agg_window(&c, AGG_SIZE);
     while (now() - t0 < iters) {
@@ -978,7 +995,35 @@ static void case_pause_probe(void)
         w[0] = v;
         a = now();
         win_max = a - b > win_max ? a - b : win_max;
-        if (a >= next_reg) {
+        if (a >= next_reg && regs % 2 == 1) {
+            /*
+             * An enable: it waits until host 1's map traps the window, so
+             * while host 1 is stopped it is given up with PEER within the
+             * bound (or STATE, if host 1 stopped holding the lock).
+             */
+            int rc = nfabric_window_set(dev, PAUSE2_WIN, &c2);
+            nfabric_win_state ws;
+
+            b = now();
+            en_max = b - a > en_max ? b - a : en_max;
+            ens++;
+            if (rc == 0) {
+                en_ok++;
+                nfabric_window_disable(dev, PAUSE2_WIN);
+            } else if (rc == NFABRIC_ERR_PEER) {
+                en_peer++;
+                peer_min = b - a < peer_min ? b - a : peer_min;
+                peer_max = b - a > peer_max ? b - a : peer_max;
+                nfabric_window_get(dev, PAUSE2_WIN, &ws);
+                peer_left_on |= ws.enabled;
+            } else if (rc == NFABRIC_ERR_STATE) {
+                en_state++;
+            } else {
+                en_other++;
+            }
+            regs++;
+            next_reg = now() + 0.05;
+        } else if (a >= next_reg) {
             int rc = nfabric_window_clear(dev, AGG_WIN);
 
             b = now();
@@ -999,6 +1044,14 @@ static void case_pause_probe(void)
               "write waited at most the bound (longest %.0f ms; %" PRIu64 " of "
               "%" PRIu64 " refused with STATE while the other host held the "
               "configuration lock)", reg_max * 1e3, reg_refused, regs);
+    TAP_CHECK(en_peer > 0 && en_ok > 0 && en_other == 0 && !peer_left_on &&
+              peer_min >= 1.0 && peer_max < NFABRIC_PAUSE_PEER_BOUND_S &&
+              en_max < NFABRIC_PAUSE_SET_BOUND_S,
+              "[rank 0] pause: of %u enables, %u succeeded and %u were given "
+              "up with PEER while host 1 was stopped (%.0f to %.0f ms, the "
+              "window left off), %u STATE, %u other; the longest took %.0f ms",
+              ens, en_ok, en_peer, peer_min * 1e3, peer_max * 1e3, en_state,
+              en_other, en_max * 1e3);
     printf("summary: multihost pause: longest plain access %.0f ms, own "
            "window %.0f ms, register write %.0f ms (%" PRIu64 "/%" PRIu64
            " refused)\n", plain_max * 1e3, win_max * 1e3, reg_max * 1e3,
@@ -1020,10 +1073,10 @@ static void case_pause(void)
 /*
  * The fabric manager gives job 0 (every head) the first 64 MiB and each
  * head 16 MiB of its own (scripts/lib/cluster.sh, case (k)).  A head's QEMU
- * maps its own range into the guest as RAM (no other head can enable a
- * window there) and traps the rest: each host times 8-byte plain writes to
- * its own range, to guest RAM and to the job's memory, checks which of them
- * the device counted, aggregates in a window inside its own range, and
+ * maps what it reaches (its own range and the job's) into the guest as RAM
+ * and traps the rest: each host times 8-byte plain writes to its own
+ * range, to guest RAM and to the job's memory, checks that the device
+ * counted none of them, aggregates in a window inside its own range, and
  * finds the other head's range refused.
  */
 #define OWN_BASE(r)     (0x4000000ull + (uint64_t)(r) * 0x1000000ull)
@@ -1102,10 +1155,10 @@ static void case_own(void)
               " plain writes to its own range read back exactly and none went "
               "through the device (it counted %" PRIu64 ")", rank, fast,
               c1 - c0);
-    TAP_CHECK(c2 - c1 == slow && own_bad(job, slow) == 0, "[rank %u] own: "
-              "its %" PRIu64 " writes to the job's memory went through the "
-              "device (%" PRIu64 " counted) and read back exactly", rank,
-              slow, c2 - c1);
+    TAP_CHECK(c2 == c1 && own_bad(job, slow) == 0, "[rank %u] own: "
+              "its %" PRIu64 " writes to the job's memory are mapped directly "
+              "too (the device counted %" PRIu64 ") and read back exactly",
+              rank, slow, c2 - c1);
     printf("mh_own rank=%u own_mbps=%.1f ram_mbps=%.1f job_mbps=%.1f\n",
            rank, fast * 8 / t_own / 1e6, fast * 8 / t_ram / 1e6,
            slow * 8 / t_job / 1e6);
@@ -1143,6 +1196,98 @@ static void case_own(void)
            "guest RAM %.1f MB/s, the job's memory %.1f MB/s\n",
            fast * 8 / t_own / 1e6, fast * 8 / t_ram / 1e6,
            slow * 8 / t_job / 1e6);
+}
+
+/* ---- direct: every head maps plain memory, the map protocol ------------- */
+
+/*
+ * Without a fabric manager every head's QEMU maps all device memory but the
+ * windows into its guest as RAM.  Each host times 8-byte plain writes to a
+ * region of its own and to guest RAM (figure mh_direct) and checks the
+ * device counted none of them.  Then every host writes the aggregation
+ * window's data range and counter area directly (its map holds them as
+ * RAM), head 0 enables a G-Binary window there, and once it is on every
+ * host contributes with mixed-size stores: the counts and the read-out must
+ * be every host's input, which they are only if every head's map trapped
+ * the window before the enable returned (map protocol).
+ */
+#define DIRECT_PLAIN(r) (0x3000000ull + (uint64_t)(r) * OWN_SPAN)
+
+static void case_direct(void)
+{
+    static const Case c = { NFABRIC_PATH_GBINARY, 8, 0, 1, 181 };
+    static int32_t sums[AGG_SIZE * 8];
+    volatile uint64_t *plain = (volatile uint64_t *)mem(DIRECT_PLAIN(rank),
+                                                         OWN_SPAN);
+    volatile uint64_t *data = (volatile uint64_t *)mem(AGG_BASE, AGG_SIZE);
+    volatile uint64_t *ctrs = (volatile uint64_t *)mem(AGG_CTRS, AGG_SIZE * 8);
+    uint64_t fast = bench_bytes / 8;
+    uint64_t *ram = aligned_alloc(4096, OWN_SPAN);
+    uint64_t c0, c1, c2;
+    nfabric_round r;
+    double t_plain, t_ram, t_en = 0;
+    int rc;
+
+    if (!ram) {
+        die("direct: allocate guest RAM", -ENOMEM);
+    }
+    fast -= fast % (OWN_SPAN / 8);
+    own_loop(plain, OWN_SPAN / 8);              /* fault the pages in */
+    own_loop((volatile uint64_t *)ram, OWN_SPAN / 8);
+    c0 = fp32_writes();
+    t_plain = own_loop(plain, fast);
+    c1 = fp32_writes();
+    t_ram = own_loop((volatile uint64_t *)ram, fast);
+    TAP_CHECK(c1 == c0 && own_bad(plain, fast) == 0, "[rank %u] direct: %"
+              PRIu64 " plain writes with no fabric manager read back exactly "
+              "and none went through the device (it counted %" PRIu64 ")",
+              rank, fast, c1 - c0);
+    printf("mh_direct rank=%u plain_mbps=%.1f ram_mbps=%.1f\n", rank,
+           fast * 8 / t_plain / 1e6, fast * 8 / t_ram / 1e6);
+    free(ram);
+
+    /* The window's memory, written as RAM by every host just before. */
+    barrier("direct: start");
+    for (unsigned pass = 0; pass < 4; pass++) {
+        for (uint64_t i = 0; i < AGG_SIZE / 8; i++) {
+            data[i] = own_word(i + pass);
+        }
+        for (uint64_t i = 0; i < AGG_SIZE; i++) {
+            ctrs[i] = own_word(i * 3 + pass);
+        }
+    }
+    c1 = fp32_writes();
+    barrier("direct: warmed");
+    if (rank == 0) {
+        double t0 = now();
+
+        agg_window(&c, AGG_SIZE);
+        t_en = now() - t0;
+    }
+    barrier("direct: enabled");
+    nfabric_round_read(dev, AGG_WIN, &r);
+    contribute(&c, extent(rank, AGG_SIZE));
+    c2 = fp32_writes();
+    if ((rc = nfabric_round_complete(dev, AGG_WIN, r.seq))) {
+        die("direct: complete", rc);
+    }
+    if ((rc = nfabric_round_wait(dev, AGG_WIN, r.seq, WAIT_MS, &r))) {
+        die("direct: wait for the round", rc);
+    }
+    TAP_CHECK(c2 == c1, "[rank %u] direct: its contributions were counted on "
+              "the G-Binary path, none as plain FP32 writes (%" PRIu64 ")",
+              rank, c2 - c1);
+    expect(&c, (1u << hosts) - 1, UINT32_MAX, 0, sums);
+    check_result(&c, sums, "direct: a window over memory every host had "
+                 "mapped as RAM");
+    barrier("direct: checked");
+    if (rank == 0) {
+        nfabric_window_disable(dev, AGG_WIN);
+        printf("summary: multihost direct: plain writes %.1f MB/s, guest RAM "
+               "%.1f MB/s; enable with %u heads mapping directly %.1f ms\n",
+               fast * 8 / t_plain / 1e6, fast * 8 / t_ram / 1e6, hosts,
+               t_en * 1e3);
+    }
 }
 
 /* ---- bench: contribution throughput ------------------------------------- */
@@ -1241,7 +1386,7 @@ int main(int argc, char **argv)
 
     if (!mode || !strcmp(mode, "--help")) {
         fprintf(mode ? stdout : stderr, "usage: nfabric-multihost "
-                "agg|hammer|kill|rejoin|reset|sanitize|jobs|pause|own|bench [--rank R] [--hosts N] "
+                "agg|hammer|kill|rejoin|reset|sanitize|jobs|pause|own|direct|bench [--rank R] [--hosts N] "
                 "[--seed S] [--procs P] [--iters K] [--bytes B]\n");
         return mode ? 0 : 2;
     }
@@ -1339,6 +1484,8 @@ int main(int argc, char **argv)
         case_pause();
     } else if (!strcmp(mode, "own")) {
         case_own();
+    } else if (!strcmp(mode, "direct")) {
+        case_direct();
     } else if (!strcmp(mode, "bench")) {
         barrier("start");
         case_bench();

@@ -762,7 +762,7 @@ nf_mh_refusals() {
         "$file" "shared-state=$dir/state.junk,head=0,heads=2"
 }
 
-nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, a truncated state, Sanitize of another host, a hostile host in its own job, a stopped host, own ranges at RAM speed, refusals"
+nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, a truncated state, Sanitize of another host, a hostile host in its own job, a stopped host, plain memory at RAM speed (own ranges, the map protocol), refusals"
 nf_suite_multihost() {
     nf_image_main >&2
     echo "# (d) refusals and joining, QEMU alone"
@@ -787,6 +787,10 @@ nf_suite_multihost() {
     nf_mh_pause
     echo "# (k) each head's own range mapped directly (fabric manager), 2 hosts"
     nf_mh_own own2 2 64 || true
+    echo "# (l) no fabric manager: every head maps plain memory directly; a window"
+    echo "#     enabled over memory every host had mapped (map protocol), 2 and 3 hosts"
+    nf_mh_run direct2 2 "nfabric-multihost direct --bytes 64" --cpus 1 --mem 768M
+    nf_mh_run direct3 3 "nfabric-multihost direct --bytes 32" --cpus 1 --mem 512M
 }
 
 # ---- bench cluster ------------------------------------------------------------
@@ -806,7 +810,7 @@ nf_mh_bench_figures() {
 }
 
 nf_bench_cluster() {
-    local mib=16 rounds=2 r n dir p v h own ram job
+    local mib=16 rounds=2 r n dir p v h own ram
     while [ $# -gt 0 ]; do
         case "$1" in
         --mib) mib=${2:?}; shift ;;
@@ -814,8 +818,8 @@ nf_bench_cluster() {
         -h|--help) echo "usage: scripts/nfabric bench cluster [--mib N] [--rounds N]"
                    echo "Each host writes N MiB (default 16) of packed data with 8-byte stores into one"
                    echo "shared window, G-Binary then G-Ternary; best of --rounds (default 2)."
-                   echo "Then 2 heads each time 256 MiB of plain 8-byte writes to a range of its own"
-                   echo "(fabric manager; mapped directly), to guest RAM and to the job's memory."
+                   echo "Then 2 heads of one device (no fabric manager: all plain memory mapped"
+                   echo "directly) each time 256 MiB of plain 8-byte writes against guest RAM."
                    return 0 ;;
         *) echo "bench cluster: unknown option \"$1\"" >&2; return 2 ;;
         esac
@@ -856,20 +860,20 @@ nf_bench_cluster() {
             done < <(nf_mh_bench_figures "$dir" "$n")
             waits[$n]=$("$NF_HOST_BUILD/bench/nfabric-state" "$dir/state" | sed -n 's/^lock_waits=//p')
         done
-        # Plain 8-byte writes of 2 heads, each to its own range (mapped
-        # directly), against guest RAM in the same guest (case (k)).
-        nf_mh_own bench-own 2 256 >/dev/null ||
-            nf_die "bench cluster: the own-range run failed (consoles: $NF_BUILD/test-logs/multihost/bench-own)"
+        # Plain 8-byte writes of 2 heads of one device, no fabric manager
+        # (all memory mapped directly, the map protocol), against guest RAM
+        # in the same guest (case (l)).
+        nf_mh_run bench-direct 2 "nfabric-multihost direct --bytes 256" --cpus 1 --mem 768M \
+            > "$NF_BUILD/bench-cluster/direct.tap"
+        ! grep -q '^not ok' "$NF_BUILD/bench-cluster/direct.tap" ||
+            nf_die "bench cluster: the direct-map run failed (consoles: $NF_BUILD/test-logs/multihost/bench-direct)"
         for ((h = 0; h < 2; h++)); do
-            read -r own ram job < <(sed -n 's/^mh_own rank=[0-9]* own_mbps=\([0-9.]*\) ram_mbps=\([0-9.]*\) job_mbps=\([0-9.]*\).*/\1 \2 \3/p' \
-                "$NF_BUILD/test-logs/multihost/bench-own/host$h.log" | tr -d '\r') || true
-            [ -n "$job" ] || nf_die "bench cluster: host $h of the own-range run printed no mh_own figures"
+            read -r own ram < <(sed -n 's/^mh_direct rank=[0-9]* plain_mbps=\([0-9.]*\) ram_mbps=\([0-9.]*\).*/\1 \2/p' \
+                "$NF_BUILD/test-logs/multihost/bench-direct/host$h.log" | tr -d '\r') || true
+            [ -n "$ram" ] || nf_die "bench cluster: host $h of the direct-map run printed no mh_direct figures"
             v=$(awk -v a="$own" -v b="$ram" 'BEGIN{printf "%.3f", a / b}')
             awk -v a="$v" -v b="${best[own_vs_ram_$h]:-0}" 'BEGIN{exit !(a > b)}' &&
                 best[own_vs_ram_$h]=$v best[own_$h]=$own best[ram_$h]=$ram
-            v=$(awk -v a="$job" -v b="$ram" 'BEGIN{printf "%.4f", a / b}')
-            awk -v a="$v" -v b="${best[job_vs_ram_$h]:-0}" 'BEGIN{exit !(a > b)}' &&
-                best[job_vs_ram_$h]=$v best[job_$h]=$job
         done
     done
     echo "bench_mib_per_host=$mib"
@@ -889,15 +893,12 @@ nf_bench_cluster() {
     awk -v a="${best[heads1_gternary]}" -v b="${best[single_gternary]}" \
         'BEGIN{printf "shared_vs_single_head_gternary=%.3f\n", a / b}'
     for ((h = 0; h < 2; h++)); do
-        echo "head${h}_own_plain_write_mbps=${best[own_$h]}"
+        echo "head${h}_plain_write_mbps=${best[own_$h]}"
         echo "head${h}_ram_write_mbps=${best[ram_$h]}"
-        echo "head${h}_job_plain_write_mbps=${best[job_$h]}"
     done
     # The slower head's ratio: every head at RAM speed.
     awk -v a="${best[own_vs_ram_0]}" -v b="${best[own_vs_ram_1]}" \
         'BEGIN{printf "shared_plain_write_vs_ram=%.3f\n", a < b ? a : b}'
-    awk -v a="${best[job_vs_ram_0]}" -v b="${best[job_vs_ram_1]}" \
-        'BEGIN{printf "shared_job_plain_write_vs_ram=%.4f\n", a < b ? a : b}'
     for n in 1 2 4; do
         local writes=$((n * mib * 1024 * 1024 * 2 / 8))
         echo "lock_waits_heads$n=${waits[$n]:-0}"

@@ -257,7 +257,7 @@ static uint64_t default_value(const RegDef *r)
     }
     switch (r->off) {
     case 0x000: return 0x4241464e;
-    case 0x004: return 0x00010004;
+    case 0x004: return 0x00010005;
     case 0x028: return 0x00000100;  /* head 0 of 1, not shared */
     case 0x02c: return 0x1;         /* head 0 attached */
     case 0x038: return 0xffff0000;  /* job 0 of all, every window */

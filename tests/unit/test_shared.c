@@ -1206,7 +1206,7 @@ static void test_jobs(void)
     nfabric_shared_detach(sh, fd, 0);
 }
 
-/* ---- a head's own ranges: what its QEMU may map directly ------------------ */
+/* ---- what a head's QEMU may map directly -------------------------------- */
 
 #define O_OWN0      0x200000ull         /* head 0's own 64 KiB */
 #define O_OWN1      0x210000ull         /* head 1's own 64 KiB */
@@ -1217,9 +1217,9 @@ static void count_own(void *opaque)
     (*(unsigned *)opaque)++;
 }
 
-static void test_own_ranges(void)
+static void test_reach_ranges(void)
 {
-    static const NFabricCtrlOps ops = { .own_ranges = count_own };
+    static const NFabricCtrlOps ops = { .traps_changed = count_own };
     NFabricCtrl c0, c1;
     NFabricShared *sh, *sh1;
     NFabricRange r[NFABRIC_MAX_TRAPS];
@@ -1236,9 +1236,10 @@ static void test_own_ranges(void)
     c0.ops = &ops;
     c0.opaque = &moved;
     n = nfabric_ctrl_trap_ranges(&c0, true, r);
-    TAP_CHECK(n == 1 && r[0].dpa == 0 && r[0].len == MEM_SIZE,
-              "own ranges: without an assignment a shared head traps all its "
-              "memory (%u ranges)", n);
+    TAP_CHECK(n == 0,
+              "reach: without an assignment and with no window a shared head "
+              "traps nothing: all its memory may be mapped directly (%u "
+              "ranges)", n);
 
     memset(&fm, 0, sizeof(fm));
     fm.assigned = 1;
@@ -1250,23 +1251,22 @@ static void test_own_ranges(void)
     rc = nfabric_shared_fm_write(state_path, &fm, err, sizeof(err));
     nfabric_ctrl_mem_access(&c0, O_OWN0, (uint8_t *)&v, 8, false);
     n = nfabric_ctrl_trap_ranges(&c0, true, r);
-    TAP_CHECK(rc == 0 && moved == 1 && n == 2 && r[0].dpa == 0 &&
-              r[0].len == O_OWN0 && r[1].dpa == O_OWN0 + O_OWN_SIZE &&
-              r[1].len == MEM_SIZE - O_OWN0 - O_OWN_SIZE,
-              "own ranges: given 64 KiB of its own, a head is told once "
-              "(%u) and traps all but that range (%u ranges)", moved, n);
+    TAP_CHECK(rc == 0 && moved == 1 && n == 1 && r[0].dpa == O_OWN1 &&
+              r[0].len == MEM_SIZE - O_OWN1,
+              "reach: given the job's 2 MiB and 64 KiB of its own, a head is "
+              "told once (%u) and traps only what it does not reach (%u "
+              "ranges)", moved, n);
 
     TAP_CHECK(win_set(&c0, 0, O_OWN0 + 0x1000, 0x400, O_OWN0 + 0x8000,
                       NFABRIC_PATH_GBINARY, 8) == NFABRIC_ERR_NONE &&
-              (n = nfabric_ctrl_trap_ranges(&c0, true, r)) == 4 &&
-              r[2].dpa == O_OWN0 + 0x1000 && r[2].len == 0x400 &&
-              r[3].dpa == O_OWN0 + 0x8000 && r[3].len != 0,
-              "own ranges: a window it enables in its own range traps (data "
-              "and counter area)");
+              (n = nfabric_ctrl_trap_ranges(&c0, true, r)) == 3 &&
+              r[1].dpa == O_OWN0 + 0x1000 && r[1].len == 0x400 &&
+              r[2].dpa == O_OWN0 + 0x8000 && r[2].len != 0,
+              "reach: a window it enables traps (data and counter area)");
     TAP_CHECK(win_set(&c1, 1, O_OWN0 + 0x4000, 0x400, 0x100000,
                       NFABRIC_PATH_GBINARY, 8) == NFABRIC_ERR_OWNER,
-              "own ranges: another head of the same job cannot enable a "
-              "window in it (OWNER)");
+              "reach: another head of the same job cannot enable a window in "
+              "a head's own range (OWNER)");
 
     fm2 = fm;
     fm2.range[1] = fm.range[2];
@@ -1274,27 +1274,168 @@ static void test_own_ranges(void)
     rc = nfabric_shared_fm_write(state_path, &fm2, err, sizeof(err));
     rc2 = nfabric_shared_fm_write(state_path, NULL, err, sizeof(err));
     TAP_CHECK(rc != 0 && rc2 != 0 && strstr(err, "head 0 is attached"),
-              "own ranges: the fabric manager cannot take a head's own range "
+              "reach: the fabric manager cannot take a head's own range "
               "(nor the assignment) while the head is attached: %s", err);
 
     nfabric_ctrl_use_shared(&c0, &c0.local, 0);
     nfabric_shared_detach(sh, fd0, 0);
     rc = nfabric_shared_fm_write(state_path, &fm2, err, sizeof(err));
     n = nfabric_ctrl_trap_ranges(&c1, true, r);
-    TAP_CHECK(rc == 0 && n == 4 && r[0].len == O_OWN1 &&
-              r[1].dpa == O_OWN1 + O_OWN_SIZE && r[2].dpa == O_OWN0 + 0x1000,
-              "own ranges: once the head left, they are; the other head's "
-              "map is unchanged but for the window left enabled, which it "
-              "traps too (%s, %u ranges)", rc ? err : "ok", n);
+    TAP_CHECK(rc == 0 && n == 4 && r[0].dpa == O_OWN0 &&
+              r[0].len == O_OWN_SIZE && r[1].dpa == O_OWN1 + O_OWN_SIZE &&
+              r[2].dpa == O_OWN0 + 0x1000,
+              "reach: once the head left, they are; the other head traps the "
+              "range it no longer reaches, the rest past its own, and the "
+              "window left enabled (%s, %u ranges)", rc ? err : "ok", n);
 
     sh1->fm.gen += 2;
     sh1->fm.nranges = 1;
     sh1->fm.range[0] = (NFabricFmRange){ MEM_SIZE - 64, 128, 0, 1 };
     n = nfabric_ctrl_trap_ranges(&c1, true, r);
     TAP_CHECK(n == 1 && r[0].dpa == 0 && r[0].len == MEM_SIZE,
-              "own ranges: a corrupted assignment traps all memory again");
+              "reach: a corrupted assignment traps all memory again");
     nfabric_ctrl_use_shared(&c1, &c1.local, 0);
     nfabric_shared_detach(sh1, fd1, 1);
+}
+
+/* ---- the map protocol: every direct map traps a window before it is on ---- */
+
+/*
+ * Head 1 in a child process, as a QEMU with the direct map: joins the
+ * protocol, and whenever map_gen moves, works out its traps, tells the
+ * parent whether they cover window MP_WIN's data and counters (one byte:
+ * 'y' or 'n'), and acknowledges.
+ */
+#define MP_BASE     0x100000ull
+#define MP_CTRS     0x180000ull
+
+static void map_head(int ready, int report)
+{
+    NFabricRange r[NFABRIC_MAX_TRAPS];
+    NFabricShared *sh;
+    NFabricCtrl c;
+    uint32_t g;
+    int fd;
+
+    sh = head_up(&c, 1, 2, &fd);
+    nfabric_ctrl_map_join(&c);
+    g = nfabric_ctrl_map_gen(&c);
+    nfabric_ctrl_trap_ranges(&c, true, r);
+    nfabric_ctrl_map_ack(&c, g);
+    if (write(ready, "r", 1) != 1) {
+        _exit(98);
+    }
+    for (;;) {
+        uint32_t now;
+        unsigned n;
+        bool data = false, ctrs = false;
+
+        nfabric_shared_map_wait(sh, g, 1000);
+        now = nfabric_ctrl_map_gen(&c);
+        if (now == g) {
+            continue;
+        }
+        g = now;
+        n = nfabric_ctrl_trap_ranges(&c, true, r);
+        for (unsigned k = 0; k < n; k++) {
+            data |= r[k].dpa <= MP_BASE && r[k].dpa + r[k].len >= MP_BASE + 0x1000;
+            ctrs |= r[k].dpa <= MP_CTRS && r[k].dpa + r[k].len > MP_CTRS;
+        }
+        nfabric_ctrl_map_ack(&c, g);
+        if (write(report, data && ctrs ? "y" : "n", 1) != 1) {
+            _exit(98);
+        }
+    }
+}
+
+static double ms_now(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void test_map_protocol(void)
+{
+    NFabricCtrl c0;
+    NFabricShared *sh;
+    int ready[2], report[2], fd0;
+    char b = 0, said[64];
+    uint32_t err, mask;
+    double t0, ms;
+    ssize_t got;
+    pid_t pid;
+
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    if (pipe(ready) || pipe(report)) {
+        perror("pipe");
+        exit(1);
+    }
+    sh = head_up(&c0, 0, 2, &fd0);
+    pid = fork();
+    if (pid == 0) {
+        map_head(ready[1], report[1]);
+        _exit(0);
+    }
+    TAP_CHECK(read(ready[0], &b, 1) == 1 && b == 'r',
+              "map: head 1 (another process) maps directly and joined");
+    fcntl(report[0], F_SETFL, O_NONBLOCK);
+
+    t0 = ms_now();
+    err = win_set(&c0, 0, MP_BASE, 0x1000, MP_CTRS, NFABRIC_PATH_GBINARY, 8);
+    ms = ms_now() - t0;
+    got = read(report[0], said, sizeof(said));
+    TAP_CHECK(err == NFABRIC_ERR_NONE && got >= 1 && said[0] == 'y' &&
+              (sh->enabled_mask & 1) && !sh->pending_mask,
+              "map: an enable returns once the other head trapped the "
+              "window's data and counter area (it saw them pending: %c; "
+              "%.1f ms)", got >= 1 ? said[0] : '-', ms);
+
+    kill(pid, SIGSTOP);
+    t0 = ms_now();
+    err = win_set(&c0, 1, MP_BASE + 0x10000, 0x1000, MP_CTRS + 0x10000,
+                  NFABRIC_PATH_GBINARY, 8);
+    ms = ms_now() - t0;
+    mask = (uint32_t)rd(&c0, NFABRIC_REG_ENABLED_MASK, 4);
+    TAP_CHECK(err == NFABRIC_ERR_PEER && !(mask & 2) && !sh->pending_mask &&
+              ms >= NFABRIC_SHARED_MAP_MS && ms < NFABRIC_SHARED_MAP_MS + 1000 &&
+              c0.map_late == 2,
+              "map: with the other head stopped (SIGSTOP), the enable gives "
+              "up after the bound with error PEER naming it (%.0f ms, late "
+              "0x%x), the window not enabled", ms, c0.map_late);
+
+    kill(pid, SIGCONT);
+    err = win_set(&c0, 1, MP_BASE + 0x10000, 0x1000, MP_CTRS + 0x10000,
+                  NFABRIC_PATH_GBINARY, 8);
+    TAP_CHECK(err == NFABRIC_ERR_NONE,
+              "map: once it runs again, the same enable succeeds");
+
+    kill(pid, SIGKILL);
+    wait_child(pid);
+    t0 = ms_now();
+    err = win_set(&c0, 2, MP_BASE + 0x20000, 0x1000, MP_CTRS + 0x20000,
+                  NFABRIC_PATH_GBINARY, 8);
+    ms = ms_now() - t0;
+    TAP_CHECK(err == NFABRIC_ERR_NONE && ms < NFABRIC_SHARED_MAP_MS &&
+              !(sh->map_direct & 2),
+              "map: a head whose process died is not waited for (%.1f ms)", ms);
+
+    {
+        uint32_t g = sh->map_gen;
+
+        wr(&c0, NFABRIC_REG_WIN(2, NFABRIC_WIN_CTRL), 0, 4);
+        TAP_CHECK(sh->map_gen != g && !(sh->enabled_mask & 4),
+                  "map: a disable moves map_gen (the others may map the "
+                  "range again)");
+    }
+    nfabric_ctrl_use_shared(&c0, &c0.local, 0);
+    nfabric_shared_detach(sh, fd0, 0);
+    close(ready[0]);
+    close(ready[1]);
+    close(report[0]);
+    close(report[1]);
 }
 
 int main(void)
@@ -1329,7 +1470,8 @@ int main(void)
     test_one_state_per_memory();
     test_stopped_head();
     test_jobs();
-    test_own_ranges();
+    test_reach_ranges();
+    test_map_protocol();
     unlink(state_path);
     unlink(mem_path);
     rmdir(dir);

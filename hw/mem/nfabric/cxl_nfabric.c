@@ -26,14 +26,20 @@
  * I/O region (a trap) over each range whose accesses have semantics: every
  * enabled G-Binary/G-Ternary window's data range and counter area, and
  * FP32 windows unless direct-map-fp32=on.  On a head of a shared device
- * everything but the ranges a fabric manager gave this head alone traps
- * too (another head may enable a window there at any time; in its own
- * ranges only this head can).  The traps are rebuilt in one memory
- * transaction whenever a window is enabled or disabled, when this head's
- * own ranges change, when its shared state fails and on reset, under the
- * BQL, before the access or register write that caused it returns.  Plain
- * memory mapped so is byte-exact but not seen by the statistics, the
- * timing model or the record.
+ * also every window another head is enabling, and the memory a fabric
+ * manager did not let this head reach.  The traps are rebuilt in one memory
+ * transaction whenever a window is enabled or disabled, when the memory
+ * this head reaches changes, when its shared state fails and on reset,
+ * under the BQL, before the access or register write that caused it
+ * returns.  Another head's enable reaches this head through the map
+ * protocol (docs/multihost.md, "Direct maps"): a thread waits for the
+ * state's map_gen to move and schedules a bottom half, which rebuilds the
+ * traps and acknowledges, so that the other head's enable returns only
+ * once this head's guest can no longer reach the window's memory
+ * directly.  While this head waits for the others in an enable of its own
+ * it drops the BQL (hooks wait_begin/wait_end).  Plain memory mapped
+ * so is byte-exact but not seen by the statistics, the timing model or
+ * the record.
  *
  * Locking: the fixed memory window (where CXL.mem accesses enter) and the
  * register block are I/O regions with global locking, so every access and
@@ -60,6 +66,9 @@
 #include "hw/cxl/cxl_host.h"
 #include "trace.h"
 #include "system/system.h"
+#include "hw/core/cpu.h"
+#include "qemu/main-loop.h"
+#include "qemu/thread.h"
 #include <sys/file.h>
 
 static void nfabric_direct_update(CXLNFabricState *s);
@@ -144,7 +153,7 @@ static void nfabric_hook_record_failed(void *opaque)
                  ferror(s->ctrl.record) ? "write error" : "short write");
 }
 
-static void nfabric_hook_own_ranges(void *opaque)
+static void nfabric_hook_traps_changed(void *opaque)
 {
     nfabric_direct_update(opaque);
 }
@@ -167,11 +176,16 @@ static void nfabric_hook_rtl_mismatch(void *opaque, unsigned win,
     nfabric_rtl_mismatch(opaque, win, write, off, len, what);
 }
 
+static void nfabric_hook_wait_begin(void *opaque);
+static void nfabric_hook_wait_end(void *opaque);
+
 static const NFabricCtrlOps nfabric_ctrl_ops = {
     .rtl_mismatch = nfabric_hook_rtl_mismatch,
     .record_failed = nfabric_hook_record_failed,
     .state_failed = nfabric_hook_state_failed,
-    .own_ranges = nfabric_hook_own_ranges,
+    .traps_changed = nfabric_hook_traps_changed,
+    .wait_begin = nfabric_hook_wait_begin,
+    .wait_end = nfabric_hook_wait_end,
     .dirty = nfabric_hook_dirty,
     .guest_error = nfabric_hook_guest_error,
     .reg_access = nfabric_hook_reg_access,
@@ -272,24 +286,23 @@ static MemoryRegion *nfabric_direct_region(CXLType3Dev *ct3d)
  * Put a trap over every range the controller must see, as the window
  * table stands now; one transaction, so no access sees a half-built map.
  * Asking the controller may make a shared head's copy of the assignment
- * again, which calls back here (own_ranges): that call only asks for one
- * more pass.
+ * again, which calls back here (traps_changed): that call only asks for
+ * one more pass.  Returns the map protocol's map_gen the new map covers.
  */
-static void nfabric_direct_update(CXLNFabricState *s)
+static uint32_t nfabric_direct_rebuild(CXLNFabricState *s)
 {
     NFabricRange r[NFABRIC_MAX_TRAPS];
     unsigned n, i;
+    uint32_t gen;
 
-    if (!s->direct) {
-        return;
-    }
     if (s->direct_updating) {
         s->direct_again = true;
-        return;
+        return 0;
     }
     s->direct_updating = true;
     do {
         s->direct_again = false;
+        gen = nfabric_ctrl_map_gen(&s->ctrl);
         n = nfabric_ctrl_trap_ranges(&s->ctrl, !s->direct_fp32, r);
     } while (s->direct_again);
     s->direct_updating = false;
@@ -309,6 +322,116 @@ static void nfabric_direct_update(CXLNFabricState *s)
     }
     memory_region_transaction_commit();
     trace_nfabric_direct_traps(n);
+    return gen;
+}
+
+static void nfabric_direct_update(CXLNFabricState *s)
+{
+    bool outer = !s->direct_updating;
+    uint32_t gen;
+
+    if (!s->direct) {
+        return;
+    }
+    gen = nfabric_direct_rebuild(s);
+    if (outer && !current_cpu) {
+        /*
+         * At realize or reset, with no vCPU running: the map covers gen.
+         * From a vCPU (this guest's own access or register write) the
+         * other vCPUs may still hold the old map: the bottom half below
+         * acknowledges after their pass.
+         */
+        nfabric_ctrl_map_ack(&s->ctrl, gen);
+    }
+}
+
+/* ---- the map protocol (a shared head with the direct map) ------------ */
+
+/*
+ * Another head moved map_gen: rebuild the traps and acknowledge.  The
+ * memory transaction's commit is synchronous under KVM (the old slot is
+ * gone when it returns); under TCG each vCPU drops its TLB entries of the
+ * old map at its next exit from translated code (docs/multihost.md).
+ */
+static void nfabric_map_bh(void *opaque)
+{
+    CXLNFabricState *s = opaque;
+    uint32_t gen;
+
+    if (!s->direct || s->direct_updating) {
+        qemu_bh_schedule(s->map_bh);    /* again, once the update is done */
+        return;
+    }
+    gen = nfabric_direct_rebuild(s);
+    nfabric_ctrl_map_ack(&s->ctrl, gen);
+    trace_nfabric_map_ack(s->head, gen);
+}
+
+/*
+ * The controller waits for the other heads' maps: let the main loop run
+ * meanwhile (this head's own map updates, QMP), as two heads enabling at
+ * once must each answer the other.
+ */
+static void nfabric_hook_wait_begin(void *opaque)
+{
+    CXLNFabricState *s = opaque;
+
+    s->map_bql = bql_locked();
+    if (s->map_bql) {
+        bql_unlock();
+    }
+}
+
+static void nfabric_hook_wait_end(void *opaque)
+{
+    CXLNFabricState *s = opaque;
+
+    if (s->map_bql) {
+        bql_lock();
+    }
+}
+
+/* Wait for map_gen to move; the bottom half does the rest under the BQL. */
+static void *nfabric_map_thread(void *opaque)
+{
+    CXLNFabricState *s = opaque;
+    uint32_t seen = nfabric_ctrl_map_gen(&s->ctrl);
+
+    while (!qatomic_read(&s->map_stop)) {
+        uint32_t now;
+
+        nfabric_shared_map_wait(s->shared, seen, 100);
+        now = nfabric_ctrl_map_gen(&s->ctrl);
+        if (now != seen) {
+            seen = now;
+            qemu_bh_schedule(s->map_bh);
+        }
+    }
+    return NULL;
+}
+
+/* A shared head with the direct map joins the map protocol (realize). */
+static void nfabric_map_start(CXLNFabricState *s)
+{
+    if (!s->direct || !s->shared) {
+        return;
+    }
+    nfabric_ctrl_map_join(&s->ctrl);
+    s->map_bh = qemu_bh_new(nfabric_map_bh, s);
+    s->map_stop = false;
+    qemu_thread_create(&s->map_thread, "nfabric-map", nfabric_map_thread, s,
+                       QEMU_THREAD_JOINABLE);
+}
+
+static void nfabric_map_stop(CXLNFabricState *s)
+{
+    if (!s->map_bh) {
+        return;
+    }
+    qatomic_set(&s->map_stop, true);
+    qemu_thread_join(&s->map_thread);   /* within its 100 ms wait */
+    qemu_bh_delete(s->map_bh);
+    s->map_bh = NULL;
 }
 
 /* Resolve direct-map against the other properties (before realize). */
@@ -668,6 +791,7 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
     memory_region_add_subregion(&ct3d->cxl_cstate.crb.component_registers,
                                 NFABRIC_REGS_OFFSET, &s->regs);
     nfabric_direct_init(s);
+    nfabric_map_start(s);       /* joins before the first map is made */
     nfabric_direct_update(s);   /* a shared head: another's windows */
 }
 
@@ -680,6 +804,7 @@ static void nfabric_exit(PCIDevice *pdev)
     memory_region_del_subregion(&ct3d->cxl_cstate.crb.component_registers,
                                 &s->regs);
     vmstate_unregister_ram(s->vmr, DEVICE(s));
+    nfabric_map_stop(s);
     if (s->shared) {
         migrate_del_blocker(&s->migration_blocker);
         nfabric_ctrl_use_shared(&s->ctrl, &s->ctrl.local, 0);

@@ -9,11 +9,15 @@
  * head of a shared device: the window table, rounds and counts live in an
  * NFabricShared, changed only under its locks (nfabric_shared.h).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* clock_gettime, nanosleep (the map protocol) */
+#endif
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hw/mem/nfabric_ctrl.h"
 #include "hw/mem/nfabric_window.h"
@@ -185,18 +189,17 @@ static void nfabric_unlock_win(NFabricCtrl *s, unsigned i)
 
 #define NFABRIC_FM_TRIES        10000   /* copies before giving up */
 
-/* Take v as the copy; tell the owner if this head's own ranges changed. */
+/* Take v as the copy; tell the owner if the memory this head reaches moved. */
 static void nfabric_fm_set(NFabricCtrl *s, const NFabricFmView *v)
 {
-    bool moved = v->nown != s->fm.nown ||
-                 memcmp(v->own_base, s->fm.own_base,
-                        v->nown * sizeof(v->own_base[0])) ||
-                 memcmp(v->own_end, s->fm.own_end,
-                        v->nown * sizeof(v->own_end[0]));
+    bool moved = v->assigned != s->fm.assigned ||
+                 v->n != s->fm.n ||
+                 memcmp(v->base, s->fm.base, v->n * sizeof(v->base[0])) ||
+                 memcmp(v->end, s->fm.end, v->n * sizeof(v->end[0]));
 
     s->fm = *v;
-    if (moved && s->ops && s->ops->own_ranges) {
-        s->ops->own_ranges(s->opaque);
+    if (moved && s->ops && s->ops->traps_changed) {
+        s->ops->traps_changed(s->opaque);
     }
 }
 
@@ -379,10 +382,26 @@ static int nfabric_view_refresh(NFabricCtrl *s)
         }
         memset(&v, 0, sizeof(v));
         v.mask = __atomic_load_n(&sh->enabled_mask, __ATOMIC_RELAXED);
+        v.pmask = __atomic_load_n(&sh->pending_mask, __ATOMIC_RELAXED);
         for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
             const NFabricWindow *w = &sh->win[i];
             uint32_t ctrl;
 
+            if (v.pmask & (1u << i)) {
+                /* Being enabled: what it will be (the map protocol). */
+                w = &sh->pend[i];
+                ctrl = __atomic_load_n(&w->ctrl, __ATOMIC_RELAXED);
+                table[i] = nfabric_window_cfg(
+                    __atomic_load_n(&w->dpa_base, __ATOMIC_RELAXED),
+                    __atomic_load_n(&w->dpa_size, __ATOMIC_RELAXED),
+                    __atomic_load_n(&w->counters, __ATOMIC_RELAXED), ctrl,
+                    __atomic_load_n(&w->threshold, __ATOMIC_RELAXED));
+                if (!(ctrl & NFABRIC_WCTRL_ENABLE) ||
+                    (ctrl & ~NFABRIC_WCTRL_VALID)) {
+                    ok = false;
+                }
+                continue;
+            }
             if (!(v.mask & (1u << i))) {
                 continue;
             }
@@ -401,27 +420,33 @@ static int nfabric_view_refresh(NFabricCtrl *s)
         if (__atomic_load_n(&sh->gen, __ATOMIC_RELAXED) != gen) {
             continue;           /* changed while we copied: again */
         }
-        if (v.mask >> NFABRIC_NUM_WINDOWS) {
+        if ((v.mask | v.pmask) >> NFABRIC_NUM_WINDOWS || (v.mask & v.pmask)) {
             snprintf(why, sizeof(why), "the state file's enabled-window mask "
-                     "0x%08" PRIx32 " names windows the device lacks: it is "
-                     "corrupted", v.mask);
+                     "0x%08" PRIx32 " or pending mask 0x%08" PRIx32 " names "
+                     "windows the device lacks, or both name one: it is "
+                     "corrupted", v.mask, v.pmask);
             nfabric_fail(s, why);
             return -1;
         }
         for (unsigned i = 0; ok && i < NFABRIC_NUM_WINDOWS; i++) {
             uint32_t err;
 
-            if (!(v.mask & (1u << i))) {
+            if (!((v.mask | v.pmask) & (1u << i))) {
                 continue;
             }
             err = nfabric_window_validate(&table[i], i, s->ram_size, table,
-                                          v.mask);
+                                          v.mask | v.pmask);
             if (err != NFABRIC_ERR_NONE) {
                 snprintf(why, sizeof(why), "window %u's entry in the state "
                          "file is invalid (%s): the state file is corrupted",
                          i, nfabric_err_text(err));
                 nfabric_fail(s, why);
                 return -1;
+            }
+            if (v.pmask & (1u << i)) {
+                v.pend[i] = table[i];
+                v.pclen[i] = nfabric_window_counter_len(&table[i]);
+                continue;
             }
             v.cfg[i].path = table[i].path;
             v.cfg[i].width = table[i].width;
@@ -571,6 +596,55 @@ static void nfabric_win_publish_end(NFabricCtrl *s, unsigned i)
     nfabric_unlock_win(s, i);
 }
 
+/*
+ * Enable window i with configuration c (CTRL value val), checked: zero its
+ * counter area, start its round, publish it (and drop it from the pending
+ * windows).  The caller holds the configuration lock.  False if window i's
+ * lock could not be had (nothing changed).
+ */
+static bool nfabric_win_enable_now(NFabricCtrl *s, unsigned i,
+                                   const NFabricWindowCfg *cp, uint32_t val)
+{
+    NFabricShared *sh = s->sh;
+    NFabricWindow *w = &sh->win[i];
+    NFabricWindowCfg c = *cp;
+    NFabricAggCfg cfg;
+    uint64_t clen;
+
+    cfg.path = c.path;
+    cfg.width = c.width;
+    cfg.tie = c.tie;
+    cfg.threshold = c.threshold;
+    cfg.size = c.dpa_size;
+    clen = nfabric_window_counter_len(&c);
+    /*
+     * Zero the counter area and start the round before the window is
+     * published: the zeroing (up to the whole memory) then runs with the
+     * table's sequence count even, so that a head stopped or slow in it
+     * delays no other head's memory access (docs/multihost.md, "Waits").
+     * Only window i's lock is held for it; window i is not in the table
+     * yet, so no access needs that lock.
+     */
+    if (!nfabric_lock_win(s, i)) {
+        return false;
+    }
+    nfabric_win_clear_locked(s, i, c.counters, clen);
+    s->sh->cfg_busy = (int32_t)i;
+    nfabric_shared_gen_bump(s->sh);
+    w->dpa_base = c.dpa_base;
+    w->dpa_size = c.dpa_size;
+    w->counters = c.counters;
+    w->threshold = c.threshold;
+    w->ctrl = val;
+    w->error = NFABRIC_ERR_NONE;
+    sh->cfg[i] = cfg;
+    sh->enabled_mask |= 1u << i;
+    sh->pending_mask &= ~(1u << i);     /* (map protocol) no longer */
+    nfabric_win_publish_end(s, i);
+    nfabric_win_event(s, NFABRIC_WIN_EV_ENABLE, i, 0);
+    return true;
+}
+
 static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
                                    uint32_t val, uint64_t off)
 {
@@ -578,8 +652,6 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
     NFabricWindow *w = &sh->win[i];
     NFabricWindowCfg table[NFABRIC_NUM_WINDOWS];
     NFabricWindowCfg c;
-    NFabricAggCfg cfg;
-    uint64_t clen;
     uint32_t err;
 
     if (val & ~NFABRIC_WCTRL_VALID) {
@@ -596,6 +668,9 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
             sh->enabled_mask &= ~(1u << i);
             w->ctrl = val;
             nfabric_win_publish_end(s, i);
+            if (s->shared) {
+                nfabric_shared_map_bump(sh);    /* others may map it again */
+            }
             nfabric_win_event(s, NFABRIC_WIN_EV_DISABLE, i, 0);
         } else if (val != w->ctrl) {
             nfabric_set_error(s, i, NFABRIC_ERR_BUSY, off,
@@ -617,6 +692,11 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
         nfabric_state_refused(s, off);
         return;
     }
+    if (s->view.pmask & (1u << i)) {
+        nfabric_set_error(s, i, NFABRIC_ERR_BUSY, off,
+                          "window being enabled by another head");
+        return;
+    }
     memset(table, 0, sizeof(table));
     for (unsigned j = 0; j < NFABRIC_NUM_WINDOWS; j++) {
         if (s->view.mask & (1u << j)) {
@@ -626,12 +706,14 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
                                                         s->view.cfg[j].width,
                                                         s->view.cfg[j].tie),
                                           s->view.cfg[j].threshold);
+        } else if (s->view.pmask & (1u << j)) {
+            table[j] = s->view.pend[j];     /* being enabled: taken */
         }
     }
     c = nfabric_window_cfg(w->dpa_base, w->dpa_size, w->counters, val,
                            w->threshold);
     err = nfabric_window_validate(&c, i, s->ram_size, table,
-                                  s->view.mask & ~(1u << i));
+                                  (s->view.mask | s->view.pmask) & ~(1u << i));
     if (err == NFABRIC_ERR_NONE &&
         (!nfabric_fm_reach(s, c.dpa_base, c.dpa_size) ||
          (nfabric_window_counter_len(&c) &&
@@ -644,37 +726,191 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
         nfabric_set_error(s, i, err, off, "window configuration rejected");
         return;
     }
-    cfg.path = c.path;
-    cfg.width = c.width;
-    cfg.tie = c.tie;
-    cfg.threshold = c.threshold;
-    cfg.size = c.dpa_size;
-    clen = nfabric_window_counter_len(&c);
-    /*
-     * Zero the counter area and start the round before the window is
-     * published: the zeroing (up to the whole memory) then runs with the
-     * table's sequence count even, so that a head stopped or slow in it
-     * delays no other head's memory access (docs/multihost.md, "Waits").
-     * Only window i's lock is held for it; window i is not in the table
-     * yet, so no access needs that lock.
-     */
-    if (!nfabric_lock_win(s, i)) {
+    if (s->shared) {
+        /*
+         * The map protocol: publish the window as pending, so that every
+         * head that maps memory directly traps its ranges; the enable is
+         * finished (or given up) by nfabric_map_finish() once the others
+         * trapped them, after the configuration lock is released.
+         */
+        if (!nfabric_win_publish_begin(s, i)) {
+            nfabric_state_refused(s, off);
+            return;
+        }
+        sh->pend[i] = *w;
+        sh->pend[i].dpa_base = c.dpa_base;
+        sh->pend[i].dpa_size = c.dpa_size;
+        sh->pend[i].counters = c.counters;
+        sh->pend[i].threshold = c.threshold;
+        sh->pend[i].ctrl = val;
+        sh->pend_head[i] = (uint8_t)s->head;
+        sh->pending_mask |= 1u << i;
+        nfabric_win_publish_end(s, i);
+        s->map_target = nfabric_shared_map_bump(sh);
+        s->map_win = (int)i;
+        s->map_val = val;
+        s->map_cfg = c;
+        s->map_off = off;
+        return;
+    }
+    if (!nfabric_win_enable_now(s, i, &c, val)) {
+        nfabric_state_refused(s, off);
+    }
+}
+
+/* ---- the map protocol (docs/multihost.md, "Direct maps") ---------- */
+
+/*
+ * The heads of this head's job that map memory directly and whose map does
+ * not yet trap what the table held at map_gen = target (heads no longer
+ * attached are not waited for).
+ */
+static uint32_t nfabric_map_late(NFabricShared *sh, unsigned heads,
+                                 uint32_t job, uint32_t target)
+{
+    uint32_t want = __atomic_load_n(&sh->map_direct, __ATOMIC_ACQUIRE) & job;
+    uint32_t late = 0;
+
+    for (unsigned h = 0; h < heads; h++) {
+        if (!(want & (1u << h)) ||
+            __atomic_load_n(&sh->head[h].state, __ATOMIC_ACQUIRE) !=
+            NFABRIC_HEAD_ATTACHED ||
+            (int32_t)(__atomic_load_n(&sh->map_ack[h], __ATOMIC_ACQUIRE) -
+                      target) >= 0) {
+            continue;
+        }
+        late |= 1u << h;
+    }
+    return late;
+}
+
+/* Drop pending window i (configuration lock held): the others may map it. */
+static void nfabric_map_give_up_locked(NFabricCtrl *s, unsigned i)
+{
+    NFabricShared *sh = s->sh;
+
+    if ((sh->pending_mask & (1u << i)) && sh->pend_head[i] == s->head) {
+        sh->cfg_busy = (int32_t)i;
+        nfabric_shared_gen_bump(sh);
+        sh->pending_mask &= ~(1u << i);
+        nfabric_shared_gen_bump(sh);
+        sh->cfg_busy = -1;
+        nfabric_shared_map_bump(sh);
+    }
+    if (s->map_abort == (int)i) {
+        s->map_abort = -1;
+    }
+}
+
+static int64_t nfabric_ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return ((int64_t)(t.tv_sec - t0->tv_sec) * 1000000000 +
+            (t.tv_nsec - t0->tv_nsec)) / 1000000;
+}
+
+/*
+ * Finish the enable this head began (s->map_win, published as pending),
+ * without the configuration lock: let the owner trap it, wait until every
+ * other head of the job that maps memory directly traps it too (at most
+ * NFABRIC_SHARED_MAP_MS; a head that died is not waited for), then, under
+ * the lock again, enable it, or give it up with error PEER naming the
+ * heads that did not answer.
+ */
+static void nfabric_map_finish(NFabricCtrl *s)
+{
+    NFabricShared *sh = s->sh;
+    unsigned i = (unsigned)s->map_win, heads = s->heads, self = s->head;
+    uint32_t job = nfabric_fm_heads(s) & ~(1u << self);
+    uint32_t target = s->map_target, val = s->map_val;
+    NFabricWindowCfg c = s->map_cfg;
+    uint64_t off = s->map_off;
+    unsigned pause_us = 20;
+    struct timespec t0;
+    uint32_t late;
+    char why[160];
+
+    s->map_win = -1;
+    if (s->ops && s->ops->traps_changed) {
+        s->ops->traps_changed(s->opaque);
+    }
+    /* From here to wait_end only locals and the shared state. */
+    if (s->ops && s->ops->wait_begin) {
+        s->ops->wait_begin(s->opaque);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned n = 1;; n++) {
+        late = nfabric_map_late(sh, heads, job, target);
+        if (!late || nfabric_ms_since(&t0) >= NFABRIC_SHARED_MAP_MS) {
+            break;
+        }
+        if (n % 16 == 0) {
+            nfabric_shared_reap(sh, self);      /* a dead one: not waited for */
+        }
+        nanosleep(&(struct timespec){ .tv_nsec = pause_us * 1000L }, NULL);
+        pause_us = pause_us < 1000 ? pause_us * 2 : 1000;
+    }
+    if (s->ops && s->ops->wait_end) {
+        s->ops->wait_end(s->opaque);
+    }
+    s->map_late = late;
+    if (!nfabric_lock_cfg(s)) {
+        s->map_abort = (int)i;  /* given up under the next lock taken */
         nfabric_state_refused(s, off);
         return;
     }
-    nfabric_win_clear_locked(s, i, c.counters, clen);
-    s->sh->cfg_busy = (int32_t)i;
-    nfabric_shared_gen_bump(s->sh);
-    w->dpa_base = c.dpa_base;
-    w->dpa_size = c.dpa_size;
-    w->counters = c.counters;
-    w->threshold = c.threshold;
-    w->ctrl = val;
-    w->error = NFABRIC_ERR_NONE;
-    sh->cfg[i] = cfg;
-    sh->enabled_mask |= 1u << i;
-    nfabric_win_publish_end(s, i);
-    nfabric_win_event(s, NFABRIC_WIN_EV_ENABLE, i, 0);
+    if (!nfabric_state_ok(s) || !(sh->pending_mask & (1u << i)) ||
+        sh->pend_head[i] != self) {
+        /* The state failed, or the window was given up meanwhile. */
+        nfabric_unlock_cfg(s);
+        nfabric_state_refused(s, off);
+        return;
+    }
+    if (late) {
+        nfabric_map_give_up_locked(s, i);
+        nfabric_win_event(s, NFABRIC_WIN_EV_REJECT, i, NFABRIC_ERR_PEER);
+        snprintf(why, sizeof(why), "window enable given up: head(s) 0x%04"
+                 PRIx32 " of the job did not trap its ranges within %u ms",
+                 late, (unsigned)NFABRIC_SHARED_MAP_MS);
+        nfabric_set_error(s, i, NFABRIC_ERR_PEER, off, why);
+        nfabric_unlock_cfg(s);
+        return;
+    }
+    if (!nfabric_win_enable_now(s, i, &c, val)) {
+        nfabric_map_give_up_locked(s, i);
+        nfabric_unlock_cfg(s);
+        nfabric_state_refused(s, off);
+        return;
+    }
+    nfabric_unlock_cfg(s);
+}
+
+void nfabric_ctrl_map_join(NFabricCtrl *s)
+{
+    if (s->shared) {
+        nfabric_shared_thread_enter();
+        s->map_join = true;
+        __atomic_fetch_or(&s->sh->map_direct, 1u << s->head, __ATOMIC_SEQ_CST);
+    }
+}
+
+uint32_t nfabric_ctrl_map_gen(NFabricCtrl *s)
+{
+    if (!s->shared) {
+        return 0;
+    }
+    nfabric_shared_thread_enter();
+    return __atomic_load_n(&s->sh->map_gen, __ATOMIC_SEQ_CST);
+}
+
+void nfabric_ctrl_map_ack(NFabricCtrl *s, uint32_t gen)
+{
+    if (s->shared && s->map_join) {
+        nfabric_shared_thread_enter();
+        __atomic_store_n(&s->sh->map_ack[s->head], gen, __ATOMIC_RELEASE);
+    }
 }
 
 /*
@@ -1662,8 +1898,14 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
         nfabric_state_refused(s, off);
         return;
     }
+    if (s->map_abort >= 0) {
+        nfabric_map_give_up_locked(s, (unsigned)s->map_abort);
+    }
     nfabric_reg_write_locked(s, &r, off, val, size);
     nfabric_unlock_cfg(s);
+    if (s->map_win >= 0) {
+        nfabric_map_finish(s);  /* an enable of a shared head, begun above */
+    }
 }
 
 void nfabric_ctrl_reset(NFabricCtrl *s)
@@ -1702,6 +1944,8 @@ void nfabric_ctrl_init(NFabricCtrl *s, uint8_t *ram, uint64_t ram_size,
     s->heads = 1;
     s->shared = false;
     s->stats = s->sh->head[0].stats;
+    s->map_win = -1;
+    s->map_abort = -1;
     nfabric_ctrl_reset(s);
 }
 
@@ -1721,6 +1965,9 @@ void nfabric_ctrl_use_shared(NFabricCtrl *s, NFabricShared *sh, unsigned head)
     s->failed = false;
     s->failure[0] = 0;
     s->faults_seen = nfabric_shared_faults();
+    s->map_join = false;
+    s->map_win = -1;
+    s->map_abort = -1;
 }
 
 bool nfabric_ctrl_mem_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
@@ -1733,33 +1980,63 @@ bool nfabric_ctrl_mem_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
     return true;
 }
 
-/* A shared head: the windows of its view and the gaps of its own ranges. */
+/*
+ * A shared head: the memory it does not reach (the gaps around its job's
+ * ranges and its own, when a fabric manager assigned jobs), and every
+ * window of its view, enabled or being enabled (the map protocol).
+ */
 static unsigned nfabric_trap_ranges_shared(NFabricCtrl *s, bool fp32,
                                            NFabricRange *out)
 {
     const NFabricFmView *f = &s->fm;
+    uint64_t base[NFABRIC_FM_MAX_RANGES], end[NFABRIC_FM_MAX_RANGES];
     uint64_t at = 0;
-    unsigned n = 0;
+    unsigned n = 0, nr = 0;
 
-    if (s->failed || !nfabric_fm_current(s) || !f->nown ||
+    if (s->failed || !nfabric_fm_current(s) ||
         (!(s->view.valid && nfabric_shared_gen(s->sh) == s->view.gen) &&
          nfabric_view_refresh(s) != 0)) {
         out[0].dpa = 0;         /* everything, through the controller */
         out[0].len = s->ram_size;
         return 1;
     }
-    for (unsigned k = 0; k < f->nown; k++) {
-        if (f->own_base[k] > at) {
-            out[n].dpa = at;
-            out[n++].len = f->own_base[k] - at;
+    if (f->assigned) {
+        /* The ranges it reaches, by address (they do not overlap). */
+        for (unsigned k = 0; k < f->n && k < NFABRIC_FM_MAX_RANGES; k++) {
+            unsigned j = nr++;
+
+            for (; j && base[j - 1] > f->base[k]; j--) {
+                base[j] = base[j - 1];
+                end[j] = end[j - 1];
+            }
+            base[j] = f->base[k];
+            end[j] = f->end[k];
         }
-        at = f->own_end[k];
-    }
-    if (at < s->ram_size) {
-        out[n].dpa = at;
-        out[n++].len = s->ram_size - at;
+        for (unsigned k = 0; k < nr; k++) {
+            if (base[k] > at) {
+                out[n].dpa = at;
+                out[n++].len = base[k] - at;
+            }
+            at = end[k];
+        }
+        if (at < s->ram_size) {
+            out[n].dpa = at;
+            out[n++].len = s->ram_size - at;
+        }
     }
     for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+        if (s->view.pmask & (1u << i)) {
+            if (s->view.pend[i].path == NFABRIC_PATH_FP32 && !fp32) {
+                continue;
+            }
+            out[n].dpa = s->view.pend[i].dpa_base;
+            out[n++].len = s->view.pend[i].dpa_size;
+            if (s->view.pclen[i]) {
+                out[n].dpa = s->view.pend[i].counters;
+                out[n++].len = s->view.pclen[i];
+            }
+            continue;
+        }
         if (!(s->view.mask & (1u << i)) ||
             (s->view.cfg[i].path == NFABRIC_PATH_FP32 && !fp32)) {
             continue;

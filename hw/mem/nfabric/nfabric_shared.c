@@ -29,6 +29,8 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/futex.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -237,6 +239,8 @@ static void nfabric_shared_reset_tables(NFabricShared *sh)
     sh->lost_mask = 0;
     memset(sh->win, 0, sizeof(sh->win));
     memset(sh->cfg, 0, sizeof(sh->cfg));
+    sh->pending_mask = 0;
+    memset(sh->pend, 0, sizeof(sh->pend));
     memset(sh->round, 0, sizeof(sh->round));
 }
 
@@ -285,6 +289,27 @@ static uint64_t nfabric_state_id(void)
     return z ? z : 1;
 }
 
+/* ---- the map protocol's notifications -------------------------------- */
+
+void nfabric_shared_map_wait(NFabricShared *sh, uint32_t seen, unsigned ms)
+{
+    struct timespec ts = {
+        .tv_sec = ms / 1000,
+        .tv_nsec = (long)(ms % 1000) * 1000000L,
+    };
+
+    /* Returns at once if map_gen moved; EINTR and timeouts are fine too. */
+    syscall(SYS_futex, &sh->map_gen, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+uint32_t nfabric_shared_map_bump(NFabricShared *sh)
+{
+    uint32_t gen = __atomic_add_fetch(&sh->map_gen, 1, __ATOMIC_SEQ_CST);
+
+    syscall(SYS_futex, &sh->map_gen, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+    return gen;
+}
+
 /* Make a state file's content anew (no head alive; flock held). */
 static int nfabric_shared_format(NFabricShared *sh, const NFabricAttach *a)
 {
@@ -325,6 +350,23 @@ static void nfabric_shared_mark_gone(NFabricShared *sh, unsigned h, bool died)
         sh->lost_mask |= bit;
         sh->reaped++;
     }
+    /* Its map no longer matters; windows it was enabling are given up. */
+    __atomic_fetch_and(&sh->map_direct, ~bit, __ATOMIC_ACQ_REL);
+    if (sh->pending_mask) {
+        uint32_t drop = 0;
+
+        for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+            if ((sh->pending_mask & (1u << i)) && sh->pend_head[i] == h) {
+                drop |= 1u << i;
+            }
+        }
+        if (drop) {
+            nfabric_shared_gen_bump(sh);
+            sh->pending_mask &= ~drop;
+            nfabric_shared_gen_bump(sh);
+            nfabric_shared_map_bump(sh);
+        }
+    }
     for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
         NFabricRound *r = &sh->round[i];
 
@@ -343,6 +385,7 @@ static void nfabric_shared_repair_cfg(NFabricShared *sh)
     if (busy >= 0 && busy < NFABRIC_NUM_WINDOWS) {
         /* Its window's configuration may be half-written: disable it. */
         sh->enabled_mask &= ~(1u << busy);
+        sh->pending_mask &= ~(1u << busy);
         sh->win[busy].ctrl &= ~NFABRIC_WCTRL_ENABLE;
         sh->round[busy].incomplete = 1;
     }
@@ -1067,6 +1110,51 @@ static int nfabric_fm_taken(const NFabricFm *old, const NFabricFm *fm,
     return -1;
 }
 
+/*
+ * After a new assignment: every attached head that maps memory directly
+ * rebuilds its map from it (the map protocol); wait until each did, at
+ * most NFABRIC_FM_MAPS_MS.  0, or -1 naming the heads that did not: their
+ * guests may reach memory by the old assignment until they do.
+ */
+#define NFABRIC_FM_MAPS_MS  2000
+
+static int nfabric_fm_maps_wait(NFabricShared *sh, int fd, const char *path,
+                                char *err, size_t errlen)
+{
+    uint32_t target = nfabric_shared_map_bump(sh), late = 0;
+    struct timespec t0, t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        uint32_t direct = __atomic_load_n(&sh->map_direct, __ATOMIC_ACQUIRE);
+
+        late = 0;
+        for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
+            if ((direct & (1u << h)) &&
+                (int32_t)(__atomic_load_n(&sh->map_ack[h], __ATOMIC_ACQUIRE) -
+                          target) < 0 &&
+                nfabric_live_held(fd, h)) {
+                late |= 1u << h;
+            }
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (!late || ((int64_t)(t.tv_sec - t0.tv_sec) * 1000000000 +
+                      (t.tv_nsec - t0.tv_nsec)) / 1000000 >= NFABRIC_FM_MAPS_MS) {
+            break;
+        }
+        nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+    }
+    if (late) {
+        nfabric_seterr(err, errlen, "%s: the assignment is written, but "
+                       "head(s) 0x%04" PRIx32 " did not rebuild their direct "
+                       "maps within %u ms (stopped?): until they do, their "
+                       "guests may still reach memory by the old assignment",
+                       path, late, NFABRIC_FM_MAPS_MS);
+        return -1;
+    }
+    return 0;
+}
+
 int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
                             char *err, size_t errlen)
 {
@@ -1151,7 +1239,7 @@ int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&sh->fm.gen, sh->fm.gen + 1, __ATOMIC_RELEASE);
     nfabric_shared_unlock_cfg(sh);
-    rc = 0;
+    rc = nfabric_fm_maps_wait(sh, fd, path, err, errlen);
 out:
     munmap(sh, sizeof(*sh));
     close(fd);

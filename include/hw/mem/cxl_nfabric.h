@@ -71,6 +71,11 @@ struct CXLNFabricState {
     NFabricShared *shared;      /* the state file's mapping, or NULL */
     int shared_fd;
     Error *migration_blocker;
+    /* The map protocol (with the direct map): waits for map_gen to move. */
+    QemuThread map_thread;
+    QEMUBH *map_bh;
+    bool map_stop;
+    bool map_bql;               /* an enable's wait dropped the BQL */
 
     /* The RTL datapath (rtl=serve|compare, docs/rtl.md). */
     NFabricRtlMode rtl_mode;

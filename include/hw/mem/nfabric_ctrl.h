@@ -26,6 +26,7 @@
 #include "hw/mem/nfabric_shared.h"
 #include "hw/mem/nfabric_timing.h"
 #include "hw/mem/nfabric_record.h"
+#include "hw/mem/nfabric_window.h"
 
 typedef enum NFabricWinEvent {
     NFABRIC_WIN_EV_ENABLE,
@@ -49,10 +50,21 @@ typedef struct NFabricCtrlOps {
     /* Writing the access-stream record failed; recording stopped. */
     void (*record_failed)(void *opaque);
     /*
-     * A shared head's ranges of its own changed (the fabric manager's
-     * assignment): what nfabric_ctrl_trap_ranges() returns changed.
+     * What nfabric_ctrl_trap_ranges() returns changed other than by an
+     * enable or disable event: the fabric manager's assignment moved, or
+     * this head is enabling a window (the map protocol: the owner traps
+     * it at once, before the others are waited for).
      */
-    void (*own_ranges)(void *opaque);
+    void (*traps_changed)(void *opaque);
+    /*
+     * The map protocol's wait for the other heads (up to
+     * NFABRIC_SHARED_MAP_MS) begins and ends: the owner may let other
+     * threads in meanwhile (QEMU drops its big lock, so that its own map
+     * updates and QMP go on); the controller touches nothing of s but its
+     * own locals in between.
+     */
+    void (*wait_begin)(void *opaque);
+    void (*wait_end)(void *opaque);
     /*
      * The shared device's state file is unusable (why says how: corrupted,
      * truncated, made anew): from now on this head refuses the device's
@@ -106,6 +118,9 @@ typedef struct NFabricView {
     uint64_t counters[NFABRIC_NUM_WINDOWS];
     uint64_t clen[NFABRIC_NUM_WINDOWS];     /* counter area bytes */
     NFabricAggCfg cfg[NFABRIC_NUM_WINDOWS];
+    uint32_t pmask;             /* windows being enabled (map protocol) */
+    NFabricWindowCfg pend[NFABRIC_NUM_WINDOWS];
+    uint64_t pclen[NFABRIC_NUM_WINDOWS];
 } NFabricView;
 
 /*
@@ -183,6 +198,22 @@ typedef struct NFabricCtrl {
     uint64_t rtl_accesses;
     uint64_t rtl_mismatches;
 
+    /*
+     * The map protocol (a shared head): map_join, this head maps memory
+     * directly (nfabric_ctrl_map_join); an enable this head began under the
+     * configuration lock and finishes after it (map_win >= 0: window,
+     * configuration and the map_gen the others must reach); a pending
+     * window it could not give up (map_abort >= 0).
+     */
+    bool map_join;
+    int map_win;
+    int map_abort;
+    uint32_t map_target;
+    uint32_t map_val;
+    uint64_t map_off;           /* the CTRL register's offset */
+    NFabricWindowCfg map_cfg;
+    uint32_t map_late;          /* heads that did not answer, last time */
+
     /* The state of a device that is not shared (migrated with it). */
     NFabricShared local;
 } NFabricCtrl;
@@ -240,8 +271,9 @@ typedef struct NFabricRange {
 } NFabricRange;
 
 /*
- * At most one data range and one counter area per window, and on a shared
- * head the gaps around its own ranges (one more than there are ranges).
+ * At most one data range and one counter area per window (enabled or
+ * being enabled), and on a shared head the gaps around the ranges it
+ * reaches (one more than there are ranges).
  */
 #define NFABRIC_MAX_TRAPS (2 * NFABRIC_NUM_WINDOWS + NFABRIC_FM_MAX_RANGES + 1)
 
@@ -250,9 +282,9 @@ typedef struct NFabricRange {
  * nfabric_ctrl_mem_access() to keep their semantics: the data range and
  * the counter area of every enabled G-Binary or G-Ternary window and, if
  * fp32, the data range of every enabled FP32 window.  On a head of a
- * shared device also all memory but the ranges a fabric manager gave this
- * head alone (its own: no other head reaches them or enables a window in
- * them), and all of it if the head has none or its state failed.  The
+ * shared device also those of every window another head is enabling (the
+ * map protocol: nfabric_ctrl_map_join), the memory outside the ranges a
+ * fabric manager let this head reach, and all of it if its state failed.  The
  * rest is plain memory, which an owner may let the CPU access directly
  * (the device's direct map, docs/device.md): such accesses are byte-exact
  * but not seen by the statistics, the timing model or the record.  Writes
@@ -263,6 +295,19 @@ typedef struct NFabricRange {
  */
 unsigned nfabric_ctrl_trap_ranges(NFabricCtrl *s, bool fp32,
                                   NFabricRange *out);
+
+/*
+ * The map protocol (docs/multihost.md, "Direct maps"), for a shared head
+ * whose owner maps device memory directly.  map_join: from now on an
+ * enable by another head of its job waits (bounded) until this head's
+ * map_ack reaches the enable's map_gen; call it before the first
+ * nfabric_ctrl_trap_ranges().  To update the map: g = map_gen(), then
+ * trap_ranges(), change the map, then map_ack(g).  nfabric_shared_map_wait()
+ * tells when map_gen moves.  No-ops for a device that is not shared.
+ */
+void nfabric_ctrl_map_join(NFabricCtrl *s);
+uint32_t nfabric_ctrl_map_gen(NFabricCtrl *s);
+void nfabric_ctrl_map_ack(NFabricCtrl *s, uint32_t gen);
 
 /*
  * After local.win[] and the other fields were loaded (migration): re-validate

@@ -49,8 +49,10 @@
  * and HEAD_INFO.STATE_FAILED (a head that found the shared device's state
  * file corrupted or truncated refuses the device's accesses).  1.4: jobs
  * set by a fabric manager: register JOB, error OWNER (docs/multihost.md).
+ * 1.5: error PEER (an enable on a shared device whose other heads did not
+ * trap the window in time: the map protocol).
  */
-#define NFABRIC_VERSION_MINOR       4
+#define NFABRIC_VERSION_MINOR       5
 #define NFABRIC_VERSION \
     ((NFABRIC_VERSION_MAJOR << 16) | NFABRIC_VERSION_MINOR)
 
@@ -90,7 +92,8 @@
     X(ROUND,        14, "not the window's current round") \
     X(HEAD,         15, "no such head") \
     X(STATE,        16, "the shared device's state is unusable") \
-    X(OWNER,        17, "outside this head's job (fabric manager)")
+    X(OWNER,        17, "outside this head's job (fabric manager)") \
+    X(PEER,         18, "another head did not trap the window in time")
 
 #define NFABRIC_X_PATH_(name, v, str)   NFABRIC_PATH_##name = (v),
 #define NFABRIC_X_TIE_(name, v, str)    NFABRIC_TIE_##name = (v),

@@ -36,7 +36,8 @@
  * mapping (nfabric_shared_check).  A head that finds the state unusable
  * reports it and refuses the device's accesses (nfabric_ctrl.c).
  *
- * Pure C11 + POSIX (pthread, mmap, flock, fcntl, sigaction): no QEMU
+ * Pure C11 + POSIX (pthread, mmap, flock, fcntl, sigaction) and Linux's
+ * futex (the map protocol's notifications): no QEMU
  * headers.
  */
 #ifndef HW_MEM_NFABRIC_SHARED_H
@@ -52,7 +53,7 @@
 
 #define NFABRIC_SHARED_MAGIC    0x48534e46u     /* "NFSH" */
 /* Bump when NFabricShared changes: old state files are then refused. */
-#define NFABRIC_SHARED_LAYOUT   7
+#define NFABRIC_SHARED_LAYOUT   8
 
 /*
  * The byte of the state file whose OFD lock says head h is alive (beyond
@@ -69,6 +70,16 @@
  */
 #ifndef NFABRIC_SHARED_LOCK_MS
 #define NFABRIC_SHARED_LOCK_MS      500
+#endif
+
+/*
+ * The longest a head enabling a window waits for the other heads of its job
+ * that map device memory directly to trap the window's ranges (ms; the map
+ * protocol, docs/multihost.md "Direct maps").  It waits holding no lock
+ * (QEMU's big lock neither), so a stopped head costs only this enable.
+ */
+#ifndef NFABRIC_SHARED_MAP_MS
+#define NFABRIC_SHARED_MAP_MS       1000
 #endif
 
 /* Statistics kept per path (register order). */
@@ -186,6 +197,26 @@ typedef struct NFabricShared {
     uint32_t enabled_mask;      /* bit i: window i enabled */
     NFabricWindow win[NFABRIC_NUM_WINDOWS];
     NFabricAggCfg cfg[NFABRIC_NUM_WINDOWS];     /* valid while enabled */
+    /*
+     * Windows being enabled (the map protocol): bit i of pending_mask
+     * while head pend_head[i] waits for the others to trap pend[i]'s
+     * ranges (base, size, counters, ctrl, threshold as it will be
+     * published).  Under the same sequence count as the table.
+     */
+    uint32_t pending_mask;
+    uint8_t pend_head[NFABRIC_NUM_WINDOWS];
+    NFabricWindow pend[NFABRIC_NUM_WINDOWS];
+
+    /*
+     * The map protocol (docs/multihost.md, "Direct maps").  map_gen moves
+     * whenever the ranges a head must trap change (a window pending,
+     * enabled, disabled or given up); a head that maps device memory
+     * directly sets its bit in map_direct and, once its map traps every
+     * range of the table as of map_gen = g, stores g in map_ack[h].
+     */
+    uint32_t map_gen __attribute__((aligned(64)));
+    uint32_t map_direct;        /* bit h: head h maps memory directly */
+    uint32_t map_ack[NFABRIC_MAX_HEADS];
 
     NFabricRound round[NFABRIC_NUM_WINDOWS] __attribute__((aligned(64)));
     struct {
@@ -325,6 +356,14 @@ const char *nfabric_fm_check(const NFabricFm *fm, unsigned heads,
  */
 int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
                             char *err, size_t errlen);
+
+/*
+ * The map protocol's notifications: wait (up to ms) until map_gen is no
+ * longer seen, and wake every waiter after moving it.  A futex on the
+ * state file's mapping, so across processes.
+ */
+void nfabric_shared_map_wait(NFabricShared *sh, uint32_t seen, unsigned ms);
+uint32_t nfabric_shared_map_bump(NFabricShared *sh);  /* the new map_gen */
 
 /* Window table sequence count (acquire / release for writers). */
 static inline uint32_t nfabric_shared_gen(const NFabricShared *sh)
