@@ -1119,6 +1119,30 @@ static uint64_t fp32_writes(void)
     return st[NFABRIC_PATH_FP32].writes;
 }
 
+/*
+ * Time n 8-byte plain writes to p and the same to guest RAM (after one pass
+ * over each to fault the pages in); returns the writes the device counted
+ * meanwhile on p (0 if p is mapped directly).
+ */
+static uint64_t time_plain(volatile uint64_t *p, uint64_t n, double *t_p,
+                           double *t_ram)
+{
+    uint64_t *ram = aligned_alloc(4096, OWN_SPAN);
+    uint64_t c0, c1;
+
+    if (!ram) {
+        die("allocate guest RAM", -ENOMEM);
+    }
+    own_loop(p, OWN_SPAN / 8);
+    own_loop((volatile uint64_t *)ram, OWN_SPAN / 8);
+    c0 = fp32_writes();
+    *t_p = own_loop(p, n);
+    c1 = fp32_writes();
+    *t_ram = own_loop((volatile uint64_t *)ram, n);
+    free(ram);
+    return c1 - c0;
+}
+
 static void case_own(void)
 {
     nfabric_win_cfg cfg = {
@@ -1133,28 +1157,20 @@ static void case_own(void)
     unsigned other = (rank + 1) % hosts;
     volatile uint64_t *theirs = (volatile uint64_t *)mem(OWN_BASE(other), 16);
     uint64_t fast = bench_bytes / 8, slow = (2ull << 20) / 8;
-    uint64_t *ram = aligned_alloc(4096, OWN_SPAN);
-    uint64_t c0, c1, c2, errs, seen;
+    uint64_t c1, c2, counted, errs, seen;
     double t_own, t_ram, t_job;
     int32_t plus = 0, minus = 0;
     int rc;
 
-    if (!ram) {
-        die("own: allocate guest RAM", -ENOMEM);
-    }
     fast -= fast % (OWN_SPAN / 8);
-    own_loop(own, OWN_SPAN / 8);                /* fault the pages in */
-    own_loop((volatile uint64_t *)ram, OWN_SPAN / 8);
-    c0 = fp32_writes();
-    t_own = own_loop(own, fast);
+    counted = time_plain(own, fast, &t_own, &t_ram);
     c1 = fp32_writes();
-    t_ram = own_loop((volatile uint64_t *)ram, fast);
     t_job = own_loop(job, slow);
     c2 = fp32_writes();
-    TAP_CHECK(c1 == c0 && own_bad(own, fast) == 0, "[rank %u] own: %" PRIu64
-              " plain writes to its own range read back exactly and none went "
-              "through the device (it counted %" PRIu64 ")", rank, fast,
-              c1 - c0);
+    TAP_CHECK(counted == 0 && own_bad(own, fast) == 0, "[rank %u] own: %"
+              PRIu64 " plain writes to its own range read back exactly and "
+              "none went through the device (it counted %" PRIu64 ")", rank,
+              fast, counted);
     TAP_CHECK(c2 == c1 && own_bad(job, slow) == 0, "[rank %u] own: "
               "its %" PRIu64 " writes to the job's memory are mapped directly "
               "too (the device counted %" PRIu64 ") and read back exactly",
@@ -1162,7 +1178,6 @@ static void case_own(void)
     printf("mh_own rank=%u own_mbps=%.1f ram_mbps=%.1f job_mbps=%.1f\n",
            rank, fast * 8 / t_own / 1e6, fast * 8 / t_ram / 1e6,
            slow * 8 / t_job / 1e6);
-    free(ram);
 
     rc = nfabric_window_set(dev, OWN_WIN(rank), &cfg);
     if (rc) {
@@ -1222,29 +1237,19 @@ static void case_direct(void)
     volatile uint64_t *data = (volatile uint64_t *)mem(AGG_BASE, AGG_SIZE);
     volatile uint64_t *ctrs = (volatile uint64_t *)mem(AGG_CTRS, AGG_SIZE * 8);
     uint64_t fast = bench_bytes / 8;
-    uint64_t *ram = aligned_alloc(4096, OWN_SPAN);
-    uint64_t c0, c1, c2;
+    uint64_t counted, c1, c2;
     nfabric_round r;
     double t_plain, t_ram, t_en = 0;
     int rc;
 
-    if (!ram) {
-        die("direct: allocate guest RAM", -ENOMEM);
-    }
     fast -= fast % (OWN_SPAN / 8);
-    own_loop(plain, OWN_SPAN / 8);              /* fault the pages in */
-    own_loop((volatile uint64_t *)ram, OWN_SPAN / 8);
-    c0 = fp32_writes();
-    t_plain = own_loop(plain, fast);
-    c1 = fp32_writes();
-    t_ram = own_loop((volatile uint64_t *)ram, fast);
-    TAP_CHECK(c1 == c0 && own_bad(plain, fast) == 0, "[rank %u] direct: %"
+    counted = time_plain(plain, fast, &t_plain, &t_ram);
+    TAP_CHECK(counted == 0 && own_bad(plain, fast) == 0, "[rank %u] direct: %"
               PRIu64 " plain writes with no fabric manager read back exactly "
               "and none went through the device (it counted %" PRIu64 ")",
-              rank, fast, c1 - c0);
+              rank, fast, counted);
     printf("mh_direct rank=%u plain_mbps=%.1f ram_mbps=%.1f\n", rank,
            fast * 8 / t_plain / 1e6, fast * 8 / t_ram / 1e6);
-    free(ram);
 
     /* The window's memory, written as RAM by every host just before. */
     barrier("direct: start");

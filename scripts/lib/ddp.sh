@@ -424,14 +424,22 @@ nf_bench_ef() {
         esac
         shift
     done
+    nf_ddp_study ef "$seeds" "$steps" "$d"
+}
+
+# nf_ddp_study STUDY SEEDS STEPS DIR [ARGS...]: nfabric.examples.study
+# --study STUDY on host heads, each run's JSON kept in DIR/runs.
+nf_ddp_study() {
+    local study=$1 seeds=$2 steps=$3 d=$4
+    shift 4
     { [[ "$seeds" =~ ^[0-9]+$ ]] && [ "$seeds" -ge 1 ] && [[ "$steps" =~ ^[0-9]+$ ]] && [ "$steps" -ge 1 ]; } ||
-        { echo "bench ef: --seeds and --steps must be positive integers" >&2; return 2; }
+        { echo "bench $study: --seeds and --steps must be positive integers" >&2; return 2; }
     nf_ddp_prepare
     mkdir -p "$d"
     (cd "$d" && nice -n 5 env PYTHONPATH="$NF_ROOT/guest/python" \
          NFABRIC_LIB="$NF_HOST_BUILD/guest/libnfabric.so" "$NF_PY" -m nfabric.examples.study \
-         --study ef --seeds "$seeds" --steps "$steps" --out "$d/runs") ||
-        nf_die "bench ef: the study failed (runs in $d/runs)"
+         --study "$study" --seeds "$seeds" --steps "$steps" --out "$d/runs" "$@") ||
+        nf_die "bench $study: the study failed (runs in $d/runs)"
 }
 
 nf_register_bench hard "the hard configuration (100 classes: two Fashion-MNIST images side by side): fp32, gbinary, gternary, layer_aware, no error feedback, several seeds, 4 host ranks; acc_MODE_hard=, recovered_pct_hard=; --seeds N --steps N"
@@ -454,12 +462,5 @@ nf_bench_hard() {
         esac
         shift
     done
-    { [[ "$seeds" =~ ^[0-9]+$ ]] && [ "$seeds" -ge 1 ] && [[ "$steps" =~ ^[0-9]+$ ]] && [ "$steps" -ge 1 ]; } ||
-        { echo "bench hard: --seeds and --steps must be positive integers" >&2; return 2; }
-    nf_ddp_prepare
-    mkdir -p "$d"
-    (cd "$d" && nice -n 5 env PYTHONPATH="$NF_ROOT/guest/python" \
-         NFABRIC_LIB="$NF_HOST_BUILD/guest/libnfabric.so" "$NF_PY" -m nfabric.examples.study \
-         --study hard --seeds "$seeds" --steps "$steps" --port 29950 --out "$d/runs") ||
-        nf_die "bench hard: the study failed (runs in $d/runs)"
+    nf_ddp_study hard "$seeds" "$steps" "$d" --port 29950
 }
