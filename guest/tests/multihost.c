@@ -968,22 +968,36 @@ static void case_pause_churn(void)
               n, iters, refused);
 }
 
+/*
+ * Every host but host 1 probes, each with windows and memory of its own:
+ * rank 0 the aggregation window and PAUSE2_WIN, rank r >= 2 windows 6 + r
+ * and 10 + r, 64 KiB further on per rank.
+ */
 static void case_pause_probe(void)
 {
-    static const Case c = { NFABRIC_PATH_GBINARY, 8, 0, 1, 171 };
-    volatile uint64_t *p = (volatile uint64_t *)mem(PAUSE_PLAIN, 4096);
-    volatile uint64_t *w = (volatile uint64_t *)mem(AGG_BASE, 8);
-    nfabric_win_cfg c2 = {
-        .base = PAUSE2_BASE, .size = 4096, .counters = PAUSE2_CTRS,
+    uint64_t at = rank ? (uint64_t)rank * 0x10000 : 0;
+    unsigned own_win = rank ? 6 + rank : AGG_WIN;
+    unsigned en_win = rank ? 10 + rank : PAUSE2_WIN;
+    nfabric_win_cfg c = {
+        .base = AGG_BASE + at, .size = 4096, .counters = AGG_CTRS + 8 * at,
         .path = NFABRIC_PATH_GBINARY, .width = 8, .threshold = 1,
     };
+    volatile uint64_t *p = (volatile uint64_t *)mem(PAUSE_PLAIN + at, 4096);
+    volatile uint64_t *w = (volatile uint64_t *)mem(c.base, 8);
+    nfabric_win_cfg c2 = {
+        .base = PAUSE2_BASE + at, .size = 4096, .counters = PAUSE2_CTRS + 8 * at,
+        .path = NFABRIC_PATH_GBINARY, .width = 8, .threshold = 1,
+    };
+    int rc0;
     double t0 = now(), next_reg = t0, plain_max = 0, win_max = 0, reg_max = 0;
     double en_max = 0, peer_min = 1e9, peer_max = 0;
     uint64_t n = 0, bad = 0, regs = 0, reg_refused = 0;
     unsigned ens = 0, en_ok = 0, en_peer = 0, en_state = 0, en_other = 0;
     bool peer_left_on = false;
 
-    agg_window(&c, AGG_SIZE);
+    if ((rc0 = nfabric_window_set(dev, own_win, &c))) {
+        die("pause: the probe's own window", rc0);
+    }
     while (now() - t0 < iters) {
         uint64_t v = 0x9e3779b97f4a7c15ull * (n + 1);
         double a = now(), b;
@@ -1001,7 +1015,7 @@ static void case_pause_probe(void)
              * while host 1 is stopped it is given up with PEER within the
              * bound (or STATE, if host 1 stopped holding the lock).
              */
-            int rc = nfabric_window_set(dev, PAUSE2_WIN, &c2);
+            int rc = nfabric_window_set(dev, en_win, &c2);
             nfabric_win_state ws;
 
             b = now();
@@ -1009,12 +1023,12 @@ static void case_pause_probe(void)
             ens++;
             if (rc == 0) {
                 en_ok++;
-                nfabric_window_disable(dev, PAUSE2_WIN);
+                nfabric_window_disable(dev, en_win);
             } else if (rc == NFABRIC_ERR_PEER) {
                 en_peer++;
                 peer_min = b - a < peer_min ? b - a : peer_min;
                 peer_max = b - a > peer_max ? b - a : peer_max;
-                nfabric_window_get(dev, PAUSE2_WIN, &ws);
+                nfabric_window_get(dev, en_win, &ws);
                 peer_left_on |= ws.enabled;
             } else if (rc == NFABRIC_ERR_STATE) {
                 en_state++;
@@ -1024,7 +1038,7 @@ static void case_pause_probe(void)
             regs++;
             next_reg = now() + 0.05;
         } else if (a >= next_reg) {
-            int rc = nfabric_window_clear(dev, AGG_WIN);
+            int rc = nfabric_window_clear(dev, own_win);
 
             b = now();
             reg_max = b - a > reg_max ? b - a : reg_max;
@@ -1034,23 +1048,23 @@ static void case_pause_probe(void)
         }
         n++;
     }
-    TAP_CHECK(bad == 0, "[rank 0] pause: %" PRIu64 " plain 8-byte writes "
-              "read back exactly (%" PRIu64 " differ)", n, bad);
-    TAP_CHECK(plain_max < 0.5, "[rank 0] pause: no plain access waited for "
-              "the other host (longest %.0f ms)", plain_max * 1e3);
-    TAP_CHECK(win_max < 0.5, "[rank 0] pause: no access to its own window "
-              "waited for the other host (longest %.0f ms)", win_max * 1e3);
-    TAP_CHECK(reg_max < NFABRIC_PAUSE_REG_BOUND_S, "[rank 0] pause: a register "
+    TAP_CHECK(bad == 0, "[rank %u] pause: %" PRIu64 " plain 8-byte writes "
+              "read back exactly (%" PRIu64 " differ)", rank, n, bad);
+    TAP_CHECK(plain_max < 0.5, "[rank %u] pause: no plain access waited for "
+              "the other host (longest %.0f ms)", rank, plain_max * 1e3);
+    TAP_CHECK(win_max < 0.5, "[rank %u] pause: no access to its own window "
+              "waited for the other host (longest %.0f ms)", rank, win_max * 1e3);
+    TAP_CHECK(reg_max < NFABRIC_PAUSE_REG_BOUND_S, "[rank %u] pause: a register "
               "write waited at most the bound (longest %.0f ms; %" PRIu64 " of "
               "%" PRIu64 " refused with STATE while the other host held the "
-              "configuration lock)", reg_max * 1e3, reg_refused, regs);
+              "configuration lock)", rank, reg_max * 1e3, reg_refused, regs);
     TAP_CHECK(en_peer > 0 && en_ok > 0 && en_other == 0 && !peer_left_on &&
               peer_min >= 1.0 && peer_max < NFABRIC_PAUSE_PEER_BOUND_S &&
               en_max < NFABRIC_PAUSE_SET_BOUND_S,
-              "[rank 0] pause: of %u enables, %u succeeded and %u were given "
+              "[rank %u] pause: of %u enables, %u succeeded and %u were given "
               "up with PEER while host 1 was stopped (%.0f to %.0f ms, the "
               "window left off), %u STATE, %u other; the longest took %.0f ms",
-              ens, en_ok, en_peer, peer_min * 1e3, peer_max * 1e3, en_state,
+              rank, ens, en_ok, en_peer, peer_min * 1e3, peer_max * 1e3, en_state,
               en_other, en_max * 1e3);
     printf("summary: multihost pause: longest plain access %.0f ms, own "
            "window %.0f ms, register write %.0f ms (%" PRIu64 "/%" PRIu64
@@ -1063,7 +1077,7 @@ static void case_pause(void)
     barrier("pause: start");
     if (rank == 1) {
         case_pause_churn();
-    } else if (rank == 0) {
+    } else {
         case_pause_probe();
     }
 }

@@ -535,19 +535,19 @@ nf_mh_jobs() {
 
 # (j) a host stopped (SIGSTOP, as a debugger does) at whatever it was
 # doing: host 1 enables, clears and disables a window with a 64 MiB counter
-# area in a loop; it is stopped 5 times for 1.5 s; host 0 times its own
-# accesses and register writes (nfabric-multihost pause), and QMP of host
-# 0 is timed during each stop.
+# area in a loop; it is stopped 5 times for 1.5 s; every other host times
+# its own accesses, register writes and enables (nfabric-multihost pause),
+# and QMP of host 0 is timed during each stop.  nf_mh_pause N: N hosts.
 nf_mh_pause() {
-    local dir=$NF_BUILD/test-logs/multihost/pause pid k ms worst=0 rc0 rc1
+    local n=$1 dir=$NF_BUILD/test-logs/multihost/pause$1 pid k ms worst=0 r rc bad=0
     nf_cluster_prepare "$dir" 256
-    for r in 0 1; do
-        nf_cluster_boot "$dir" "$r" 2 "nfabric-multihost pause --iters 40" 256 \
-            --timeout 400 --cpus 1 --mem 1G
+    for ((r = 0; r < n; r++)); do
+        nf_cluster_boot "$dir" "$r" "$n" "nfabric-multihost pause --iters 40" 256 \
+            --timeout 400 --cpus 1 --mem "$((n > 2 ? 768 : 1024))M"
     done
     if ! nf_cluster_wait_mark "$dir" 1 300; then
         echo "not ok - pause: host 1 never started its loop"
-        nf_mh_stop "$dir" 2; return 0
+        nf_mh_stop "$dir" "$n"; return 0
     fi
     pid=$(cat "$dir/host1.pid")
     for k in 1 2 3 4 5; do
@@ -562,11 +562,13 @@ nf_mh_pause() {
     done
     echo "# pause: host 1's QEMU (pid $pid) stopped 5 times for 1.5 s"
     echo "$([ "$worst" -lt 1000 ] && echo ok || echo not ok) - pause: QMP of host 0 answered within a second while host 1 was stopped (slowest $worst ms)"
-    rc1=$(nf_cluster_wait "$dir" 1 300)
-    rc0=$(nf_cluster_wait "$dir" 0 300)
+    for ((r = 0; r < n; r++)); do
+        rc=$(nf_cluster_wait "$dir" "$r" 300)
+        [ "$rc" = 0 ] || bad=1
+    done
     wait
-    nf_mh_tap "$dir" 2
-    echo "$([ "$rc0" = 0 ] && [ "$rc1" = 0 ] && echo ok || echo not ok) - pause: both hosts finish (status $rc0, $rc1)"
+    nf_mh_tap "$dir" "$n"
+    echo "$([ "$bad" = 0 ] && echo ok || echo not ok) - pause: all $n hosts finish"
 }
 
 # (k) a head's own ranges at RAM speed: the fabric manager gives job 0
@@ -783,8 +785,9 @@ nf_suite_multihost() {
     echo "# (i) a hostile host in a job of its own (fabric manager), 2 and 3 hosts"
     nf_mh_jobs 2
     nf_mh_jobs 3
-    echo "# (j) a host stopped (SIGSTOP) again and again while it reconfigures"
-    nf_mh_pause
+    echo "# (j) a host stopped (SIGSTOP) again and again while it reconfigures, 2 and 3 hosts"
+    nf_mh_pause 2
+    nf_mh_pause 3
     echo "# (k) each head's own range mapped directly (fabric manager), 2 hosts"
     nf_mh_own own2 2 64 || true
     echo "# (l) no fabric manager: every head maps plain memory directly; a window"
