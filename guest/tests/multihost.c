@@ -728,10 +728,10 @@ static uint64_t victim_word(uint64_t i)
 
 /*
  * Host 0, the victim: plain data and a G-Binary round of its own, then it
- * waits while host 1 (a shell script: scripts/lib/cluster.sh) destroys
- * its own region and tries Sanitize and poison injection/clearing over
- * the victim's addresses; host 1 powering off ends the wait.  Everything
- * the victim wrote must be as it wrote it.
+ * waits while every other host (a shell script: scripts/lib/cluster.sh)
+ * destroys its own region and tries Sanitize and poison injection/clearing
+ * over the victim's addresses; the last of them powering off ends the
+ * wait.  Everything the victim wrote must be as it wrote it.
  */
 static void case_sanitize(void)
 {
@@ -739,8 +739,8 @@ static void case_sanitize(void)
     static const Case c = { NFABRIC_PATH_GBINARY, 8, 0, 1, 131 };
     volatile uint64_t *v = (volatile uint64_t *)mem(VICTIM_BASE, VICTIM_SIZE);
     uint64_t bad = 0;
+    uint32_t others = ((1u << hosts) - 1) & ~1u, seen = 0;
     nfabric_heads hd;
-    bool seen = false;
     double t0;
 
     agg_window(&c, AGG_SIZE);
@@ -753,14 +753,15 @@ static void case_sanitize(void)
     t0 = now();
     do {
         nfabric_heads_read(dev, &hd);
-        seen |= !!(hd.live & 2);
-        if (seen && !(hd.live & 2)) {
+        seen |= hd.live & others;
+        if (seen == others && !(hd.live & others)) {
             break;
         }
         usleep(20000);
     } while (now() - t0 < WAIT_MS / 1000.0);
-    TAP_CHECK(seen && !(hd.live & 2), "[rank 0] sanitize: host 1 came, "
-              "attacked and left (live 0x%x, %.1f s)", hd.live, now() - t0);
+    TAP_CHECK(seen == others && !(hd.live & others), "[rank 0] sanitize: "
+              "the %u other hosts came, attacked and left (seen 0x%x, live "
+              "0x%x, %.1f s)", hosts - 1, seen, hd.live, now() - t0);
     for (uint64_t i = 0; i < VICTIM_SIZE / 8; i++) {
         bad += v[i] != victim_word(i);
     }

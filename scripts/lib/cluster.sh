@@ -415,12 +415,13 @@ nf_mh_corrupt() {
     [ "$ok" = 1 ] || grep -h 'Bus error\|clear-status\|last-error' "$dir"/host*.log "$dir"/host*.out | sed 's/^/# /'
 }
 
-# (h) memory-wide mailbox commands from another host: host 1 destroys its
-# own region, then tries Sanitize and poison injection and clearing over
-# host 0's data and counters (as root through the kernel's sysfs and
-# debugfs files; a Sanitize runs in the background: host 1 waits until it
-# is over); each is refused by the device, and host 0 (the victim,
-# nfabric-multihost sanitize) finds its data and its round intact.
+# (h) memory-wide mailbox commands from other hosts: each of hosts 1..N-1
+# (at the same time) destroys its own region, then tries Sanitize and
+# poison injection and clearing over host 0's data and counters (as root
+# through the kernel's sysfs and debugfs files; a Sanitize runs in the
+# background: the attacker waits until it is over); each is refused by the
+# device, and host 0 (the victim, nfabric-multihost sanitize) finds its
+# data and its round intact.
 # shellcheck disable=SC2016  # the command runs in the attacker's guest
 NF_MH_ATTACK='cxl destroy-region -f region0 >/dev/null 2>&1; echo "destroy-status=$?"
 echo 1 > /sys/bus/cxl/devices/mem0/security/sanitize; echo "sanitize-status=$?"
@@ -431,42 +432,52 @@ for a in 0xc00000 0x200000; do
   echo $a > /sys/kernel/debug/cxl/mem0/inject_poison; echo "inject-$a-status=$?"
   echo $a > /sys/kernel/debug/cxl/mem0/clear_poison; echo "clear-$a-status=$?"
 done'
+# nf_mh_sanitize N: host 0 the victim, hosts 1..N-1 attack it together.
 nf_mh_sanitize() {
-    local dir=$NF_BUILD/test-logs/multihost/sanitize rc0 rc1 out log what ok
+    local n=$1 dir=$NF_BUILD/test-logs/multihost/sanitize$1 rc r bad=0 out log what ok
     local name cmd op code
     nf_cluster_prepare "$dir" 256
-    nf_cluster_boot "$dir" 0 2 "nfabric-multihost sanitize" 256 --timeout 600 --cpus 1 --mem 1G
+    nf_cluster_boot "$dir" 0 "$n" "nfabric-multihost sanitize" 256 --timeout 600 --cpus 1 \
+        --mem "$((n > 2 ? 768 : 1024))M"
     if ! nf_cluster_wait_mark "$dir" 0 300; then
-        echo "not ok - sanitize: host 0 never got its data and round ready"
-        pkill -F "$dir/host0.pid" 2>/dev/null; wait; return 0
+        echo "not ok - sanitize$n: host 0 never got its data and round ready"
+        nf_mh_stop "$dir" "$n"; return 0
     fi
-    nf_cluster_boot "$dir" 1 2 "$NF_MH_ATTACK" 256 --timeout 300 --cpus 1 --mem 1G \
-        --qemu-arg -d --qemu-arg guest_errors
-    rc1=$(nf_cluster_wait "$dir" 1 360)
-    rc0=$(nf_cluster_wait "$dir" 0 400)
+    for ((r = 1; r < n; r++)); do
+        nf_cluster_boot "$dir" "$r" "$n" "$NF_MH_ATTACK" 256 --timeout 300 --cpus 1 \
+            --mem "$((n > 2 ? 768 : 1024))M" --qemu-arg -d --qemu-arg guest_errors
+    done
+    for ((r = 1; r < n; r++)); do
+        rc=$(nf_cluster_wait "$dir" "$r" 360)
+        [ "$rc" = 0 ] || bad=1
+    done
+    rc=$(nf_cluster_wait "$dir" 0 400)
+    [ "$rc" = 0 ] || bad=1
     wait
     nf_mh_tap "$dir" 1
-    log=$(tr -d '\r' < "$dir/host1.log")
-    out=$dir/host1.out
-    if grep -q '^destroy-status=0$' <<<"$log"; then
-        echo "ok - sanitize: host 1 destroyed its own region (the kernel allows Sanitize only then)"
-    else
-        echo "not ok - sanitize: host 1 could not destroy its region (console $dir/host1.log)"
-    fi
-    for what in "sanitize SANITIZE_OVERWRITE 0x4400 0x13" \
-                "inject-0xc00000 MEDIA_AND_POISON_INJECT_POISON 0x4301 0xf" \
-                "clear-0xc00000 MEDIA_AND_POISON_CLEAR_POISON 0x4302 0xf" \
-                "inject-0x200000 MEDIA_AND_POISON_INJECT_POISON 0x4301 0xf" \
-                "clear-0x200000 MEDIA_AND_POISON_CLEAR_POISON 0x4302 0xf"; do
-        read -r name cmd op code <<<"$what"
-        ok=0
-        if grep -qE "^$name-status=[1-9]" <<<"$log" &&
-           grep -qF "mailbox command $cmd ($op) refused (return code $code)" "$out"; then
-            ok=1
+    for ((r = 1; r < n; r++)); do
+        log=$(tr -d '\r' < "$dir/host$r.log")
+        out=$dir/host$r.out
+        if grep -q '^destroy-status=0$' <<<"$log"; then
+            echo "ok - sanitize$n: host $r destroyed its own region (the kernel allows Sanitize only then)"
+        else
+            echo "not ok - sanitize$n: host $r could not destroy its region (console $dir/host$r.log)"
         fi
-        echo "$([ "$ok" = 1 ] && echo ok || echo not ok) - sanitize: host 1's $name fails in its guest ($(grep -E "^$name-status=" <<<"$log" | head -1)) and the device refused $cmd with return code $code"
+        for what in "sanitize SANITIZE_OVERWRITE 0x4400 0x13" \
+                    "inject-0xc00000 MEDIA_AND_POISON_INJECT_POISON 0x4301 0xf" \
+                    "clear-0xc00000 MEDIA_AND_POISON_CLEAR_POISON 0x4302 0xf" \
+                    "inject-0x200000 MEDIA_AND_POISON_INJECT_POISON 0x4301 0xf" \
+                    "clear-0x200000 MEDIA_AND_POISON_CLEAR_POISON 0x4302 0xf"; do
+            read -r name cmd op code <<<"$what"
+            ok=0
+            if grep -qE "^$name-status=[1-9]" <<<"$log" &&
+               grep -qF "mailbox command $cmd ($op) refused (return code $code)" "$out"; then
+                ok=1
+            fi
+            echo "$([ "$ok" = 1 ] && echo ok || echo not ok) - sanitize$n: host $r's $name fails in its guest ($(grep -E "^$name-status=" <<<"$log" | head -1)) and the device refused $cmd with return code $code"
+        done
     done
-    echo "$([ "$rc0" = 0 ] && [ "$rc1" = 0 ] && echo ok || echo not ok) - sanitize: both hosts finish (status $rc0, $rc1)"
+    echo "$([ "$bad" = 0 ] && echo ok || echo not ok) - sanitize$n: all $n hosts finish"
 }
 
 # (i) a hostile host in a job of its own: the fabric manager puts heads
@@ -780,16 +791,18 @@ nf_suite_multihost() {
     nf_mh_reset
     echo "# (g) the state file truncated under 2 running hosts"
     nf_mh_corrupt
-    echo "# (h) Sanitize and poison commands of another host"
-    nf_mh_sanitize
+    echo "# (h) Sanitize and poison commands of other hosts, 2 and 3 hosts"
+    nf_mh_sanitize 2
+    nf_mh_sanitize 3
     echo "# (i) a hostile host in a job of its own (fabric manager), 2 and 3 hosts"
     nf_mh_jobs 2
     nf_mh_jobs 3
     echo "# (j) a host stopped (SIGSTOP) again and again while it reconfigures, 2 and 3 hosts"
     nf_mh_pause 2
     nf_mh_pause 3
-    echo "# (k) each head's own range mapped directly (fabric manager), 2 hosts"
+    echo "# (k) each head's own range mapped directly (fabric manager), 2 and 3 hosts"
     nf_mh_own own2 2 64 || true
+    nf_mh_own own3 3 32 || true
     echo "# (l) no fabric manager: every head maps plain memory directly; a window"
     echo "#     enabled over memory every host had mapped (map protocol), 2 and 3 hosts"
     nf_mh_run direct2 2 "nfabric-multihost direct --bytes 64" --cpus 1 --mem 768M
