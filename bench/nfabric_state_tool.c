@@ -240,6 +240,37 @@ static int fm_main(int argc, char **argv)
     return 0;
 }
 
+/*
+ * Who holds the configuration lock right now: the thread id glibc keeps in
+ * the lock word, and the head whose process that thread belongs to (by
+ * /proc/PID/task/TID), "none" or "unknown".  A snapshot, for tests and for
+ * a person asking which head holds the others up.
+ */
+static void print_cfg_holder(const NFabricShared *sh)
+{
+#ifdef __GLIBC__
+    int tid = __atomic_load_n(&sh->cfg_lock.__data.__owner, __ATOMIC_RELAXED);
+    const char *who = "none";
+    char path[64], head[16];
+
+    if (tid > 0) {
+        who = "unknown";
+        for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
+            snprintf(path, sizeof(path), "/proc/%" PRIu32 "/task/%d",
+                     sh->head[h].pid, tid);
+            if (sh->head[h].pid && access(path, F_OK) == 0) {
+                snprintf(head, sizeof(head), "%u", h);
+                who = head;
+                break;
+            }
+        }
+    }
+    printf("cfg_lock_tid=%d\ncfg_lock_head=%s\n", tid > 0 ? tid : 0, who);
+#else
+    (void)sh;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     const NFabricShared *sh;
@@ -290,6 +321,7 @@ int main(int argc, char **argv)
            sh->heads, sh->mem_size, sh->enabled_mask, sh->lost_mask,
            sh->reaped, sh->lock_waits, sh->lock_sleeps, sh->lock_repairs,
            sh->lock_timeouts, sh->state_id);
+    print_cfg_holder(sh);
     for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
         const NFabricSharedHead *hd = &sh->head[h];
         uint64_t w = 0;

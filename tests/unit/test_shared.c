@@ -927,6 +927,7 @@ static void test_stopped_head(void)
     NFabricCtrl c;
     NFabricShared *sh;
     StopProbe p;
+    int64_t s_first = 0;
     pid_t pid;
     int fd, rc;
 
@@ -950,6 +951,21 @@ static void test_stopped_head(void)
               "stopped head: mid-enable, another head's register write waits "
               "at most the bound and is refused with STATE (%" PRId64 " ms, "
               "error %" PRIu32 ")", p.reg_ms, p.reg_err);
+    {
+        int64_t t;
+
+        wr(&c, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_ERROR, 4);
+        t = now_ms();
+        wr(&c, NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+        t = now_ms() - t;
+        TAP_CHECK(p.reg_ms >= NFABRIC_SHARED_LOCK_MS - 50 &&
+                  t <= NFABRIC_SHARED_STUCK_MS + 100 &&
+                  rd(&c, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_STATE,
+                  "stopped head: the lock's wait ran out once (%" PRId64
+                  " ms); the next register write that needs it waits only "
+                  "the short bound and is refused with STATE (%" PRId64
+                  " ms)", p.reg_ms, t);
+    }
     kill(pid, SIGCONT);
     rc = wait_child(pid);
     TAP_CHECK(rc == 0 && (sh->enabled_mask & (1u << S_WIN)) &&
@@ -957,6 +973,12 @@ static void test_stopped_head(void)
               nfabric_counter_get(ram + S_CTRS, 8, S_SIZE * 8 - 1) == 0,
               "stopped head: continued, its enable completes (status %d, "
               "counters zero)", rc);
+    wr(&c, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_ERROR, 4);
+    wr(&c, NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+    TAP_CHECK(rd(&c, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_NONE,
+              "stopped head: once head 1 runs, the same register write "
+              "succeeds (error %" PRIu64 ")",
+              (uint64_t)rd(&c, NFABRIC_REG_LAST_ERROR, 4));
 
     /* Stopped mid-CLEAR of its window: window S_WIN's lock held. */
     pid = stopped_head(true);
@@ -978,11 +1000,41 @@ static void test_stopped_head(void)
                   "stopped head: mid-CLEAR, an access to the window being "
                   "cleared waits at most the bound, reads all-ones and sets "
                   "STATE (%" PRId64 " ms)", t);
+        s_first = t;
+        t = now_ms();
+        nfabric_ctrl_mem_access(&c, S_BASE, (uint8_t *)&v, 8, false);
+        t = now_ms() - t;
+        TAP_CHECK(s_first >= NFABRIC_SHARED_LOCK_MS - 50 &&
+                  t <= NFABRIC_SHARED_STUCK_MS + 100 && v == UINT64_MAX,
+                  "stopped head: mid-CLEAR, the next access to that window "
+                  "waits only the short bound (%" PRId64 " ms after %" PRId64
+                  " ms)", t, s_first);
     }
     kill(pid, SIGCONT);
     rc = wait_child(pid);
     TAP_CHECK(rc == 0, "stopped head: continued, its CLEAR completes "
               "(status %d)", rc);
+
+    /* Taken again, the lock is no longer stuck: a new stop costs the bound. */
+    {
+        uint64_t v = 0;
+        int64_t t;
+
+        nfabric_ctrl_mem_access(&c, S_BASE, (uint8_t *)&v, 8, false);
+        pid = stopped_head(true);
+        t = now_ms();
+        nfabric_ctrl_mem_access(&c, S_BASE, (uint8_t *)&v, 8, false);
+        t = now_ms() - t;
+        TAP_CHECK(pid > 0 && t >= NFABRIC_SHARED_LOCK_MS - 50 &&
+                  t <= NFABRIC_SHARED_LOCK_MS + 500,
+                  "stopped head: after the lock was taken again, a new stop "
+                  "of its holder is waited for the whole bound again (%"
+                  PRId64 " ms)", t);
+        if (pid > 0) {
+            kill(pid, SIGCONT);
+            wait_child(pid);
+        }
+    }
     nfabric_shared_detach(sh, fd, 0);
 }
 

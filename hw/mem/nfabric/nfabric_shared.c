@@ -68,6 +68,7 @@ typedef struct NFabricMapping {
     uint64_t mem_size;
     uint64_t state_id;
     volatile sig_atomic_t lost;     /* replaced by zeros after a SIGBUS */
+    uint32_t stuck;                 /* locks whose last wait ran out */
 } NFabricMapping;
 
 #define NFABRIC_MAX_MAPPINGS 64
@@ -440,10 +441,20 @@ static bool nfabric_mutex_sane(pthread_mutex_t *m)
 #endif
 }
 
+#define NFABRIC_STUCK_CFG  (1u << 31)   /* stuck bit of cfg_lock */
+
+/*
+ * Lock m of sh; bit names it among this head's stuck locks.  A wait that
+ * runs out marks the lock stuck for this process (its holder is stopped,
+ * or the word is garbage); until this process takes it again, a wait for
+ * it lasts NFABRIC_SHARED_STUCK_MS, not the whole bound: one stopped
+ * holder costs each head one full bound, not one per access.
+ */
 static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
                                 void (*repair)(NFabricShared *, unsigned),
-                                unsigned arg)
+                                unsigned arg, uint32_t bit)
 {
+    NFabricMapping *map = nfabric_mapping(sh);
     int rc;
 
     if (!nfabric_mutex_sane(m)) {
@@ -458,13 +469,17 @@ static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
             rc = pthread_mutex_trylock(m);
         }
         if (rc == EBUSY) {
+            unsigned ms = NFABRIC_SHARED_LOCK_MS;
             struct timespec t;
 
             /* Bounded: a stopped holder, or a garbage lock word. */
+            if (map && (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) & bit)) {
+                ms = NFABRIC_SHARED_STUCK_MS;
+            }
             __atomic_fetch_add(&sh->lock_sleeps, 1, __ATOMIC_RELAXED);
             clock_gettime(CLOCK_MONOTONIC, &t);
-            t.tv_sec += NFABRIC_SHARED_LOCK_MS / 1000;
-            t.tv_nsec += (NFABRIC_SHARED_LOCK_MS % 1000) * 1000000L;
+            t.tv_sec += ms / 1000;
+            t.tv_nsec += (ms % 1000) * 1000000L;
             if (t.tv_nsec >= 1000000000L) {
                 t.tv_sec++;
                 t.tv_nsec -= 1000000000L;
@@ -472,8 +487,15 @@ static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
             rc = pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &t);
             if (rc == ETIMEDOUT) {
                 __atomic_fetch_add(&sh->lock_timeouts, 1, __ATOMIC_RELAXED);
+                if (map) {
+                    __atomic_fetch_or(&map->stuck, bit, __ATOMIC_RELAXED);
+                }
             }
         }
+    }
+    if ((rc == 0 || rc == EOWNERDEAD) && map &&
+        (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) & bit)) {
+        __atomic_fetch_and(&map->stuck, ~bit, __ATOMIC_RELAXED);
     }
     if (rc == EOWNERDEAD) {
         repair(sh, arg);
@@ -503,7 +525,8 @@ static void nfabric_repair_win_cb(NFabricShared *sh, unsigned i)
 
 bool nfabric_shared_lock_cfg(NFabricShared *sh)
 {
-    return nfabric_robust_lock(sh, &sh->cfg_lock, nfabric_repair_cfg_cb, 0);
+    return nfabric_robust_lock(sh, &sh->cfg_lock, nfabric_repair_cfg_cb, 0,
+                               NFABRIC_STUCK_CFG);
 }
 
 void nfabric_shared_unlock_cfg(NFabricShared *sh)
@@ -517,7 +540,8 @@ bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i)
         errno = EINVAL;
         return false;
     }
-    return nfabric_robust_lock(sh, &sh->win_lock[i].m, nfabric_repair_win_cb, i);
+    return nfabric_robust_lock(sh, &sh->win_lock[i].m, nfabric_repair_win_cb, i,
+                               1u << i);
 }
 
 void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i)

@@ -73,6 +73,15 @@
 #endif
 
 /*
+ * Once a wait for a lock ran out, the same head's later waits for that
+ * lock last a tenth of the bound until it takes the lock again: a holder that
+ * stays stopped costs a head's QMP one full bound, not one per access.
+ */
+#ifndef NFABRIC_SHARED_STUCK_MS
+#define NFABRIC_SHARED_STUCK_MS     (NFABRIC_SHARED_LOCK_MS / 10)
+#endif
+
+/*
  * The longest a head enabling a window waits for the other heads of its job
  * that map device memory directly to trap the window's ranges (ms; the map
  * protocol, docs/multihost.md "Direct maps").  It waits holding no lock
