@@ -106,6 +106,25 @@ static NFabricMapping *nfabric_mapping(const NFabricShared *sh)
     return NULL;
 }
 
+/* Mappings with a stuck lock: while 0, no lock looks its mapping up. */
+static unsigned nfabric_stuck_maps;
+
+static void nfabric_stuck_set(NFabricMapping *map, uint32_t bit)
+{
+    if (!__atomic_fetch_or(&map->stuck, bit, __ATOMIC_RELAXED)) {
+        __atomic_fetch_add(&nfabric_stuck_maps, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void nfabric_stuck_clear(NFabricMapping *map, uint32_t bit)
+{
+    uint32_t old = __atomic_fetch_and(&map->stuck, ~bit, __ATOMIC_RELAXED);
+
+    if (old == bit) {
+        __atomic_fetch_sub(&nfabric_stuck_maps, 1, __ATOMIC_RELAXED);
+    }
+}
+
 /*
  * A SIGBUS: if it hit a state mapping (its file was truncated), put
  * zero-filled private memory in its place, so that the faulting access
@@ -192,6 +211,9 @@ static void nfabric_mapping_del(NFabricMapping *m)
 {
     pthread_mutex_lock(&nfabric_maps_lock);
     __atomic_store_n(&m->sh, NULL, __ATOMIC_RELEASE);
+    if (__atomic_exchange_n(&m->stuck, 0, __ATOMIC_RELAXED)) {
+        __atomic_fetch_sub(&nfabric_stuck_maps, 1, __ATOMIC_RELAXED);
+    }
     pthread_mutex_unlock(&nfabric_maps_lock);
 }
 
@@ -454,7 +476,7 @@ static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
                                 void (*repair)(NFabricShared *, unsigned),
                                 unsigned arg, uint32_t bit)
 {
-    NFabricMapping *map = nfabric_mapping(sh);
+    NFabricMapping *map = NULL;
     int rc;
 
     if (!nfabric_mutex_sane(m)) {
@@ -473,6 +495,7 @@ static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
             struct timespec t;
 
             /* Bounded: a stopped holder, or a garbage lock word. */
+            map = nfabric_mapping(sh);
             if (map && (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) & bit)) {
                 ms = NFABRIC_SHARED_STUCK_MS;
             }
@@ -488,14 +511,18 @@ static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
             if (rc == ETIMEDOUT) {
                 __atomic_fetch_add(&sh->lock_timeouts, 1, __ATOMIC_RELAXED);
                 if (map) {
-                    __atomic_fetch_or(&map->stuck, bit, __ATOMIC_RELAXED);
+                    nfabric_stuck_set(map, bit);
                 }
             }
         }
     }
-    if ((rc == 0 || rc == EOWNERDEAD) && map &&
-        (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) & bit)) {
-        __atomic_fetch_and(&map->stuck, ~bit, __ATOMIC_RELAXED);
+    /* Taken: no longer stuck (looked up only while some lock is). */
+    if ((rc == 0 || rc == EOWNERDEAD) &&
+        __atomic_load_n(&nfabric_stuck_maps, __ATOMIC_RELAXED)) {
+        map = map ? map : nfabric_mapping(sh);
+        if (map && (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) & bit)) {
+            nfabric_stuck_clear(map, bit);
+        }
     }
     if (rc == EOWNERDEAD) {
         repair(sh, arg);
