@@ -34,7 +34,11 @@ Options:
                       (read-only; chroot /host runs the host's Python/PyTorch)
   --net               a link between the 2 hosts (unix socket, virtio NIC):
                       host r is 169.254.0.(r+1)/16 on eth0 (2 hosts only)
+  --keep              keep the device's state and memory files after the
+                      hosts end (named in the output; `scripts/nfabric
+                      clean` removes them); by default they are removed
 USAGE
+
 }
 
 # nf_cluster_busy DIR: print the heads and QEMU processes of an earlier
@@ -74,16 +78,35 @@ nf_cluster_prepare() {
     done
     [ -z "$busy" ] || nf_die "cluster: $dir is in use by running hosts ($busy): stop them or use another --dir; their state and memory are left alone"
     rm -f "$dir"/host*.log "$dir"/host*.rc "$dir"/host*.pid "$dir"/qmp*.sock
-    rm -f "$dir/state" "$dir/mem"
+    nf_cluster_release "$dir"
     # The files themselves live on tmpfs (/dev/shm): a file on disk would be
     # written back and write-protected again by the page cache now and then.
-    local shm
-    shm=/dev/shm/nfabric-$(printf '%s' "$(cd "$dir" && pwd)" | md5sum | cut -c1-12)
+    # They are the run's (NF_RUN_SHM, removed when it ends at the latest),
+    # or, with --keep, this checkout's until `scripts/nfabric clean`.
+    local shm key
+    key=$(printf '%s' "$(cd "$dir" && pwd)" | md5sum | cut -c1-12)
+    shm=$NF_RUN_SHM/cluster-$key
+    [ "${NF_CLUSTER_KEEP:-0}" = 0 ] || shm=/dev/shm/nfabric-$NF_CHECKOUT_ID-kept-cluster-$key
     rm -rf "$shm"
     mkdir -p "$shm"
     truncate -s "${cxl}M" "$shm/mem" || nf_die "cluster: cannot create $shm/mem"
     ln -s "$shm/mem" "$dir/mem"
     ln -s "$shm/state" "$dir/state"
+}
+
+# nf_cluster_release DIR: remove the state and memory files of DIR's
+# device (what its links point to: the run's, or a kept cluster's of this
+# checkout) and the links.  Its hosts must have ended.
+nf_cluster_release() {
+    local dir=$1 f shm
+    for f in "$dir/mem" "$dir/state"; do
+        [ -L "$f" ] || { rm -f "$f"; continue; }
+        shm=$(dirname "$(readlink "$f")")
+        case $shm in
+        "$NF_RUN_SHM"/cluster-*|/dev/shm/nfabric-"$NF_CHECKOUT_ID"-kept-cluster-*) rm -rf "$shm" ;;
+        esac
+        rm -f "$f"
+    done
 }
 
 # nf_cluster_boot DIR R N CMD CXL_MIB [vm options...]: start host R in the
@@ -232,7 +255,7 @@ nf_cluster_report() {
 nf_cluster_main() {
     local NF_CLUSTER_NET=${NF_CLUSTER_NET:-0}
     local n="" cmd="" have_run=0 cpus=1 mem=1G cxlmem=256M timeout=600
-    local dir=$NF_BUILD/cluster stagger=0 props="" extra=() fm="" fmargs=()
+    local dir="" stagger=0 props="" extra=() fm="" fmargs=() keep=0
     while [ $# -gt 0 ]; do
         case "$1" in
         -h|--help) nf_cluster_usage; return 0 ;;
@@ -253,6 +276,7 @@ nf_cluster_main() {
             shift ;;
         --hostfs) extra+=(--hostfs) ;;
         --net) NF_CLUSTER_NET=1 ;;
+        --keep) keep=1 ;;
         *) echo "nfabric cluster: unknown argument \"$1\"" >&2; nf_cluster_usage >&2; return 2 ;;
         esac
         shift
@@ -274,7 +298,15 @@ nf_cluster_main() {
     fi
     [ -x "$NF_QEMU_BIN" ] || nf_setup_main --quiet
     nf_image_ensure
-    nf_cluster_prepare "$dir" "$cxl_mib"
+    if [ -z "$dir" ]; then
+        # build/cluster, unless another run of this checkout uses it now.
+        dir=$NF_BUILD/cluster
+        if nf_cluster_busy "$dir" > /dev/null; then
+            dir=$NF_BUILD/cluster-$NF_RUN_ID
+            nf_log "cluster: $NF_BUILD/cluster is in use by another run: this one is in $dir"
+        fi
+    fi
+    NF_CLUSTER_KEEP=$keep nf_cluster_prepare "$dir" "$cxl_mib"
     nf_log "cluster: $n hosts, one shared device (${cxl_mib} MiB, state $dir/state)"
     local r t0=$EPOCHREALTIME
     local net=()
@@ -302,6 +334,11 @@ nf_cluster_main() {
     wait
     printf 'cluster: %d hosts finished in %.1f s\n' "$n" \
         "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{print b-a}')"
+    if [ "$keep" = 1 ]; then
+        echo "cluster: kept the device's state and memory: $(readlink "$dir/state") and $(readlink "$dir/mem") (scripts/nfabric clean removes them)"
+    else
+        nf_cluster_release "$dir"
+    fi
     nf_cluster_report "$dir" "$n"
 }
 

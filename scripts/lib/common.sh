@@ -20,6 +20,9 @@ if [ -z "${NF_BUILD:-}" ]; then
     *) NF_BUILD=$NF_ROOT/build ;;
     esac
 fi
+# The checkout's name for what it makes outside itself (scripts/lib/run.sh):
+# two checkouts on one machine never share a name.
+NF_CHECKOUT_ID=$(printf '%s' "$NF_ROOT" | md5sum | cut -c1-12)
 # The versions every command uses (docs/versions.md): NFABRIC_QEMU, the QEMU
 # line the device is built on, and NFABRIC_KERNEL, the guest kernel's line.
 # The default pair builds in NF_BUILD as it always has; any other pair in

@@ -83,18 +83,18 @@ nf_suite_ddp() {
     nf_ddp_prepare
     mkdir -p "$d"
     echo "# the hooks' aggregation against a reference of all ranks' gradients"
-    nf_ddp_py -m nfabric.selftest --ranks 3 --dir /dev/shm/nfabric-selftest || rc=1
+    nf_ddp_py -m nfabric.selftest --ranks 3 --dir "$NF_RUN_SHM/selftest" || rc=1
     echo "# DDP (gloo on loopback for the process group) through the device"
-    local mode opts name port=29600
+    local mode opts name port
     for mode in "gbinary" "gternary --error-feedback worker" "gbinary --error-feedback server" \
                 "layer_aware --warmup 3 --error-feedback both" "layer_aware --admission last_linear" "fp32" \
                 "layer_aware --task pairs --budget-pct 20"; do
         name=${mode// /_}
-        port=$((port + 1))
+        port=$(nf_free_port)
         read -ra opts <<<"$mode"
         (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 2 --mode "${opts[@]}" \
              --steps 12 --train-samples 4000 --test-samples 500 --master-port "$port" \
-             --state "/dev/shm/nfabric-ddp-test.state" --mem "/dev/shm/nfabric-ddp-test.mem" \
+             --state "$NF_RUN_SHM/ddp-test.state" --mem "$NF_RUN_SHM/ddp-test.mem" \
              > "$d/$name.json" 2> "$d/$name.err") || true
         out=$(grep '"rank": 0' "$d/$name.json" || true)
         if [ "$(grep -c '"params_identical": true' "$d/$name.json")" = 2 ] &&
@@ -112,12 +112,12 @@ nf_suite_ddp() {
                 "resnet18 --classes 100 --mode gternary --steps 1" \
                 "distilbert --classes 2 --mode gbinary --steps 1 --batch 2 --seq 16"; do
         name=arch-${arch%% *}-$(grep -o 'classes [0-9]*' <<<"$arch" | tr -d ' ')
-        port=$((port + 1))
+        port=$(nf_free_port)
         read -ra opts <<<"$arch"
         (cd "$d" && nice -n 10 env PYTHONPATH="$NF_ROOT/guest/python" \
              NFABRIC_LIB="$NF_HOST_BUILD/guest/libnfabric.so" "$NF_PY" -m nfabric.examples.archs \
              --spawn 2 --arch "${opts[@]}" --master-port "$port" \
-             --state /dev/shm/nfabric-ddp-arch.state --mem /dev/shm/nfabric-ddp-arch.mem \
+             --state "$NF_RUN_SHM/ddp-arch.state" --mem "$NF_RUN_SHM/ddp-arch.mem" \
              > "$d/$name.json" 2> "$d/$name.err") || true
         if [ "$(grep -c '"params_identical": true' "$d/$name.json")" = 2 ] &&
            grep -q '"traffic_pct_all": [0-9]' "$d/$name.json"; then
@@ -155,8 +155,8 @@ nf_suite_ddp() {
     fi
     grep -hE '^(ok|not ok)' "$vm"/host*.log | sed 's/^\(not \)\{0,1\}ok [0-9]* - /&[VM] /' || true
     grep -h 'import-torch-seconds' "$vm"/host*.log | sed 's/^# /# VM /' || true
-    (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 2 "${args[@]}" --master-port 29650 \
-         --state /dev/shm/nfabric-ddp-test.state --mem /dev/shm/nfabric-ddp-test.mem \
+    (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 2 "${args[@]}" --master-port "$(nf_free_port)" \
+         --state "$NF_RUN_SHM/ddp-test.state" --mem "$NF_RUN_SHM/ddp-test.mem" \
          > "$host" 2> "$d/host-portable.err") || true
     local hp vp
     hp=$(grep -ho '"params": "[0-9a-f]*"' "$host" | sort -u)
@@ -169,8 +169,8 @@ nf_suite_ddp() {
     fi
     # ResNet-18 in the same 2 VMs: both ranks end equal, and equal to the
     # same run of 2 host heads, bit for bit.
-    (cd "$d" && nf_ddp_py -m nfabric.examples.archs --spawn 2 "${rn[@]}" \
-         --state /dev/shm/nfabric-ddp-test.state --mem /dev/shm/nfabric-ddp-test.mem \
+    (cd "$d" && nf_ddp_py -m nfabric.examples.archs --spawn 2 "${rn[@]}" --master-port "$(nf_free_port)" \
+         --state "$NF_RUN_SHM/ddp-test.state" --mem "$NF_RUN_SHM/ddp-test.mem" \
          > "$d/host-resnet18.json" 2> "$d/host-resnet18.err") || true
     hp=$(grep -ho '"params": "[0-9a-f]*"' "$d/host-resnet18.json" | sort -u)
     vp=$(grep -h '^# archs' "$vm"/host*.log | grep -o '"params": "[0-9a-f]*"' | sort -u)
@@ -181,15 +181,15 @@ nf_suite_ddp() {
         echo "not ok - ResNet-18 in 2 VMs vs host: VMs ${vp//$'\n'/ }, host ${hp//$'\n'/ } ($(tail -2 "$d/host-resnet18.err" | tr '\n' ' '))"
         rc=1
     fi
-    rm -f /dev/shm/nfabric-ddp-test.state /dev/shm/nfabric-ddp-test.mem
-    rm -rf /dev/shm/nfabric-selftest
+    rm -f "$NF_RUN_SHM/ddp-test.state" "$NF_RUN_SHM/ddp-test.mem"
+    rm -rf "$NF_RUN_SHM/selftest"
     return $rc
 }
 
 nf_register_bench ddp "PyTorch DDP: 4 ranks on the host, accuracy and traffic of every mode on Fashion-MNIST; the hard configuration; the paper's architectures; then 2 VMs, exchange_speedup_vs_gloo; --steps N --vm-steps N --parts LIST"
 
 nf_bench_ddp() {
-    local steps=400 d=$NF_BUILD/bench-ddp port=29700 mode shards key json opts vm_steps=20
+    local steps=400 d=$NF_BUILD/bench-ddp mode shards key json opts vm_steps=20
     local parts=host,hard,archs,vm part
     while [ $# -gt 0 ]; do
         case "$1" in
@@ -223,7 +223,7 @@ nf_bench_ddp() {
     nf_ddp_prepare
     mkdir -p "$d"
     if [ "$steps" -gt 0 ] && [[ ",$parts," == *,host,* ]]; then
-        nf_bench_ddp_host "$d" "$steps" "$port"
+        nf_bench_ddp_host "$d" "$steps"
     fi
     if [[ ",$parts," == *,hard,* ]]; then
         nf_bench_hard --seeds 3
@@ -232,14 +232,14 @@ nf_bench_ddp() {
         nf_bench_archs --steps 3
     fi
     if [[ ",$parts," == *,vm,* ]]; then
-        nf_bench_ddp_vm "$d" "$vm_steps" $((port + 50))
+        nf_bench_ddp_vm "$d" "$vm_steps"
     fi
 }
 
-# nf_bench_ddp_host DIR STEPS PORT: every mode on Fashion-MNIST, 4 host
+# nf_bench_ddp_host DIR STEPS: every mode on Fashion-MNIST, 4 host
 # ranks, IID and non-IID, and the accuracy/traffic plot.
 nf_bench_ddp_host() {
-    local d=$1 steps=$2 port=$3 mode shards key json opts
+    local d=$1 steps=$2 port mode shards key json opts
     : > "$d/results.tsv"
     echo "steps=$steps"
     echo "ranks=4"
@@ -250,12 +250,12 @@ nf_bench_ddp_host() {
                     "gternary --error-feedback server" layer_aware \
                     "layer_aware --error-feedback server"; do
             key=${mode/ --error-feedback server/_ef}
-            port=$((port + 1))
+            port=$(nf_free_port)
             json=$d/$key-$shards.json
             read -ra opts <<<"$mode"
             (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 4 --mode "${opts[@]}" \
                  --shards "$shards" --steps "$steps" --master-port "$port" \
-                 --state /dev/shm/nfabric-bench-ddp.state --mem /dev/shm/nfabric-bench-ddp.mem \
+                 --state "$NF_RUN_SHM/bench-ddp.state" --mem "$NF_RUN_SHM/bench-ddp.mem" \
                  > "$json" 2> "$d/$key-$shards.err") ||
                 nf_die "bench ddp: $mode $shards failed ($d/$key-$shards.err)"
             nf_ddp_py - "$json" "$key" "$shards" "$d/results.tsv" <<'PY'
@@ -272,7 +272,7 @@ with open(tsv, "a") as f:
 PY
         done
     done
-    rm -f /dev/shm/nfabric-bench-ddp.state /dev/shm/nfabric-bench-ddp.mem
+    rm -f "$NF_RUN_SHM/bench-ddp.state" "$NF_RUN_SHM/bench-ddp.mem"
     nf_ddp_py - "$d/results.tsv" <<'PY'
 import sys
 rows = [l.split("\t") for l in open(sys.argv[1])]
@@ -300,11 +300,11 @@ GP
     echo "plot=docs/img/ddp-acc-traffic.png"
 }
 
-# nf_bench_ddp_vm DIR STEPS PORT: 2 VMs, the same training, gloo's
+# nf_bench_ddp_vm DIR STEPS: 2 VMs, the same training, gloo's
 # allreduce over the emulated link against G-Binary through the shared
 # device, side by side; and each beside the same run on the host.
 nf_bench_ddp_vm() {
-    local d=$1 vm_steps=$2 port=$3 vm=$1/vm m exch json
+    local d=$1 vm_steps=$2 port vm=$1/vm m exch json
     [ "$vm_steps" -gt 0 ] || return 0
     declare -A ex
     for m in allreduce gbinary; do
@@ -320,10 +320,10 @@ nf_bench_ddp_vm() {
         echo "vm_acc_$m=$(grep -o '"acc": [0-9.]*' <<<"$json" | awk '{print $2}')"
         echo "vm_traffic_pct_$m=$(grep -o '"traffic_pct": [0-9.]*' <<<"$json" | awk '{print $2}')"
         # The same run on the host: the same accuracy, traffic, parameters.
-        port=$((port + 1))
+        port=$(nf_free_port)
         (cd "$d" && nf_ddp_py -m nfabric.examples.train --spawn 2 --portable-math --mode $m \
              --steps "$vm_steps" --train-samples 4000 --test-samples 500 --master-port "$port" \
-             --state /dev/shm/nfabric-bench-ddp.state --mem /dev/shm/nfabric-bench-ddp.mem \
+             --state "$NF_RUN_SHM/bench-ddp.state" --mem "$NF_RUN_SHM/bench-ddp.mem" \
              > "$vm/$m/host-run.json" 2>/dev/null) || nf_die "bench ddp: host run of $m failed"
         local hj
         hj=$(grep '"rank": 0' "$vm/$m/host-run.json")
@@ -332,7 +332,7 @@ nf_bench_ddp_vm() {
         echo "vm_params_equal_host_$m=$([ "$(grep -o '"params": "[0-9a-f]*"' <<<"$json")" = \
               "$(grep -o '"params": "[0-9a-f]*"' <<<"$hj")" ] && echo yes || echo no)"
     done
-    rm -f /dev/shm/nfabric-bench-ddp.state /dev/shm/nfabric-bench-ddp.mem
+    rm -f "$NF_RUN_SHM/bench-ddp.state" "$NF_RUN_SHM/bench-ddp.mem"
     echo "vm_steps=$vm_steps"
     awk -v a="${ex[allreduce]}" -v b="${ex[gbinary]}" \
         'BEGIN{printf "exchange_speedup_vs_gloo=%.3f\n", (b > 0 ? a / b : 0)}'
@@ -341,7 +341,7 @@ nf_bench_ddp_vm() {
 nf_register_bench archs "the paper's architectures (ResNet-18 10/100 classes, DistilBERT-sized) through the hooks, 2 host heads: gradient traffic of every mode vs the paper's 3.6-5.4 %, the layers the admission keeps on FP32; --steps N --budget-pct P"
 
 nf_bench_archs() {
-    local steps=3 budget=5.0 d=$NF_BUILD/bench-archs port=29800 spec mode arch json opts name
+    local steps=3 budget=5.0 d=$NF_BUILD/bench-archs port spec mode arch json opts name
     while [ $# -gt 0 ]; do
         case "$1" in
         --steps) steps=${2:?}; shift ;;
@@ -369,7 +369,7 @@ nf_bench_archs() {
         read -ra opts <<<"$spec"
         name=${opts[0]} arch=${opts[1]}
         for mode in fp32 gbinary gternary layer_aware "layer_aware --admission last_linear"; do
-            port=$((port + 1))
+            port=$(nf_free_port)
             local key=${mode/ --admission last_linear/_last_linear}
             json=$d/$key-$name.json
             local mo
@@ -378,7 +378,7 @@ nf_bench_archs() {
                  NFABRIC_LIB="$NF_HOST_BUILD/guest/libnfabric.so" "$NF_PY" -m nfabric.examples.archs \
                  --spawn 2 --arch "$arch" --classes "${opts[2]}" "${opts[@]:3}" --mode "${mo[@]}" \
                  --steps "$steps" --probe 1 --budget-pct "$budget" --master-port "$port" \
-                 --state /dev/shm/nfabric-bench-archs.state --mem /dev/shm/nfabric-bench-archs.mem \
+                 --state "$NF_RUN_SHM/bench-archs.state" --mem "$NF_RUN_SHM/bench-archs.mem" \
                  > "$json" 2> "$d/$key-$name.err") ||
                 nf_die "bench archs: $mode on $name failed ($d/$key-$name.err)"
             nf_ddp_py - "$json" "$key" "$name" <<'PY'
@@ -402,7 +402,7 @@ if key.startswith("layer_aware"):
 PY
         done
     done
-    rm -f /dev/shm/nfabric-bench-archs.state /dev/shm/nfabric-bench-archs.mem
+    rm -f "$NF_RUN_SHM/bench-archs.state" "$NF_RUN_SHM/bench-archs.mem"
 }
 
 nf_register_bench ef "error feedback study: G-Binary and G-Ternary, EF off/worker/server/both, IID and non-IID, several seeds, 4 host ranks (mean, spread); --seeds N --steps N"
@@ -462,5 +462,5 @@ nf_bench_hard() {
         esac
         shift
     done
-    nf_ddp_study hard "$seeds" "$steps" "$d" --port 29950
+    nf_ddp_study hard "$seeds" "$steps" "$d"
 }

@@ -66,3 +66,16 @@ NF_PKGS_BUILD=(build-essential dpkg-dev pkg-config ninja-build flex bison
     meson/bookworm-backports python3-pycotap/bookworm-backports)
 NF_PKGS_RUN=(seabios ipxe-qemu qemu-system-data/bookworm-backports)
 NF_PKGS_IMAGE=(busybox-static cpio xz-utils kmod)
+
+# nf_setup_packages: every Debian package the set-up and the suites may
+# install (`scripts/nfabric clean --all` names them; README).
+nf_setup_packages() {
+    local p
+    # shellcheck disable=SC2154  # the other lists are defined by their libraries
+    for p in "${NF_PKGS_BUILD[@]}" "${NF_PKGS_RUN[@]}" "${NF_PKGS_IMAGE[@]}" \
+             "${NF_PKGS_NDCTL[@]}" "${NF_PKGS_KMOD[@]}" "${NF_PKGS_DDP[@]}" \
+             "${NF_LIBVIRT_PKGS[@]}" $NF_RTL_PKGS patch bc libelf-dev libssl-dev \
+             clang-14 libclang-rt-14-dev shellcheck gnuplot-nox nfabric-qemu-system; do
+        echo "${p%%/*}"
+    done | sort -u
+}

@@ -234,7 +234,7 @@ nf_lc_migration() {
     local src dst s_mem d_mem status info rc st i
     local src_fig dst_fig src_pci dst_pci src_gbw guest_gbw src_regs dst_regs r
     # Device memory in files: tmpfs when there is one (fast to compare).
-    local shm=/dev/shm
+    local shm=$NF_RUN_SHM
     [ -d "$shm" ] && [ -w "$shm" ] || shm=$NF_LC_DIR
     s_mem=$shm/nfabric-lc-$$-src
     d_mem=$shm/nfabric-lc-$$-dst

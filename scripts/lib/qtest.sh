@@ -68,7 +68,7 @@ nf_qtest_wait_log() {
 # says created, joined, then rejoined (docs/multihost.md).
 nf_qtest_rejoin() {
     local n=$1 d=$NF_BUILD/test-logs/qtest-rejoin a b ok=1 dev
-    local shm=/dev/shm/nfabric-qtest-rejoin.$$
+    local shm=$NF_RUN_SHM/qtest-rejoin
     rm -rf "$d"
     mkdir -p "$d"
     local common=(-M "q35,cxl=on" -nodefaults -display none -S -monitor none -m 128M

@@ -331,8 +331,11 @@ nf_suite_rtl() {
           "$NF_RTL_DIR/nf_agg.v" --top-module nf_agg_wrap 2>&1)
     nf_tap $? "verilator --lint-only -Wall: nf_agg_wrap"
     [ -z "$out" ] || printf '%s\n' "$out" | head -n 20 | sed 's/^/# /'
-    iverilog -g2005 -o /dev/null "$NF_RTL_DIR/nf_agg.v" "$NF_RTL_DIR/nf_agg_wrap.v" 2>&1 | sed 's/^/# /'
+    # Its output into a file of ours: iverilog makes the file it writes
+    # executable, and as root would do so to /dev/null (docs/host.md).
+    iverilog -g2005 -o "$NF_RTL_BUILD/iverilog.vvp" "$NF_RTL_DIR/nf_agg.v" "$NF_RTL_DIR/nf_agg_wrap.v" 2>&1 | sed 's/^/# /'
     nf_tap "${PIPESTATUS[0]}" "iverilog -g2005 (Verilog-2005, no SystemVerilog) accepts hw/rtl/*.v"
+    rm -f "$NF_RTL_BUILD/iverilog.vvp"
 
     # The full 512-bit datapath against the engine.
     tb=$(nf_rtl_harness full 512)

@@ -17,14 +17,38 @@ nf_suites_sorted() {
 nf_test_usage() {
     echo "usage: scripts/nfabric test [--list] [SUITE...]"
     echo
-    echo "Runs the named suites (default: all) and ends with 'N passed, N failed'."
-    echo "Logs: build/test-logs/SUITE.log"
+    echo "Runs the named suites (default: all), then the host check (the machine"
+    echo "as before the run), and ends with 'N passed, N failed'."
+    echo "Logs: build/test-logs/SUITE.log (NF_TEST_LOGDIR=DIR: DIR/SUITE.log)"
     echo
     echo "Suites:"
     local s
     for s in $(nf_suites_sorted); do
         printf '  %-8s %s\n' "$s" "${NF_SUITE_DESC[$s]}"
     done
+}
+
+# nf_test_run_suite NAME COMMAND DESCRIPTION: run one suite's COMMAND (its
+# words split), its output in test-logs/NAME.log; count its TAP lines into
+# NF_TEST_PASSED and NF_TEST_FAILED and print its line.
+nf_test_run_suite() {
+    local s=$1 cmd logdir=$NF_TEST_LOGS p f rc=0
+    read -r -a cmd <<<"$2"
+    nf_log "suite $s: $3"
+    # shellcheck disable=SC2034  # nf_tap's counters (common.sh)
+    NF_TAP_N=0 NF_TAP_FAILED=0
+    "${cmd[@]}" > "$logdir/$s.log" 2>&1 || rc=$?
+    p=$(grep -c '^ok ' "$logdir/$s.log" || true)
+    f=$(grep -c '^not ok ' "$logdir/$s.log" || true)
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "not ok - suite $s exited with status $rc" >> "$logdir/$s.log"
+        f=1
+    fi
+    grep '^not ok ' "$logdir/$s.log" | sed "s/^/  [$s] /" || true
+    grep -h 'vm: BOOT HUNG' "$logdir/$s.log" | sed "s/^/  [$s] /" || true
+    printf '%-8s %4d passed, %d failed   (%s)\n' "$s:" "$p" "$f" "$logdir/$s.log"
+    NF_TEST_PASSED=$((NF_TEST_PASSED + p))
+    NF_TEST_FAILED=$((NF_TEST_FAILED + f))
 }
 
 nf_test_main() {
@@ -41,6 +65,9 @@ nf_test_main() {
         shift
     done
     [ ${#suites[@]} -gt 0 ] || mapfile -t suites < <(nf_suites_sorted)
+    # The machine before the run, for the host check at its end.
+    local before=$NF_RUN_TMP/host-before
+    nf_host_snapshot "$before"
 
     # Suites that need nothing built (lint) run without the set-up.
     for s in "${suites[@]}"; do
@@ -49,27 +76,19 @@ nf_test_main() {
             break
         fi
     done
-    local logdir=$NF_BUILD/test-logs passed=0 failed=0 p f rc
+    # The suites' logs: NF_TEST_LOGDIR, or build/test-logs.
+    local logdir=${NF_TEST_LOGDIR:-$NF_BUILD/test-logs}
+    NF_TEST_LOGS=$logdir
+    NF_TEST_PASSED=0 NF_TEST_FAILED=0
     mkdir -p "$logdir"
     rm -f "$logdir/boot-hangs.log"      # scripts/lib/vm.sh notes hung boots there
     for s in "${suites[@]}"; do
-        nf_log "suite $s: ${NF_SUITE_DESC[$s]}"
-        rc=0
-        # shellcheck disable=SC2034  # nf_tap's counters (common.sh)
-        NF_TAP_N=0 NF_TAP_FAILED=0
-        "nf_suite_$s" > "$logdir/$s.log" 2>&1 || rc=$?
-        p=$(grep -c '^ok ' "$logdir/$s.log" || true)
-        f=$(grep -c '^not ok ' "$logdir/$s.log" || true)
-        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-            echo "not ok - suite $s exited with status $rc" >> "$logdir/$s.log"
-            f=1
-        fi
-        grep '^not ok ' "$logdir/$s.log" | sed "s/^/  [$s] /" || true
-        grep -h 'vm: BOOT HUNG' "$logdir/$s.log" | sed "s/^/  [$s] /" || true
-        printf '%-8s %4d passed, %d failed   (%s)\n' "$s:" "$p" "$f" "$logdir/$s.log"
-        passed=$((passed + p))
-        failed=$((failed + f))
+        nf_test_run_suite "$s" "nf_suite_$s" "${NF_SUITE_DESC[$s]}"
     done
+    # The host check: the machine as the run found it (docs/host.md).
+    nf_test_run_suite host "nf_host_check $before" \
+        "the machine as before the run: device nodes, /dev/shm, /tmp, processes, mounts, network namespaces, apt sources"
+    local passed=$NF_TEST_PASSED failed=$NF_TEST_FAILED
     if [ -s "$logdir/boot-hangs.log" ]; then
         echo "boot hangs (a guest printed nothing, killed and started again):"
         sed 's/^/  /' "$logdir/boot-hangs.log"

@@ -288,9 +288,9 @@ nf_vm_main() {
         wait "$wpid" 2>/dev/null || true
         [ -n "$own_pidf" ] || rm -f "$pidf"
         if [ -e "$hungf" ]; then
-            mkdir -p "$NF_BUILD/test-logs"
+            mkdir -p "${NF_TEST_LOGS:-$NF_BUILD/test-logs}"
             echo "$(date -u +%FT%TZ) boot hung (nothing on the console in $hang_s s), attempt $attempt: $log" \
-                >> "$NF_BUILD/test-logs/boot-hangs.log"
+                >> "${NF_TEST_LOGS:-$NF_BUILD/test-logs}/boot-hangs.log"
             rm -f "$hungf" "$state" "$errf"
             if [ "$attempt" = 1 ]; then
                 echo "vm: BOOT HUNG: the guest printed nothing in $hang_s s; killed it, starting it once more" >&2

@@ -33,7 +33,7 @@
 #define HEADS       2
 
 static uint8_t ram[RAM_SIZE];
-static char state_path[64];
+static char state_path[512];
 static struct stat mem_st;
 static const NFabricTimingParams tparams = { 1000, 5, 300, 32000 };
 static NFabricCtrl head_state[HEADS];
@@ -46,16 +46,27 @@ static NFabricCtrl head_state[HEADS];
     } \
 } while (0)
 
+static void remove_state(void)
+{
+    unlink(state_path);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    char mem[64];
+    char mem[512];
+    const char *tmp = getenv("TMPDIR");
     int fd;
 
     (void)argc;
     (void)argv;
-    snprintf(state_path, sizeof(state_path), "/tmp/nfabric-fuzz-%d.state",
+    /* In TMPDIR (a run of scripts/nfabric gives each its own), removed at exit. */
+    if (!tmp || !*tmp) {
+        tmp = "/tmp";
+    }
+    snprintf(state_path, sizeof(state_path), "%s/nfabric-fuzz-%d.state", tmp,
              (int)getpid());
-    snprintf(mem, sizeof(mem), "/tmp/nfabric-fuzz-%d.mem", (int)getpid());
+    snprintf(mem, sizeof(mem), "%s/nfabric-fuzz-%d.mem", tmp, (int)getpid());
+    atexit(remove_state);
     fd = open(mem, O_RDWR | O_CREAT, 0600);
     if (fd < 0 || fstat(fd, &mem_st) != 0) {
         abort();

@@ -47,7 +47,7 @@
 #define MAX_OPS     64
 
 static uint8_t *ram;
-static char state_path[64];
+static char state_path[512];
 static struct stat mem_st;
 static const NFabricTimingParams tparams = { 1000, 5, 300, 32000 };
 static NFabricCtrl ctrl[HEADS];
@@ -82,16 +82,27 @@ static const size_t hot[] = {
 };
 #undef F
 
+static void remove_state(void)
+{
+    unlink(state_path);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    char mem[64];
+    char mem[512];
+    const char *tmp = getenv("TMPDIR");
     int fd;
 
     (void)argc;
     (void)argv;
-    snprintf(state_path, sizeof(state_path), "/tmp/nfabric-fuzzst-%d.state",
+    /* In TMPDIR (a run of scripts/nfabric gives each its own), removed at exit. */
+    if (!tmp || !*tmp) {
+        tmp = "/tmp";
+    }
+    snprintf(state_path, sizeof(state_path), "%s/nfabric-fuzzst-%d.state", tmp,
              (int)getpid());
-    snprintf(mem, sizeof(mem), "/tmp/nfabric-fuzzst-%d.mem", (int)getpid());
+    snprintf(mem, sizeof(mem), "%s/nfabric-fuzzst-%d.mem", tmp, (int)getpid());
+    atexit(remove_state);
     fd = open(mem, O_RDWR | O_CREAT, 0600);
     if (fd < 0 || fstat(fd, &mem_st) != 0) {
         abort();

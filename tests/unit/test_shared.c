@@ -50,7 +50,7 @@
 #define PASSES      2000
 
 static const NFabricTimingParams tparams = { 1000, 5, 300, 32000 };
-static char dir[64], state_path[96], mem_path[96];
+static char dir[512], state_path[600], mem_path[600];
 static uint8_t *ram;
 static struct stat mem_st;
 
@@ -1493,8 +1493,10 @@ static void test_map_protocol(void)
 int main(void)
 {
     int fd;
+    const char *tmp = getenv("TMPDIR");
 
-    snprintf(dir, sizeof(dir), "/tmp/nfabric-shared-XXXXXX");
+    snprintf(dir, sizeof(dir), "%s/nfabric-shared-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
         return 1;

@@ -18,6 +18,7 @@ import shutil
 import sys
 import tempfile
 
+from . import hostrun
 from .device import Device, NFabricError, counter_bytes, path_number
 
 BOUNDARY = (-1, 2**31, 2**32, 2**63, 2**64)
@@ -70,7 +71,7 @@ def main():
     ap.add_argument("--dir", help="directory for the state and memory files "
                     "(default: a new one under /dev/shm)")
     a = ap.parse_args()
-    d = a.dir or tempfile.mkdtemp(prefix="nfabric-argcheck-", dir="/dev/shm")
+    d = a.dir or tempfile.mkdtemp(prefix="nfabric-argcheck-", dir=hostrun.shm_base())
     os.makedirs(d, exist_ok=True)
     state, mem = os.path.join(d, "state"), os.path.join(d, "mem")
     for f in (state, mem):

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Checks of the hooks' aggregation against a reference (TAP on stdout).
 
-    python3 -m nfabric.selftest --ranks 3 [--dir /dev/shm/nfabric-selftest]
+    python3 -m nfabric.selftest --ranks 3 [--dir DIR]
 
 Each rank is a process and a head of one shared device (on the host, the
 device's controller over a state file and a memory file; in a guest, with
@@ -21,6 +21,7 @@ import traceback
 import numpy as np
 import torch
 
+from . import hostrun
 from .device import Device, NFabricError
 from .hooks import FabricJob, ternarize
 
@@ -192,13 +193,23 @@ def _run(args, mode, results):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m nfabric.selftest")
     ap.add_argument("--ranks", type=int, default=3)
-    ap.add_argument("--dir", default="/dev/shm/nfabric-selftest")
+    ap.add_argument("--dir", default=None,
+                    help="host: the device's state and memory files (default: "
+                    "a new directory under /dev/shm, removed at the end)")
     ap.add_argument("--guest", action="store_true",
                     help="use the guest's device (one rank per guest, --rank)")
     ap.add_argument("--rank", type=int, default=None)
     args = ap.parse_args(argv)
-    if not args.guest:
-        os.makedirs(args.dir, exist_ok=True)
+    if args.guest or args.dir:
+        if args.dir:
+            os.makedirs(args.dir, exist_ok=True)
+        return _main(args)
+    with hostrun.scratch("selftest") as d:
+        args.dir = d
+        return _main(args)
+
+
+def _main(args):
     results = []
     for mode in ("all", "bad"):
         if args.guest and mode == "bad":

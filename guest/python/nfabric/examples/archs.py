@@ -35,6 +35,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
+from nfabric import hostrun
 from nfabric.device import Device
 from nfabric.hooks import FabricJob, fabric_hook
 
@@ -158,6 +159,34 @@ def run_rank(args, rank, world):
     return 0 if out["params_identical"] else 1
 
 
+def spawn(args, argv, state, mem):
+    """--spawn: start the ranks here, on one shared device (STATE, MEM)."""
+    for f in (state, mem):
+        if os.path.exists(f):
+            os.unlink(f)
+    a = list(argv if argv is not None else sys.argv[1:])
+    k = a.index("--spawn")
+    del a[k:k + 2]
+    port = args.master_port or hostrun.free_port()
+    # Each rank's output in a file of its own, printed in rank order once
+    # all are done: ranks that print at the same moment into one shared
+    # stdout can run their lines together.
+    outs = [tempfile.TemporaryFile(mode="w+") for _ in range(args.spawn)]
+    procs = [subprocess.Popen([sys.executable, "-m", "nfabric.examples.archs"] + a +
+                              ["--rank", str(r), "--world", str(args.spawn),
+                               "--mem-size", str(args.mem_size), "--state", state,
+                               "--mem", mem, "--master-port", str(port)],
+                              stdout=outs[r])
+             for r in range(args.spawn)]
+    rc = max(p.wait() for p in procs)
+    for f in outs:
+        f.seek(0)
+        sys.stdout.write(f.read())
+        f.close()
+    sys.stdout.flush()
+    return rc
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m nfabric.examples.archs")
     ap.add_argument("--arch", default="resnet18", choices=["resnet18", "distilbert"])
@@ -180,11 +209,14 @@ def main(argv=None):
     ap.add_argument("--rank", type=int, default=None)
     ap.add_argument("--world", type=int, default=None)
     ap.add_argument("--spawn", type=int, default=0)
-    ap.add_argument("--state", default="/dev/shm/nfabric-archs.state")
-    ap.add_argument("--mem", default="/dev/shm/nfabric-archs.mem")
+    ap.add_argument("--state", default=None,
+                    help="the shared device's state file (default with --spawn: "
+                    "in a new directory under /dev/shm, removed at the end)")
+    ap.add_argument("--mem", default=None, help="the device memory file")
     ap.add_argument("--mem-size", type=int, default=0,
                     help="MiB of device memory (default: sized for the job)")
-    ap.add_argument("--master-port", type=int, default=29617)
+    ap.add_argument("--master-port", type=int, default=None,
+                    help="default with --spawn: a free port")
     ap.add_argument("--master-addr", default="127.0.0.1")
     ap.add_argument("--guest", action="store_true",
                     help="the guest's device (rank, world from NFABRIC_RANK, NFABRIC_HOSTS)")
@@ -212,30 +244,13 @@ def main(argv=None):
         per_set = world * n * 4 + n // 8 + n // 4 + n * 3 + (8 << 20)
         args.mem_size = (2 * per_set + (32 << 20)) >> 20
     if args.spawn:
-        for f in (args.state, args.mem):
-            if os.path.exists(f):
-                os.unlink(f)
-        a = list(argv if argv is not None else sys.argv[1:])
-        k = a.index("--spawn")
-        del a[k:k + 2]
-        # Each rank's output in a file of its own, printed in rank order
-        # once all are done: ranks that print at the same moment into one
-        # shared stdout can run their lines together.
-        outs = [tempfile.TemporaryFile(mode="w+") for _ in range(args.spawn)]
-        procs = [subprocess.Popen([sys.executable, "-m", "nfabric.examples.archs"] + a +
-                                  ["--rank", str(r), "--world", str(args.spawn),
-                                   "--mem-size", str(args.mem_size)], stdout=outs[r])
-                 for r in range(args.spawn)]
-        rc = max(p.wait() for p in procs)
-        for f in outs:
-            f.seek(0)
-            sys.stdout.write(f.read())
-            f.close()
-        sys.stdout.flush()
-        for f in (args.state, args.mem):
-            if os.path.exists(f):
-                os.unlink(f)
-        return rc
+        with hostrun.scratch("archs") as d:
+            return spawn(args, argv, args.state or os.path.join(d, "state"),
+                         args.mem or os.path.join(d, "mem"))
+    if not args.guest and not (args.state and args.mem):
+        ap.error("--state and --mem are needed without --spawn or --guest")
+    if args.master_port is None:
+        args.master_port = 29617    # the guests' own link (--guest)
     return run_rank(args, args.rank or 0, args.world or 1)
 
 

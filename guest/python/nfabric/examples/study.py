@@ -4,8 +4,8 @@
     python3 -m nfabric.examples.study --study ef --seeds 3 --steps 300
 
 Runs every configuration of the study with --spawn RANKS for each seed (one
-after another, each on its own port and device files), and prints key=value
-lines: acc_<config>_<shards>_mean=, _std= (sample standard deviation over
+after another, each on a free port with device files of its own), and
+prints key=value lines: acc_<config>_<shards>_mean=, _std= (sample standard deviation over
 the seeds), _min=, _max=, and the per-seed accuracies.  --out DIR keeps each
 run's JSON lines.
 
@@ -46,17 +46,13 @@ STUDIES = {
 STUDY_SHARDS = {"ef": "iid,noniid", "hard": "iid"}
 
 
-def run(cfg_args, shards, seed, args, port, tag):
-    state = "/dev/shm/nfabric-study-%d.state" % os.getpid()
-    mem = "/dev/shm/nfabric-study-%d.mem" % os.getpid()
+def run(cfg_args, shards, seed, args, tag):
+    # train --spawn: its device files in a directory of its own, removed
+    # when it ends; its process group on a free port (nfabric.hostrun).
     cmd = [sys.executable, "-m", "nfabric.examples.train", "--spawn", str(args.ranks),
-           "--shards", shards, "--seed", str(seed), "--steps", str(args.steps),
-           "--master-port", str(port), "--state", state, "--mem", mem] + cfg_args
+           "--shards", shards, "--seed", str(seed), "--steps", str(args.steps)] + cfg_args
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True)
-    for f in (state, mem):
-        if os.path.exists(f):
-            os.unlink(f)
     if args.out:
         with open(os.path.join(args.out, tag + ".json"), "w") as f:
             f.write(p.stdout)
@@ -75,7 +71,6 @@ def main(argv=None):
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--shards", default="", help="default: the study's")
     ap.add_argument("--configs", default="", help="comma-separated subset")
-    ap.add_argument("--port", type=int, default=29900)
     ap.add_argument("--out", default="")
     args = ap.parse_args(argv)
     if args.out:
@@ -84,7 +79,6 @@ def main(argv=None):
     if args.configs:
         keep = set(args.configs.split(","))
         configs = [c for c in configs if c[0] in keep]
-    port = args.port
     print("study=%s" % args.study)
     print("seeds=%d" % args.seeds)
     print("steps=%d" % args.steps)
@@ -93,8 +87,7 @@ def main(argv=None):
         for name, cfg in configs:
             accs, trace = [], []
             for seed in range(1, args.seeds + 1):
-                port += 1
-                r0 = run(cfg, shards, seed, args, port,
+                r0 = run(cfg, shards, seed, args,
                          "%s-%s-s%d" % (name, shards, seed))
                 accs.append(r0["acc"])
                 trace.append(r0)

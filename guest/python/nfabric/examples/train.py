@@ -33,6 +33,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
+from nfabric import hostrun
 from nfabric.device import Device
 from nfabric.hooks import FabricJob, fabric_hook
 
@@ -223,6 +224,39 @@ def run_rank(args, rank, world):
     return 0 if out["params_identical"] and out.get("ef_state_identical", True) else 1
 
 
+# The process group's port when every rank is a guest of its own (the
+# guests' link is theirs alone); host ranks (--spawn) take a free one.
+GUEST_PORT = 29517
+
+
+def spawn(args, argv, state, mem):
+    """--spawn: start the ranks here, on one shared device (STATE, MEM)."""
+    for f in (state, mem):
+        if os.path.exists(f):
+            os.unlink(f)
+    port = args.master_port or hostrun.free_port()
+    # Each rank's output in a file of its own, printed in rank order once
+    # all are done (lines printed at the same moment into one shared stdout
+    # can run together).
+    procs, outs = [], []
+    a = list(argv if argv is not None else sys.argv[1:])
+    k = a.index("--spawn")          # --spawn must not propagate
+    del a[k:k + 2]
+    for r in range(args.spawn):
+        cmd = [sys.executable, "-m", "nfabric.examples.train"] + a + \
+              ["--rank", str(r), "--world", str(args.spawn),
+               "--state", state, "--mem", mem, "--master-port", str(port)]
+        outs.append(tempfile.TemporaryFile(mode="w+"))
+        procs.append(subprocess.Popen(cmd, stdout=outs[-1]))
+    rcs = [p.wait() for p in procs]
+    for f in outs:
+        f.seek(0)
+        sys.stdout.write(f.read())
+        f.close()
+    sys.stdout.flush()
+    return max(rcs)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m nfabric.examples.train")
     ap.add_argument("--mode", default="gbinary",
@@ -255,12 +289,14 @@ def main(argv=None):
                     help="start this many ranks here (host, no VM)")
     ap.add_argument("--state", default=None,
                     help="host: the shared device's state file (default with "
-                    "--spawn: /dev/shm/nfabric-ddp.state)")
+                    "--spawn: in a new directory under /dev/shm, removed at the end)")
     ap.add_argument("--mem", default=None, help="host: the device memory file")
     ap.add_argument("--mem-size", type=int, default=256, help="host: MiB")
     ap.add_argument("--master-addr", default=os.environ.get("MASTER_ADDR", "127.0.0.1"))
     ap.add_argument("--master-port", type=int,
-                    default=int(os.environ.get("MASTER_PORT", "29517")))
+                    default=int(os.environ.get("MASTER_PORT", "0")) or None,
+                    help="default: MASTER_PORT; else with --spawn a free port, "
+                    "without it %d" % GUEST_PORT)
     args = ap.parse_args(argv)
     if args.portable_math and os.environ.get("ATEN_CPU_CAPABILITY") != "default":
         # ATen reads it when torch loads: run again with it set.
@@ -270,33 +306,12 @@ def main(argv=None):
                                list(argv if argv is not None else sys.argv[1:]),
                                env=env)
     if args.spawn:
-        state = args.state or "/dev/shm/nfabric-ddp.state"
-        mem = args.mem or "/dev/shm/nfabric-ddp.mem"
-        for f in (state, mem):
-            if os.path.exists(f):
-                os.unlink(f)
-        # Each rank's output in a file of its own, printed in rank order
-        # once all are done (lines printed at the same moment into one
-        # shared stdout can run together).
-        procs, outs = [], []
-        for r in range(args.spawn):
-            cmd = [sys.executable, "-m", "nfabric.examples.train"] + \
-                  [a for a in (argv if argv is not None else sys.argv[1:])] + \
-                  ["--rank", str(r), "--world", str(args.spawn),
-                   "--state", state, "--mem", mem]
-            cmd = [c for i, c in enumerate(cmd)]
-            # --spawn must not propagate.
-            k = cmd.index("--spawn")
-            del cmd[k:k + 2]
-            outs.append(tempfile.TemporaryFile(mode="w+"))
-            procs.append(subprocess.Popen(cmd, stdout=outs[-1]))
-        rcs = [p.wait() for p in procs]
-        for f in outs:
-            f.seek(0)
-            sys.stdout.write(f.read())
-            f.close()
-        sys.stdout.flush()
-        return max(rcs)
+        with hostrun.scratch("ddp") as d:
+            return spawn(args, argv, args.state or os.path.join(d, "state"),
+                         args.mem or os.path.join(d, "mem"))
+    if args.master_port is None:
+        # One rank per guest: the guests' network is their own.
+        args.master_port = GUEST_PORT
     rank = args.rank if args.rank is not None else int(
         os.environ.get("RANK", os.environ.get("NFABRIC_RANK", "0")))
     world = args.world if args.world is not None else int(
