@@ -112,6 +112,16 @@ def cmd_free_port(a):
     return 0
 
 
+def run_alive(run):
+    """True if the run named RUN (pid.starttime) still runs."""
+    pid, _, start = run.partition(".")
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[19] == start
+    except (OSError, IndexError):
+        return False
+
+
 def owner_alive(path):
     """True if the run that owns directory PATH (its `owner` file) runs."""
     try:
@@ -167,22 +177,20 @@ def snapshot(a):
         for n in project_entries(d, a.checkout, a.run):
             items.append(("file", os.path.join(d, n), "present"))
     # This checkout's processes: of this run, or of a run that ended
-    # (other live runs of the checkout answer for their own).
+    # (other live runs of the checkout answer for their own).  A run's own
+    # shell carries no NF_RUN_ID (it names itself after it started).
     for p in pids_with("NF_RUN_CHECKOUT=" + a.checkout):
         run = None
         for e in environ(p):
             if e.startswith(b"NF_RUN_ID="):
                 run = e[10:].decode(errors="replace")
-        if run != a.run:
-            pid = run.split(".")[0] if run else ""
-            try:
-                with open("/proc/%s/stat" % pid) as f:
-                    if f.read().rsplit(")", 1)[1].split()[19] == run.split(".")[1]:
-                        continue
-            except (OSError, ValueError, IndexError):
-                pass
-        with open("/proc/%d/cmdline" % p, "rb") as f:
-            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")[:160]
+        if run is None or (run != a.run and run_alive(run)):
+            continue
+        try:
+            with open("/proc/%d/cmdline" % p, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")[:160]
+        except OSError:
+            continue
         items.append(("process", "%s %d" % (comm(p), p), cmd.strip()))
     with open("/proc/self/mountinfo") as f:
         for line in f:

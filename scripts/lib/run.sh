@@ -18,7 +18,9 @@
 # of the same checkout belongs to the run that started it.
 
 NF_HOST_PY=$NF_ROOT/scripts/lib/nfhost.py
-NF_TMP_BASE=${TMPDIR:-/tmp}
+# Where runs' temporary directories go: TMPDIR as the first run found it (a
+# run points TMPDIR at its own directory; a run it starts keeps the base).
+NF_TMP_BASE=${NF_TMP_BASE:-${TMPDIR:-/tmp}}
 
 # nf_proc_start PID: the process's start time (clock ticks after boot), or
 # nothing if it does not run.
@@ -74,7 +76,7 @@ nf_run_begin() {
     [ -d /dev/shm ] && [ -w /dev/shm ] || NF_RUN_SHM=$NF_BUILD/shm-run-$NF_RUN_ID
     NF_RUN_TMP=$NF_TMP_BASE/nfabric-$NF_CHECKOUT_ID-run-$NF_RUN_ID
     NF_RUN_OWNER=$$
-    export NF_RUN_ID NF_RUN_CHECKOUT NF_RUN_SHM NF_RUN_TMP
+    export NF_RUN_ID NF_RUN_CHECKOUT NF_RUN_SHM NF_RUN_TMP NF_TMP_BASE
     nf_run_reap_stale
     mkdir -p "$NF_RUN_SHM" "$NF_RUN_TMP"
     echo "$$ $(nf_proc_start $$)" > "$NF_RUN_SHM/owner"
@@ -198,7 +200,7 @@ nf_host_check() {
 
 # ---- suite `isolation`: runs side by side, and a run that was killed -------
 
-nf_register_suite 55 isolation "two checkouts' clusters at once, two test runs of one checkout at once, two host DDP jobs at once, a killed run's leftovers removed by the next run"
+nf_register_suite 55 isolation "the demo leaves nothing behind; two checkouts' clusters at once, two test runs of one checkout at once, two host DDP jobs at once, a killed run's leftovers removed by the next run"
 
 # nf_iso_leftovers CHECKOUT-ID: what runs of that checkout left (processes,
 # /dev/shm and temporary entries); nothing if none.
@@ -226,6 +228,13 @@ nf_suite_isolation() {
     ln -s "$NF_BUILD/guest" "$second/guest"
     ln -s "$NF_HOST_BUILD" "$second/host"
     ck2=$(printf '%s' "$copy" | md5sum | cut -c1-12)
+
+    # 0. The demo, a run of its own, leaves nothing behind.
+    env -u NF_RUN_ID "$NF_ROOT/scripts/nfabric" demo > "$d/demo.out" 2>&1
+    st=$?
+    left=$(nf_iso_leftovers "$NF_CHECKOUT_ID" | grep -v "run-$NF_RUN_ID" | tr '\n' ' ')
+    nf_tap "$([ "$st" = 0 ] && [ -z "$left" ] && [ "$(stat -c %a /dev/null)" = 666 ] && echo 0 || echo 1)" \
+        "scripts/nfabric demo ($(grep '^demo:' "$d/demo.out")) leaves no process, nothing in /dev/shm or $NF_TMP_BASE${left:+ (left: $left)}, /dev/null mode $(stat -c %a /dev/null)"
 
     # 1. Two checkouts, one cluster each, at the same time, both with the
     # default --dir: each device's files are its own run's.
