@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hw/mem/nfabric_ctrl.h"
 #include "hw/mem/nfabric_shared.h"
 
 static const char *const head_state[] = { "free", "attached", "gone" };
@@ -148,6 +149,44 @@ static bool fm_range(NFabricFm *fm, const char *s, const char **end,
     r->head = head;
     *end = e;
     return true;
+}
+
+/*
+ * Each job's share of the pool statistics (POOL_STATS sums every head's):
+ * the sums over the job's heads, per path, as jobJ_PATH_STAT=.
+ */
+static void print_job_stats(const NFabricShared *sh)
+{
+    static const char *const stat_name[NFABRIC_NUM_STATS] = {
+        "reads", "writes", "read_bytes", "write_bytes",
+    };
+
+    for (unsigned j = 0; j < NFABRIC_FM_MAX_JOBS; j++) {
+        uint64_t sum[NFABRIC_NUM_PATHS][NFABRIC_NUM_STATS] = { { 0 } };
+        uint32_t heads = 0;
+
+        for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
+            if (sh->fm.head_job[h] != j) {
+                continue;
+            }
+            heads |= 1u << h;
+            for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
+                for (unsigned k = 0; k < NFABRIC_NUM_STATS; k++) {
+                    sum[p][k] += sh->head[h].stats[p][k];
+                }
+            }
+        }
+        if (!heads) {
+            continue;
+        }
+        printf("job%u_heads=0x%04" PRIx32 "\n", j, heads);
+        for (unsigned p = 0; p < NFABRIC_NUM_PATHS; p++) {
+            for (unsigned k = 0; k < NFABRIC_NUM_STATS; k++) {
+                printf("job%u_%s_%s=%" PRIu64 "\n", j, nfabric_path_names[p],
+                       stat_name[k], sum[p][k]);
+            }
+        }
+    }
 }
 
 static int fm_main(int argc, char **argv)
@@ -335,14 +374,19 @@ int main(int argc, char **argv)
                hd->attaches, h, w);
     }
     for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+        uint64_t contrib = 0;
+
         if (!(sh->enabled_mask & (1u << i))) {
             continue;
+        }
+        /* As CONTRIB_WRITES reads: the sum of the heads' counts. */
+        for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
+            contrib += sh->head[h].contrib_writes[i];
         }
         printf("win%u_path=%u\nwin%u_round=%" PRIu32 "\nwin%u_done=0x%" PRIx32
                "\nwin%u_incomplete=%" PRIu32 "\nwin%u_contrib_writes=%" PRIu64
                "\n", i, sh->cfg[i].path, i, sh->round[i].seq, i,
-               sh->round[i].done, i, sh->round[i].incomplete, i,
-               sh->win[i].contrib_writes);
+               sh->round[i].done, i, sh->round[i].incomplete, i, contrib);
     }
     printf("fm_assigned=%" PRIu32 "\n", sh->fm.assigned);
     if (sh->fm.assigned) {
@@ -368,6 +412,7 @@ int main(int argc, char **argv)
                        r->job, r->head);
             }
         }
+        print_job_stats(sh);
     }
     munmap((void *)sh, sizeof(*sh));
     close(fd);

@@ -14,7 +14,7 @@
  * host's input), hammer (P processes per host on one window, counts
  * exact), kill / rejoin (one host is killed mid-round; the others finish,
  * see INCOMPLETE, go on; the host comes back), reset (one host is reset
- * mid-round; the others' round is intact), sanitize, jobs, pause, own
+ * mid-round; the others' round is intact), sanitize, jobs, reassign, pause, own
  * (a head's own range mapped directly; B bytes of timed writes), bench
  * (contribution throughput).  R and N default to $NFABRIC_RANK and $NFABRIC_HOSTS.
  */
@@ -926,6 +926,160 @@ static void case_jobs(void)
     }
 }
 
+/* ---- reassign: the fabric manager moves memory between jobs ------------- */
+
+/*
+ * Case (m), docs/multihost.md "Reassignment".  The last host (job 1)
+ * enables G-Binary window 9 over RE_BASE with its counters at RE_CTRS, in
+ * its job's memory; the harness (scripts/lib/cluster.sh) then tries to give
+ * that memory, and window 9's slot, to job 0: refused while window 9 is
+ * enabled.  It signals job 1 (window slot 14) to disable the window, then
+ * gives the memory and slot 14 to job 0.  Job 0's hosts then own the
+ * memory: what they write there reads back, plain, and stays; job 1's
+ * every access there is refused with OWNER.
+ */
+#define RE_WIN          9
+#define RE_BASE         0x1400000ull    /* 20 MiB: job 1's, then job 0's */
+#define RE_SIZE         0x10000ull
+#define RE_CTRS         0x1800000ull    /* 24 MiB */
+#define RE_SIGNAL       (1u << 14)
+
+static uint32_t job_windows_wait(uint32_t bits)
+{
+    nfabric_heads hd;
+    double t0 = now();
+
+    do {
+        nfabric_heads_read(dev, &hd);
+        if (hd.job_windows & bits) {
+            break;
+        }
+        usleep(20000);
+    } while (now() - t0 < WAIT_MS / 1000.0);
+    return hd.job_windows;
+}
+
+static uint64_t re_word(unsigned r, uint64_t i)
+{
+    return 0x5245415353000000ull ^ ((uint64_t)r << 40) ^ (i * 0x9e3779b97f4a7c15ull);
+}
+
+static void case_reassign_owner(void)
+{
+    nfabric_win_cfg w = {
+        .base = RE_BASE, .size = RE_SIZE, .counters = RE_CTRS,
+        .path = NFABRIC_PATH_GBINARY, .width = 8, .threshold = 1,
+    };
+    volatile uint64_t *d = (volatile uint64_t *)mem(RE_BASE, 64);
+    volatile uint64_t *c = (volatile uint64_t *)mem(RE_CTRS, 64);
+    uint64_t before, after, got = 0;
+    uint32_t jw;
+    double t0;
+    int rc;
+
+    rc = nfabric_window_set(dev, RE_WIN, &w);
+    TAP_CHECK(rc == 0, "[rank %u] reassign: job 1 enables window %u over "
+              "0x%llx, counters at 0x%llx (rc %d)", rank, RE_WIN,
+              (unsigned long long)RE_BASE, (unsigned long long)RE_CTRS, rc);
+    d[0] = ~0ull;               /* a contribution: 64 positive signs */
+    TAP_CHECK(rc == 0 && d[0] == UINT64_MAX &&
+              nfabric_rd32(dev, NFABRIC_REG_WIN(RE_WIN, NFABRIC_WIN_CONTRIB_WRITES)) == 1,
+              "[rank %u] reassign: its window aggregates (majority read back, "
+              "1 contribution)", rank);
+    printf("NFABRIC-MARK reassign: window %u enabled\n", RE_WIN);
+    fflush(stdout);
+    jw = job_windows_wait(RE_SIGNAL);
+    TAP_CHECK(jw & RE_SIGNAL, "[rank %u] reassign: the fabric manager asks "
+              "job 1 to give its window up (window 14 in its slots: 0x%04x)",
+              rank, jw);
+    rc = nfabric_window_disable(dev, RE_WIN);
+    TAP_CHECK(rc == 0, "[rank %u] reassign: job 1 disables window %u (rc %d)",
+              rank, RE_WIN, rc);
+    printf("REASSIGN-DISABLED\n");
+    fflush(stdout);
+    /* The memory goes to job 0: job 1's accesses there are refused. */
+    t0 = now();
+    do {
+        got = d[0];
+        if (got == UINT64_MAX &&
+            nfabric_rd32(dev, NFABRIC_REG_LAST_ERROR) == NFABRIC_ERR_OWNER) {
+            break;
+        }
+        usleep(20000);
+    } while (now() - t0 < WAIT_MS / 1000.0);
+    TAP_CHECK(got == UINT64_MAX, "[rank %u] reassign: once the memory is job "
+              "0's, job 1 reads all-ones there (OWNER, after %.1f s)", rank,
+              now() - t0);
+    before = nfabric_rd32(dev, NFABRIC_REG_ERROR_COUNT);
+    d[1] = 0;
+    c[1] = 0;
+    after = nfabric_rd32(dev, NFABRIC_REG_ERROR_COUNT);
+    TAP_CHECK(after - before == 2 &&
+              nfabric_rd32(dev, NFABRIC_REG_LAST_ERROR) == NFABRIC_ERR_OWNER &&
+              c[0] == UINT64_MAX,
+              "[rank %u] reassign: its writes to the memory it gave away (data "
+              "and former counters) are refused with OWNER (%" PRIu64
+              " errors), its reads return all-ones", rank, after - before);
+    rc = nfabric_window_set(dev, RE_WIN, &w);
+    TAP_CHECK(rc == NFABRIC_ERR_OWNER, "[rank %u] reassign: enabling window "
+              "%u over it again is refused with OWNER (rc %d)", rank, RE_WIN,
+              rc);
+    printf("summary: multihost reassign: job 1 gave its window up before its "
+           "memory went; then it reaches nothing there\n");
+}
+
+static void case_reassign_new_owner(void)
+{
+    volatile uint64_t *d, *c;
+    uint64_t n = 0x1000 / 8, bad = 0, bad_later = 0;
+    uint32_t jw;
+
+    jw = job_windows_wait(RE_SIGNAL);
+    TAP_CHECK(jw & RE_SIGNAL, "[rank %u] reassign: the fabric manager gave job "
+              "0 the memory and window 14 (slots 0x%04x)", rank, jw);
+    d = (volatile uint64_t *)mem(RE_BASE + rank * 0x1000, 0x1000);
+    c = (volatile uint64_t *)mem(RE_CTRS + rank * 0x1000, 0x1000);
+    for (uint64_t i = 0; i < n; i++) {
+        d[i] = re_word(rank, i);
+        c[i] = ~re_word(rank, i);
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        bad += d[i] != re_word(rank, i) || c[i] != ~re_word(rank, i);
+    }
+    TAP_CHECK(bad == 0 && nfabric_rd32(dev, NFABRIC_REG_LAST_ERROR) ==
+              NFABRIC_ERR_NONE,
+              "[rank %u] reassign: job 0 writes 4 KiB where job 1's window "
+              "and counters were and reads them back as written (%" PRIu64
+              " words differ)", rank, bad);
+    sleep(3);                   /* job 1 tries its writes meanwhile */
+    for (uint64_t i = 0; i < n; i++) {
+        bad_later += d[i] != re_word(rank, i) || c[i] != ~re_word(rank, i);
+    }
+    TAP_CHECK(bad_later == 0, "[rank %u] reassign: 3 s later, after job 1's "
+              "attempts, they are unchanged (%" PRIu64 " words differ)", rank,
+              bad_later);
+    printf("summary: multihost reassign: job 0's new memory is its own\n");
+}
+
+static void case_reassign(void)
+{
+    nfabric_heads hd;
+    unsigned job = rank == hosts - 1 ? 1 : 0;
+
+    nfabric_heads_read(dev, &hd);
+    TAP_CHECK(hosts >= 2 && hd.jobs_assigned && hd.job == job,
+              "[rank %u] reassign: in job %u (assigned %d, windows 0x%04x)",
+              rank, hd.job, hd.jobs_assigned, hd.job_windows);
+    if (hosts < 2 || !hd.jobs_assigned || hd.job != job) {
+        return;
+    }
+    if (job == 1) {
+        case_reassign_owner();
+    } else {
+        case_reassign_new_owner();
+    }
+}
+
 /* ---- pause: a host stopped (SIGSTOP) at any instruction ----------------- */
 
 /*
@@ -1406,7 +1560,7 @@ int main(int argc, char **argv)
 
     if (!mode || !strcmp(mode, "--help")) {
         fprintf(mode ? stdout : stderr, "usage: nfabric-multihost "
-                "agg|hammer|kill|rejoin|reset|sanitize|jobs|pause|own|direct|bench [--rank R] [--hosts N] "
+                "agg|hammer|kill|rejoin|reset|sanitize|jobs|reassign|pause|own|direct|bench [--rank R] [--hosts N] "
                 "[--seed S] [--procs P] [--iters K] [--bytes B]\n");
         return mode ? 0 : 2;
     }
@@ -1480,7 +1634,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if ((strcmp(mode, "reset") || rank == 0 || have_mem) &&
-        strcmp(mode, "jobs")) {
+        strcmp(mode, "jobs") && strcmp(mode, "reassign")) {
         setup();                /* jobs: window 15 is the fabric manager's */
     }
     if (!strcmp(mode, "agg")) {
@@ -1500,6 +1654,8 @@ int main(int argc, char **argv)
         case_sanitize();
     } else if (!strcmp(mode, "jobs")) {
         case_jobs();
+    } else if (!strcmp(mode, "reassign")) {
+        case_reassign();
     } else if (!strcmp(mode, "pause")) {
         case_pause();
     } else if (!strcmp(mode, "own")) {

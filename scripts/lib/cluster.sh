@@ -584,6 +584,80 @@ nf_mh_jobs() {
     echo "$([ "$bad" = 0 ] && echo ok || echo not ok) - jobs$n: every host finishes (${n} hosts: $((n - 1)) victims, 1 attacker)"
 }
 
+# (m) the fabric manager moves memory between jobs while windows are
+# enabled (docs/multihost.md "Reassignment"): the last host (job 1) enables
+# window 9 over 20 MiB (counters at 24 MiB) in its job's memory; giving that
+# memory, or window 9's slot, to job 0 is refused while the window is
+# enabled; job 1 is asked (window 14) to disable it; then the memory goes
+# to job 0, which owns it from then on (nfabric-multihost reassign).
+# nf_mh_reassign_fm N STEP: the assignment of each step.
+nf_mh_reassign_fm() {
+    local n=$1 j0="--job 0 --heads 0-$(($1 - 2))" j1="--job 1 --heads $(($1 - 1))"
+    case $2 in
+    start)   echo "$j0 --windows 0-7 --mem 0+16M $j1 --windows 8-13 --mem 16M+16M" ;;
+    memory)  echo "$j0 --windows 0-7,14 --mem 0+32M $j1 --windows 8-13 --mem 32M+16M" ;;
+    slot)    echo "$j0 --windows 0-7,9 --mem 0+16M $j1 --windows 8,10-13 --mem 16M+16M" ;;
+    ask)     echo "$j0 --windows 0-7 --mem 0+16M $j1 --windows 8-14 --mem 16M+16M" ;;
+    esac
+}
+
+nf_mh_reassign() {
+    local n=$1 dir=$NF_BUILD/test-logs/multihost/reassign$1 out r rc bad=0 fm=() t
+    local last=$(($1 - 1)) st=$NF_HOST_BUILD/bench/nfabric-state
+    nf_cluster_prepare "$dir" 256
+    for ((r = 0; r < n; r++)); do
+        nf_cluster_boot "$dir" "$r" "$n" "nfabric-multihost reassign" 256 --timeout 600 \
+            --cpus 1 --mem 768M --qemu-arg -S
+    done
+    for ((r = 0; r < n; r++)); do
+        nf_cluster_wait_attached "$dir" "$r" ||
+            { echo "not ok - reassign$n: head $r never attached"; nf_mh_stop "$dir" "$n"; return 0; }
+    done
+    read -r -a fm <<<"$(nf_mh_reassign_fm "$n" start)"
+    rc=0
+    out=$("$st" fm "$dir/state" "${fm[@]}" 2>&1) || rc=$?
+    nf_tap "$rc" "reassign$n: the fabric manager assigns job 0 (hosts 0-$((n - 2)), 0-16 MiB) and job 1 (host $last, 16-32 MiB)"
+    for ((r = 0; r < n; r++)); do
+        nf_qmp "$dir/qmp$r.sock" '{"execute": "cont"}' > /dev/null || true
+    done
+    if ! nf_cluster_wait_mark "$dir" "$last" 300; then
+        echo "not ok - reassign$n: job 1 never enabled its window"
+        nf_mh_stop "$dir" "$n"; return 0
+    fi
+    read -r -a fm <<<"$(nf_mh_reassign_fm "$n" memory)"
+    rc=0
+    out=$("$st" fm "$dir/state" "${fm[@]}" 2>&1) || rc=$?
+    nf_tap "$([ "$rc" != 0 ] && grep -q 'window 9 of job 1 is enabled over 0x1400000+0x10000' <<<"$out" && echo 0 || echo 1)" \
+        "reassign$n: giving job 1's memory under its enabled window 9 to job 0 is refused, naming the window and the range ($out)"
+    read -r -a fm <<<"$(nf_mh_reassign_fm "$n" slot)"
+    rc=0
+    out=$("$st" fm "$dir/state" "${fm[@]}" 2>&1) || rc=$?
+    nf_tap "$([ "$rc" != 0 ] && grep -q 'window 9 is enabled in job 1' <<<"$out" && echo 0 || echo 1)" \
+        "reassign$n: moving enabled window 9's slot to job 0 is refused ($out)"
+    "$st" "$dir/state" 2>/dev/null | grep -qx 'range1=0x1000000+0x1000000 job=1 owner=job' ||
+        nf_tap 1 "reassign$n: the refused assignments changed nothing ($("$st" "$dir/state" 2>&1 | grep '^range' | tr '\n' ' '))"
+    read -r -a fm <<<"$(nf_mh_reassign_fm "$n" ask)"
+    rc=0
+    out=$("$st" fm "$dir/state" "${fm[@]}" 2>&1) || rc=$?
+    nf_tap "$rc" "reassign$n: job 1 is asked to give window 9 up (window 14 in its slots)"
+    for ((t = 0; t < 1500; t++)); do
+        grep -q '^REASSIGN-DISABLED' "$dir/host$last.log" 2>/dev/null && break
+        [ -s "$dir/host$last.rc" ] && break
+        sleep 0.2
+    done
+    read -r -a fm <<<"$(nf_mh_reassign_fm "$n" memory)"
+    rc=0
+    out=$("$st" fm "$dir/state" "${fm[@]}" 2>&1) || rc=$?
+    nf_tap "$rc" "reassign$n: with window 9 disabled, the memory goes to job 0 (${out:-accepted})"
+    for ((r = 0; r < n; r++)); do
+        rc=$(nf_cluster_wait "$dir" "$r" 400)
+        [ "$rc" = 0 ] || bad=1
+    done
+    wait
+    nf_mh_tap "$dir" "$n"
+    echo "$([ "$bad" = 0 ] && echo ok || echo not ok) - reassign$n: every host finishes ($((n - 1)) of job 0, 1 of job 1)"
+}
+
 # (j) a host stopped (SIGSTOP, as a debugger does) at whatever it was
 # doing: host 1 enables, clears and disables a window with a 64 MiB counter
 # area in a loop; every other host times its own accesses, register writes
@@ -874,6 +948,9 @@ nf_suite_multihost() {
     echo "# (i) a hostile host in a job of its own (fabric manager), 2 and 3 hosts"
     nf_mh_jobs 2
     nf_mh_jobs 3
+    echo "# (m) memory and window slots reassigned while windows are enabled, 2 and 3 hosts"
+    nf_mh_reassign 2
+    nf_mh_reassign 3
     echo "# (j) a host stopped (SIGSTOP) again and again while it reconfigures, 2 and 3 hosts"
     nf_mh_pause 2
     nf_mh_pause 3

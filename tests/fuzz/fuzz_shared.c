@@ -15,7 +15,11 @@
  *   - each window's contribution count is the sum of the heads' counts;
  *   - round masks name only heads the device has;
  *   - plain memory (outside every enabled window) reads back what a head
- *     wrote, from either head.
+ *     wrote, from either head (where both reach it);
+ *   - with a fabric manager's assignment (op 7: assignments made from the
+ *     input, refused or not, while windows are enabled), every enabled
+ *     window is in one job's slots and its data and counters in that
+ *     job's memory.
  * Each input starts from a new state (both heads detach and attach again).
  */
 #define _GNU_SOURCE
@@ -168,6 +172,83 @@ static void check(const NFabricShared *sh)
     }
 }
 
+/* Is every byte of [a, a + len) in a range of job j of the assignment? */
+static int job_covers(const NFabricFm *fm, unsigned j, uint64_t a, uint64_t len)
+{
+    for (uint64_t p = a; p < a + len; p += 64) {
+        int in = 0;
+
+        for (unsigned k = 0; k < fm->nranges; k++) {
+            in |= fm->range[k].job == j && p >= fm->range[k].base &&
+                  p < fm->range[k].base + fm->range[k].size;
+        }
+        if (!in) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * With an assignment, every enabled window is in one job's slots, and its
+ * data and counter area in that job's memory (a reassignment never
+ * strands a window over memory its job gave away: docs/multihost.md).
+ */
+static void check_jobs(const NFabricShared *sh)
+{
+    const NFabricFm *fm = &sh->fm;
+
+    if (!fm->assigned) {
+        return;
+    }
+    for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+        const NFabricWindow *w = &sh->win[i];
+        unsigned j = 0, owners = 0;
+
+        if (!(sh->enabled_mask & (1u << i))) {
+            continue;
+        }
+        for (unsigned k = 0; k < NFABRIC_FM_MAX_JOBS; k++) {
+            if (fm->job_windows[k] & (1u << i)) {
+                j = k;
+                owners++;
+            }
+        }
+        CHECK(owners == 1, "window %u enabled in %u jobs' slots", i, owners);
+        CHECK(job_covers(fm, j, w->dpa_base, w->dpa_size) &&
+              job_covers(fm, j, w->counters,
+                         nfabric_counter_bytes(sh->cfg[i].path,
+                                               sh->cfg[i].width, w->dpa_size)),
+              "window %u of job %u enabled over memory that is not job %u's",
+              i, j, j);
+    }
+}
+
+/*
+ * A fabric manager's assignment made from the input: head 1 in job 0 or
+ * 1, each job a share of the windows and a share of the memory (or the
+ * default, no assignment).  It may be refused; what it leaves must hold.
+ */
+static void fm_from(const uint8_t *p, uint64_t v)
+{
+    NFabricFm fm;
+    char err[256];
+    unsigned cut = 1 + p[1] % (NFABRIC_NUM_WINDOWS - 1);
+    uint64_t mcut = (64 + (v % (RAM_SIZE - 64))) & ~63ull;
+
+    memset(&fm, 0, sizeof(fm));
+    fm.assigned = !(p[0] & 0x80);
+    fm.head_job[0] = 0;
+    fm.head_job[1] = p[2] & 1;
+    fm.job_windows[0] = (1u << cut) - 1;
+    fm.job_windows[1] = ((1u << NFABRIC_NUM_WINDOWS) - 1) & ~fm.job_windows[0];
+    fm.range[0] = (NFabricFmRange){ 0, mcut, p[3] & 1, NFABRIC_FM_JOB_WIDE };
+    fm.range[1] = (NFabricFmRange){ mcut, RAM_SIZE - mcut, !(p[3] & 1),
+                                    NFABRIC_FM_JOB_WIDE };
+    fm.nranges = 2;
+    (void)nfabric_shared_fm_write(state_path, &fm, err, sizeof(err));
+}
+
 /* Is [dpa, dpa + len) outside every enabled window and counter area? */
 static int plain(const NFabricShared *sh, uint64_t dpa, unsigned len)
 {
@@ -215,7 +296,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     while (size >= 12) {
         NFabricCtrl *c = &head[data[0] & 1];
-        unsigned op = (data[0] >> 1) % 7;
+        unsigned op = (data[0] >> 1) % 8;
         uint64_t v;
 
         memcpy(&v, data + 4, 8);
@@ -243,7 +324,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (dpa + len > RAM_SIZE) {
                 dpa = RAM_SIZE - len;
             }
-            if (plain(sh, dpa, len)) {
+            if (plain(sh, dpa, len) &&
+                (!sh->fm.assigned ||
+                 (job_covers(&sh->fm, sh->fm.head_job[0], dpa & ~63ull,
+                             dpa + len - (dpa & ~63ull)) &&
+                  job_covers(&sh->fm, sh->fm.head_job[1], dpa & ~63ull,
+                             dpa + len - (dpa & ~63ull))))) {
                 nfabric_ctrl_mem_access(c, dpa, (uint8_t *)&v, len, true);
                 nfabric_ctrl_mem_access(other, dpa, back, len, false);
                 CHECK(!memcmp(back, &v, len), "plain memory at 0x%llx: the "
@@ -260,11 +346,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                    sh->round[i].seq, 4);
             break;
         }
+        case 7:
+            fm_from(data, v);
+            break;
         default:
             nfabric_ctrl_reset(c);
             break;
         }
         check(sh);
+        check_jobs(sh);
         data += 12;
         size -= 12;
     }

@@ -792,7 +792,7 @@ static void test_thread_liveness(void)
 
 static void test_one_state_per_memory(void)
 {
-    char other[128], err[1024] = "";
+    char other[600], err[1024] = "";
     NFabricAttach a = attach_args(0, 2), b;
     NFabricAttachHow how;
     NFabricShared *sh0, *sh;
@@ -1258,6 +1258,109 @@ static void test_jobs(void)
     nfabric_shared_detach(sh, fd, 0);
 }
 
+/* ---- a reassignment leaves no window over another job's memory ---------- */
+
+static void test_reassign(void)
+{
+    NFabricCtrl c0, c1;
+    NFabricShared *sh, *sh1;
+    NFabricFm fm = jobs_fm(), bad, split;
+    uint64_t v = ~0ull, plain = 0x1122334455667788ull, got = 0;
+    char err[512], e1[512], e2[512], e3[512], e4[512];
+    int fd0, fd1, rc[4];
+    uint32_t gen;
+
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c0, 0, 2, &fd0);
+    sh1 = head_up(&c1, 1, 2, &fd1);
+    (void)sh1;
+    TAP_CHECK(nfabric_shared_fm_write(state_path, &fm, err, sizeof(err)) == 0,
+              "reassign: jobs 0 and 1 assigned");
+    /* Job 1's G-Binary window 9 in its memory, counters there too. */
+    TAP_CHECK(win_set(&c1, 9, J1_BASE + 0x1000, 0x400, J1_BASE + 0x80000,
+                      NFABRIC_PATH_GBINARY, 8) == NFABRIC_ERR_NONE,
+              "reassign: job 1 enables window 9 (data and counters in its "
+              "memory)");
+    gen = sh->fm.gen;
+
+    bad = fm;
+    bad.range[1].job = 0;                       /* job 1's memory to job 0 */
+    rc[0] = nfabric_shared_fm_write(state_path, &bad, e1, sizeof(e1));
+    bad = fm;
+    bad.job_windows[0] = 0x02ff;                /* slot 9 to job 0 */
+    bad.job_windows[1] = 0xfd00;
+    rc[1] = nfabric_shared_fm_write(state_path, &bad, e2, sizeof(e2));
+    bad = fm;
+    bad.job_windows[1] = 0xfd00;                /* slot 9 to no job */
+    rc[2] = nfabric_shared_fm_write(state_path, &bad, e3, sizeof(e3));
+    split = fm;                                 /* only the counters' half */
+    split.range[1].size = 0x80000;
+    split.range[3] = (NFabricFmRange){ J1_BASE + 0x80000, 0x80000, 0,
+                                       NFABRIC_FM_JOB_WIDE };
+    split.nranges = 4;
+    rc[3] = nfabric_shared_fm_write(state_path, &split, e4, sizeof(e4));
+    TAP_CHECK(rc[0] && strstr(e1, "window 9 of job 1 is enabled over "
+                              "0x201000+0x400, which the assignment does not "
+                              "leave to job 1"),
+              "reassign: giving the memory under job 1's enabled window to "
+              "job 0 is refused, naming the window and the range: %s", e1);
+    TAP_CHECK(rc[1] && strstr(e2, "window 9 is enabled in job 1") &&
+              rc[2] && strstr(e3, "window 9 is enabled") &&
+              strstr(e3, "to no job"),
+              "reassign: moving an enabled window's slot to another job, or "
+              "to none, is refused: %s; %s", e2, e3);
+    TAP_CHECK(rc[3] && strstr(e4, "window 9 of job 1 is enabled with its "
+                              "counter area over 0x280000+"),
+              "reassign: giving away only the memory under its counter area "
+              "is refused too: %s", e4);
+    TAP_CHECK(sh->fm.gen == gen && sh->fm.range[1].job == 1 &&
+              (sh->enabled_mask & (1u << 9)),
+              "reassign: a refused assignment changes nothing (the assignment "
+              "and the window as they were)");
+
+    /* Job 1 disables its window: now the memory may go. */
+    wr(&c1, NFABRIC_REG_WIN(9, NFABRIC_WIN_CTRL), 0, 4);
+    bad = fm;
+    bad.range[1].job = 0;
+    rc[0] = nfabric_shared_fm_write(state_path, &bad, err, sizeof(err));
+    nfabric_ctrl_mem_access(&c0, J1_BASE + 0x1000, (uint8_t *)&plain, 8, true);
+    nfabric_ctrl_mem_access(&c0, J1_BASE + 0x1000, (uint8_t *)&got, 8, false);
+    nfabric_ctrl_mem_access(&c1, J1_BASE + 0x1000, (uint8_t *)&v, 8, true);
+    TAP_CHECK(rc[0] == 0 && got == plain &&
+              rd(&c1, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_OWNER &&
+              !memcmp(ram + J1_BASE + 0x1000, &plain, 8),
+              "reassign: once job 1 disabled window 9 the memory is job 0's: "
+              "job 0 writes and reads it, job 1's write is dropped with "
+              "OWNER (%s)", rc[0] ? err : "ok");
+
+    /*
+     * A state file written by something other than the fabric manager:
+     * window 0, enabled by job 0 over its memory, put in job 1's slots.
+     * Job 0's accesses through it change nothing (OWNER).
+     */
+    TAP_CHECK(win_set(&c0, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY,
+                      8) == NFABRIC_ERR_NONE,
+              "reassign: job 0 enables window 0");
+    sh->fm.gen++;
+    sh->fm.job_windows[0] &= ~1u;
+    sh->fm.job_windows[1] |= 1u;
+    sh->fm.gen++;
+    v = ~0ull;
+    got = 0;
+    nfabric_ctrl_mem_access(&c0, W_BASE, (uint8_t *)&v, 8, true);
+    nfabric_ctrl_mem_access(&c0, W_BASE, (uint8_t *)&got, 8, false);
+    TAP_CHECK(!c0.failed && got == UINT64_MAX &&
+              nfabric_counter_get(ram + W_CTRS, 8, 0) == 0 &&
+              rd(&c0, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_OWNER,
+              "reassign: an access through a window the state file puts in "
+              "another job changes no count and reads all-ones (OWNER)");
+    nfabric_ctrl_use_shared(&c1, &c1.local, 0);
+    nfabric_shared_detach(sh1, fd1, 1);
+    nfabric_ctrl_use_shared(&c0, &c0.local, 0);
+    nfabric_shared_detach(sh, fd0, 0);
+}
+
 /* ---- what a head's QEMU may map directly -------------------------------- */
 
 #define O_OWN0      0x200000ull         /* head 0's own 64 KiB */
@@ -1332,13 +1435,18 @@ static void test_reach_ranges(void)
     nfabric_ctrl_use_shared(&c0, &c0.local, 0);
     nfabric_shared_detach(sh, fd0, 0);
     rc = nfabric_shared_fm_write(state_path, &fm2, err, sizeof(err));
+    TAP_CHECK(rc != 0 && strstr(err, "window 0 of job 0 is enabled over "
+                                "0x201000+0x400"),
+              "reach: once the head left, its range is still not taken while "
+              "the window it enabled there is: %s", err);
+    wr(&c1, NFABRIC_REG_WIN(0, NFABRIC_WIN_CTRL), 0, 4);
+    rc = nfabric_shared_fm_write(state_path, &fm2, err, sizeof(err));
     n = nfabric_ctrl_trap_ranges(&c1, true, r);
-    TAP_CHECK(rc == 0 && n == 4 && r[0].dpa == O_OWN0 &&
-              r[0].len == O_OWN_SIZE && r[1].dpa == O_OWN1 + O_OWN_SIZE &&
-              r[2].dpa == O_OWN0 + 0x1000,
-              "reach: once the head left, they are; the other head traps the "
-              "range it no longer reaches, the rest past its own, and the "
-              "window left enabled (%s, %u ranges)", rc ? err : "ok", n);
+    TAP_CHECK(rc == 0 && n == 2 && r[0].dpa == O_OWN0 &&
+              r[0].len == O_OWN_SIZE && r[1].dpa == O_OWN1 + O_OWN_SIZE,
+              "reach: with the window disabled by the other head of the job, "
+              "it is; that head traps the range it no longer reaches and the "
+              "rest past its own (%s, %u ranges)", rc ? err : "ok", n);
 
     sh1->fm.gen += 2;
     sh1->fm.nranges = 1;
@@ -1524,6 +1632,7 @@ int main(void)
     test_one_state_per_memory();
     test_stopped_head();
     test_jobs();
+    test_reassign();
     test_reach_ranges();
     test_map_protocol();
     unlink(state_path);

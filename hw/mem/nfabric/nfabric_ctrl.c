@@ -1298,6 +1298,19 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                 memcpy(buf, s->ram + dpa, n);
             }
             path = NFABRIC_PATH_FP32;
+        } else if (!nfabric_fm_window(s, i)) {
+            /*
+             * Another job's window over memory this head reaches.  The
+             * fabric manager refuses an assignment that leaves one
+             * (nfabric_fm_strands): something else wrote the state file.
+             * Neither job's data nor counts change; as OWNER.
+             */
+            if (!write) {
+                memset(buf, 0xff, len);
+            }
+            nfabric_set_error(s, -1, NFABRIC_ERR_OWNER, dpa, "access "
+                              "through another job's window");
+            break;
         } else {
             if (!nfabric_lock_win(s, i)) {
                 nfabric_access_refused(s, dpa, buf, len, write);

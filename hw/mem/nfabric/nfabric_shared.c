@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "hw/mem/nfabric_shared.h"
+#include "hw/mem/nfabric_window.h"
 
 static void nfabric_seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -1161,6 +1162,110 @@ static int nfabric_fm_taken(const NFabricFm *old, const NFabricFm *fm,
     return -1;
 }
 
+/* The job whose window slots hold window i under fm, or -1 (none). */
+static int nfabric_fm_window_job(const NFabricFm *fm, unsigned i)
+{
+    for (unsigned j = 0; j < NFABRIC_FM_MAX_JOBS; j++) {
+        if (fm->job_windows[j] & (1u << i)) {
+            return (int)j;
+        }
+    }
+    return -1;
+}
+
+/* Is every byte of [a, a + len) in a range of job j under fm (checked)? */
+static bool nfabric_fm_job_covers(const NFabricFm *fm, uint32_t j,
+                                  uint64_t a, uint64_t len)
+{
+    if (len > UINT64_MAX - a) {
+        return false;
+    }
+    while (len) {
+        unsigned k;
+
+        for (k = 0; k < fm->nranges; k++) {
+            const NFabricFmRange *r = &fm->range[k];
+
+            if (r->job == j && a >= r->base && a - r->base < r->size) {
+                break;
+            }
+        }
+        if (k == fm->nranges) {
+            return false;
+        }
+        uint64_t n = fm->range[k].size - (a - fm->range[k].base);
+
+        n = n < len ? n : len;
+        a += n;
+        len -= n;
+    }
+    return true;
+}
+
+/*
+ * Reassignment revokes nothing by itself: an assignment fm that would leave
+ * an enabled window (or one being enabled) where its job no longer reaches
+ * it is refused (docs/multihost.md, "Reassignment").  A window's job is
+ * the job whose slots hold it; without an assignment every window is the
+ * one job's, and fm = none reaches everything.  The window must stay in
+ * the job it was enabled in (old's), and its data and counter area must lie
+ * in that job's memory under fm.  Returns the first such window with what
+ * is wrong in err, or -1.  The caller holds the configuration lock.
+ */
+static int nfabric_fm_strands(const NFabricShared *sh, const NFabricFm *old,
+                              const NFabricFm *fm, char *err, size_t errlen)
+{
+    uint32_t live = (sh->enabled_mask | sh->pending_mask) &
+                    ((1u << NFABRIC_NUM_WINDOWS) - 1);
+
+    if (!fm->assigned) {
+        return -1;
+    }
+    for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+        const NFabricWindow *w = (sh->pending_mask & (1u << i)) ?
+                                 &sh->pend[i] : &sh->win[i];
+        NFabricWindowCfg c;
+        uint64_t clen;
+        int jn, jo;
+
+        if (!(live & (1u << i))) {
+            continue;
+        }
+        c = nfabric_window_cfg(w->dpa_base, w->dpa_size, w->counters,
+                               w->ctrl, w->threshold);
+        clen = nfabric_window_counter_len(&c);
+        jn = nfabric_fm_window_job(fm, i);
+        jo = old->assigned ? nfabric_fm_window_job(old, i) : jn;
+        if (jn < 0) {
+            nfabric_seterr(err, errlen, "window %u is enabled (data 0x%"
+                           PRIx64 "+0x%" PRIx64 "): the assignment gives its "
+                           "slot to no job; disable it first", i,
+                           c.dpa_base, c.dpa_size);
+        } else if (jo != jn) {
+            nfabric_seterr(err, errlen, "window %u is enabled in job %d (data "
+                           "0x%" PRIx64 "+0x%" PRIx64 "): its slot would move "
+                           "to job %d; disable it first", i, jo, c.dpa_base,
+                           c.dpa_size, jn);
+        } else if (!nfabric_fm_job_covers(fm, (uint32_t)jn, c.dpa_base,
+                                          c.dpa_size)) {
+            nfabric_seterr(err, errlen, "window %u of job %d is enabled over "
+                           "0x%" PRIx64 "+0x%" PRIx64 ", which the assignment "
+                           "does not leave to job %d; disable it first", i, jn,
+                           c.dpa_base, c.dpa_size, jn);
+        } else if (clen && !nfabric_fm_job_covers(fm, (uint32_t)jn,
+                                                  c.counters, clen)) {
+            nfabric_seterr(err, errlen, "window %u of job %d is enabled with "
+                           "its counter area over 0x%" PRIx64 "+0x%" PRIx64
+                           ", which the assignment does not leave to job %d; "
+                           "disable it first", i, jn, c.counters, clen, jn);
+        } else {
+            continue;
+        }
+        return (int)i;
+    }
+    return -1;
+}
+
 /*
  * After a new assignment: every attached head that maps memory directly
  * rebuilds its map from it (the map protocol); wait until each did, at
@@ -1277,6 +1382,10 @@ int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
                        "attached: a head's own memory (which it may map "
                        "directly) is not taken from it while it runs",
                        r->base, r->size, r->head, r->head);
+        goto out;
+    }
+    if (nfabric_fm_strands(sh, &sh->fm, fm, err, errlen) >= 0) {
+        nfabric_shared_unlock_cfg(sh);
         goto out;
     }
     /* Readers copy it under the sequence count and check what they read. */
