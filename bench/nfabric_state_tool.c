@@ -285,10 +285,12 @@ static int fm_main(int argc, char **argv)
  * /proc/PID/task/TID), "none" or "unknown".  A snapshot, for tests and for
  * a person asking which head holds the others up.
  */
-static void print_cfg_holder(const NFabricShared *sh)
+/* The head whose process holds lock m (a thread id of it), or none. */
+static void print_holder(const NFabricShared *sh, const pthread_mutex_t *m,
+                         const char *name)
 {
 #ifdef __GLIBC__
-    int tid = __atomic_load_n(&sh->cfg_lock.__data.__owner, __ATOMIC_RELAXED);
+    int tid = __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
     const char *who = "none";
     char path[64], head[16];
 
@@ -296,7 +298,7 @@ static void print_cfg_holder(const NFabricShared *sh)
         who = "unknown";
         for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
             snprintf(path, sizeof(path), "/proc/%" PRIu32 "/task/%d",
-                     sh->head[h].pid, tid);
+                     sh->head[h].pid, tid & 0x3fffffff);
             if (sh->head[h].pid && access(path, F_OK) == 0) {
                 snprintf(head, sizeof(head), "%u", h);
                 who = head;
@@ -304,10 +306,30 @@ static void print_cfg_holder(const NFabricShared *sh)
             }
         }
     }
-    printf("cfg_lock_tid=%d\ncfg_lock_head=%s\n", tid > 0 ? tid : 0, who);
+    printf("%s_tid=%d\n%s_head=%s\n", name, tid > 0 ? tid : 0, name, who);
 #else
     (void)sh;
+    (void)m;
+    (void)name;
 #endif
+}
+
+/*
+ * Who holds the device's lock (cfg_lock_head=) and each job's
+ * configuration lock (jobJ_lock_head=, jobs that have heads).
+ */
+static void print_cfg_holder(const NFabricShared *sh)
+{
+    char name[32];
+
+    print_holder(sh, &sh->cfg_lock, "cfg_lock");
+    for (unsigned j = 0; j < NFABRIC_FM_MAX_JOBS; j++) {
+        if (j && !sh->fm.assigned) {
+            break;              /* one job of every head: job 0 */
+        }
+        snprintf(name, sizeof(name), "job%u_lock", j);
+        print_holder(sh, &sh->job[j].m, name);
+    }
 }
 
 int main(int argc, char **argv)

@@ -62,6 +62,16 @@ static uint64_t seed_base = 0x4d48u;     /* --seed */
 
 static nfabric_dev *dev;
 static unsigned rank, hosts, procs = 2, iters = 200;
+/* pause --apart: every host in a job of its own, host 1 in job 1. */
+static bool apart;
+#define NFABRIC_APART_BOUND_S       0.05    /* issue 36: worst under 50 ms */
+/*
+ * An enable is six register accesses and a rebuild of its own QEMU's map
+ * (the map protocol: its main loop must run); with 3 VMs on 2 cores a
+ * plain access alone takes up to 40-50 ms here, whatever the other jobs
+ * do.  With 2 hosts the register bound holds for enables too.
+ */
+#define NFABRIC_APART_ENABLE_S(h)   ((h) > 2 ? 0.1 : NFABRIC_APART_BOUND_S)
 static uint64_t bench_bytes = 1u << 20;
 
 static void diag(const char *fmt, ...)
@@ -1145,6 +1155,8 @@ static void case_pause_probe(void)
     };
     int rc0;
     double t0 = now(), next_reg = t0, plain_max = 0, win_max = 0, reg_max = 0;
+    double done_max = 0;
+    unsigned dones = 0, done_refused = 0;
     double en_max = 0, peer_min = 1e9, peer_max = 0;
     uint64_t n = 0, bad = 0, regs = 0, reg_refused = 0;
     unsigned ens = 0, en_ok = 0, en_peer = 0, en_state = 0, en_other = 0;
@@ -1197,8 +1209,20 @@ static void case_pause_probe(void)
 
             b = now();
             reg_max = b - a > reg_max ? b - a : reg_max;
-            reg_refused += rc == NFABRIC_ERR_STATE;
+            reg_refused += apart ? rc != 0 : rc == NFABRIC_ERR_STATE;
             regs++;
+            if (apart) {
+                /* A round completion of its own window, timed too. */
+                nfabric_round r;
+
+                a = now();
+                rc = nfabric_round_read(dev, own_win, &r);
+                rc = rc ? rc : nfabric_round_complete(dev, own_win, r.seq);
+                b = now();
+                done_max = b - a > done_max ? b - a : done_max;
+                done_refused += rc != 0;
+                dones++;
+            }
             next_reg = b + 0.05;
         }
         n++;
@@ -1209,6 +1233,27 @@ static void case_pause_probe(void)
               "the other host (longest %.0f ms)", rank, plain_max * 1e3);
     TAP_CHECK(win_max < 0.5, "[rank %u] pause: no access to its own window "
               "waited for the other host (longest %.0f ms)", rank, win_max * 1e3);
+    if (apart) {
+        /* Host 1 is another job's: nothing of it may hold this host up. */
+        TAP_CHECK(reg_refused == 0 && done_refused == 0 &&
+                  reg_max < NFABRIC_APART_BOUND_S && done_max < NFABRIC_APART_BOUND_S,
+                  "[rank %u] apart: while host 1 (job 1) churned and was "
+                  "stopped, every CLEAR and round completion of its own "
+                  "(%" PRIu64 " and %u) succeeded (%" PRIu64 " and %u refused), "
+                  "the slowest in %.0f and %.0f ms", rank, regs - ens, dones,
+                  reg_refused, done_refused, reg_max * 1e3, done_max * 1e3);
+        TAP_CHECK(ens > 0 && en_ok == ens && en_max < NFABRIC_APART_ENABLE_S(hosts),
+                  "[rank %u] apart: of %u enables, %u succeeded (%u PEER, %u "
+                  "STATE, %u other), the slowest in %.0f ms (bound %.0f ms; its "
+                  "plain accesses took up to %.0f ms)", rank, ens, en_ok,
+                  en_peer, en_state, en_other, en_max * 1e3,
+                  NFABRIC_APART_ENABLE_S(hosts) * 1e3, plain_max * 1e3);
+        printf("summary: multihost apart: longest plain access %.0f ms, own "
+               "window %.0f ms, register write %.0f ms, enable %.0f ms, round "
+               "completion %.0f ms\n", plain_max * 1e3, win_max * 1e3,
+               reg_max * 1e3, en_max * 1e3, done_max * 1e3);
+        return;
+    }
     TAP_CHECK(reg_max < NFABRIC_PAUSE_REG_BOUND_S, "[rank %u] pause: a register "
               "write waited at most the bound (longest %.0f ms; %" PRIu64 " of "
               "%" PRIu64 " refused with STATE while the other host held the "
@@ -1229,7 +1274,9 @@ static void case_pause_probe(void)
 
 static void case_pause(void)
 {
-    barrier("pause: start");
+    if (!apart) {
+        barrier("pause: start");        /* (with --apart, no window in common) */
+    }
     if (rank == 1) {
         case_pause_churn();
     } else {
@@ -1561,7 +1608,7 @@ int main(int argc, char **argv)
     if (!mode || !strcmp(mode, "--help")) {
         fprintf(mode ? stdout : stderr, "usage: nfabric-multihost "
                 "agg|hammer|kill|rejoin|reset|sanitize|jobs|reassign|pause|own|direct|bench [--rank R] [--hosts N] "
-                "[--seed S] [--procs P] [--iters K] [--bytes B]\n");
+                "[--seed S] [--procs P] [--iters K] [--bytes B] [--apart]\n");
         return mode ? 0 : 2;
     }
     if (getenv("NFABRIC_RANK")) {
@@ -1584,6 +1631,9 @@ int main(int argc, char **argv)
             parse_uint(v, "--procs", 1, 16, &procs);
         } else if (!strcmp(argv[i], "--iters")) {
             parse_uint(v, "--iters", 1, 100000, &iters);
+        } else if (!strcmp(argv[i], "--apart")) {
+            apart = true;
+            continue;
         } else if (!strcmp(argv[i], "--bytes")) {
             unsigned mb;
 
@@ -1634,7 +1684,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if ((strcmp(mode, "reset") || rank == 0 || have_mem) &&
-        strcmp(mode, "jobs") && strcmp(mode, "reassign")) {
+        strcmp(mode, "jobs") && strcmp(mode, "reassign") && !apart) {
         setup();                /* jobs: window 15 is the fabric manager's */
     }
     if (!strcmp(mode, "agg")) {

@@ -66,7 +66,8 @@ static int sfd[HEADS];
 #define F(member) offsetof(NFabricShared, member)
 static const size_t hot[] = {
     F(magic), F(layout), F(struct_size), F(heads), F(mem_size), F(pshared),
-    F(state_id), F(cfg_busy), F(lost_mask), F(gen), F(enabled_mask),
+    F(state_id), F(job[0].busy), F(job[1].busy), F(lost_mask), F(gen[0]),
+    F(gen[1]), F(enabled_mask),
     F(win[0].dpa_base), F(win[0].dpa_size), F(win[0].counters),
     F(win[0].ctrl), F(win[0].threshold),
     F(win[1].dpa_base), F(win[1].dpa_size), F(win[1].counters),
@@ -76,6 +77,8 @@ static const size_t hot[] = {
     F(cfg[0]), F(cfg[1]), F(cfg[2]),
     F(round[0].seq), F(round[0].done), F(round[1].contrib),
     F(cfg_lock), F(cfg_lock) + 4, F(cfg_lock) + 8, F(cfg_lock) + 16,
+    F(job[0].m), F(job[0].m) + 4, F(job[0].m) + 8, F(job[0].m) + 16,
+    F(job[1].m) + 16, F(fm.job_windows[0]), F(fm.head_job[0]),
     F(win_lock[0].m), F(win_lock[0].m) + 4, F(win_lock[0].m) + 8,
     F(win_lock[0].m) + 16, F(win_lock[1].m), F(win_lock[2].m) + 16,
     F(head[0].state), F(head[1].state), F(head[1].pid),

@@ -338,9 +338,9 @@ static void test_contention(void)
               "contention: per-head contribution counts add up to the "
               "window's (%" PRIu64 ")", total);
     tap_diag("contention: %" PRIu64 " contended lock acquisitions", sh->lock_waits);
-    TAP_CHECK((sh->gen & 1) == 0 && sh->cfg_busy == -1 &&
+    TAP_CHECK((sh->gen[0] & 1) == 0 && sh->job[0].busy == -1 &&
               (sh->enabled_mask & 0x3c) == 0,
-              "contention: the table is consistent afterwards (gen %u)", sh->gen);
+              "contention: the table is consistent afterwards (gen %u)", sh->gen[0]);
     nfabric_shared_detach(sh, fd, 0);
 }
 
@@ -390,17 +390,17 @@ static void test_dead_holder(void)
         int f;
 
         head_up(&me, 1, 2, &f);
-        nfabric_shared_lock_cfg(sh);
+        nfabric_shared_lock_job(sh, 0);
         nfabric_shared_lock_win(sh, 3);
-        sh->cfg_busy = 3;
-        nfabric_shared_gen_bump(sh);        /* odd: the table is changing */
+        sh->job[0].busy = 3;
+        nfabric_shared_gen_bump(sh, 0);     /* odd: the table is changing */
         raise(SIGKILL);
     }
     wait_child(pid);
     v = 0x0f0f0f0f0f0f0f0full;
     nfabric_ctrl_mem_access(&c, 0x30000, (uint8_t *)&v, 8, true);
-    TAP_CHECK((sh->gen & 1) == 0 && !(sh->enabled_mask & 8) &&
-              sh->round[3].incomplete && sh->cfg_busy == -1 &&
+    TAP_CHECK((sh->gen[0] & 1) == 0 && !(sh->enabled_mask & 8) &&
+              sh->round[3].incomplete && sh->job[0].busy == -1 &&
               !memcmp(ram + 0x30000, &v, 8),
               "dead holder: a reconfiguration left half-done is undone (window "
               "disabled, INCOMPLETE), the next access is served");
@@ -566,15 +566,15 @@ static void corrupt_child(unsigned k, int out)
     nfabric_ctrl_mem_access(&c, W_BASE, (uint8_t *)&v, 8, true);
     switch (k) {
     case CORRUPT_GEN:
-        sh->gen |= 1;
+        sh->gen[0] |= 1;
         break;
     case CORRUPT_WINDOW:
         sh->win[0].dpa_base = MEM_SIZE - 64;    /* size 0x400: past the end */
-        sh->gen += 2;
+        sh->gen[0] += 2;
         break;
     case CORRUPT_MASK:
         sh->enabled_mask |= 0xffff0000u;
-        sh->gen += 2;
+        sh->gen[0] += 2;
         break;
     case CORRUPT_LOCK_KIND:
         sh->win_lock[0].m.__data.__kind = 0x7fffffff;
@@ -1337,7 +1337,8 @@ static void test_reassign(void)
     /*
      * A state file written by something other than the fabric manager:
      * window 0, enabled by job 0 over its memory, put in job 1's slots.
-     * Job 0's accesses through it change nothing (OWNER).
+     * A head sees only its job's windows: to job 0 the memory is plain
+     * memory of its own (no count changes); job 1 does not reach it.
      */
     TAP_CHECK(win_set(&c0, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY,
                       8) == NFABRIC_ERR_NONE,
@@ -1352,13 +1353,222 @@ static void test_reassign(void)
     nfabric_ctrl_mem_access(&c0, W_BASE, (uint8_t *)&got, 8, false);
     TAP_CHECK(!c0.failed && got == UINT64_MAX &&
               nfabric_counter_get(ram + W_CTRS, 8, 0) == 0 &&
-              rd(&c0, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_OWNER,
-              "reassign: an access through a window the state file puts in "
-              "another job changes no count and reads all-ones (OWNER)");
+              rd(&c0, NFABRIC_REG_ENABLED_MASK, 4) == 0,
+              "reassign: a window the state file puts in another job is no "
+              "window to job 0: its memory is plain, no count changes, job 0 "
+              "sees no window");
+    v = 0;
+    nfabric_ctrl_mem_access(&c1, W_BASE, (uint8_t *)&v, 8, true);
+    TAP_CHECK(rd(&c1, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_OWNER &&
+              !memcmp(ram + W_BASE, &got, 8),
+              "reassign: and job 1, whose slots now hold it, does not reach "
+              "the memory under it (OWNER)");
     nfabric_ctrl_use_shared(&c1, &c1.local, 0);
     nfabric_shared_detach(sh1, fd1, 1);
     nfabric_ctrl_use_shared(&c0, &c0.local, 0);
     nfabric_shared_detach(sh, fd0, 0);
+}
+
+/* ---- jobs stay apart: another job's stopped or busy head ------------------ */
+
+#define A_WIN       9                   /* job 1's window */
+#define A_BASE      0x200000ull
+#define A_SIZE      0x10000ull          /* 512 KiB of 8-bit counters */
+#define A_CTRS      0x300000ull
+#define A_BOUND_MS  50                  /* issue 36: worst under 50 ms */
+
+static NFabricFm apart_fm(void)
+{
+    NFabricFm fm;
+
+    memset(&fm, 0, sizeof(fm));
+    fm.assigned = 1;
+    fm.head_job[0] = 0;
+    fm.head_job[1] = 1;
+    fm.job_windows[0] = 0x00ff;
+    fm.job_windows[1] = 0xff00;
+    fm.range[0] = (NFabricFmRange){ 0, 0x200000, 0, NFABRIC_FM_JOB_WIDE };
+    fm.range[1] = (NFabricFmRange){ 0x200000, 0x200000, 1, NFABRIC_FM_JOB_WIDE };
+    fm.nranges = 2;
+    return fm;
+}
+
+/*
+ * What job 0's head gets while job 1's head is stopped or busy: register
+ * writes (CLEAR of its window), an enable and a disable of another window,
+ * a round completion, each timed; the worst and the errors.
+ */
+typedef struct ApartProbe {
+    int64_t worst_ms;
+    unsigned ops, refused;
+} ApartProbe;
+
+static void apart_op(NFabricCtrl *c, ApartProbe *p, int kind)
+{
+    int64_t t = now_ms();
+    uint32_t seq;
+
+    wr(c, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_ERROR, 4);
+    switch (kind % 4) {
+    case 0:
+        wr(c, NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+        break;
+    case 1:
+        (void)win_set(c, 1, 0x40000, 0x400, 0x180000, NFABRIC_PATH_GTERNARY, 8);
+        break;
+    case 2:
+        wr(c, NFABRIC_REG_WIN(1, NFABRIC_WIN_CTRL), 0, 4);
+        break;
+    default:
+        seq = (uint32_t)rd(c, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_SEQ), 4);
+        wr(c, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_COMPLETE), seq, 4);
+        break;
+    }
+    t = now_ms() - t;
+    p->worst_ms = t > p->worst_ms ? t : p->worst_ms;
+    p->ops++;
+    p->refused += rd(c, NFABRIC_REG_LAST_ERROR, 4) != NFABRIC_ERR_NONE;
+}
+
+/* Job 1's head stops itself in its window's clear when told to. */
+static void apart_hook(void *opaque, NFabricWinEvent ev, unsigned win,
+                       uint32_t code)
+{
+    (void)code;
+    if (ev == NFABRIC_WIN_EV_CLEAR && win == A_WIN && *(int *)opaque) {
+        raise(SIGSTOP);
+    }
+}
+
+/* Fork job 1's head: it stops (SIGSTOP) holding what how says. */
+enum { APART_ENABLE, APART_CLEAR, APART_LOCK };
+
+static pid_t apart_stopped(int how)
+{
+    pid_t pid = fork();
+    int st, stop = 0;
+
+    if (pid == 0) {
+        NFabricCtrl me;
+        static const NFabricCtrlOps ops = { .window = apart_hook };
+        NFabricShared *msh;
+        int f;
+
+        msh = head_up(&me, 1, 2, &f);
+        me.ops = &ops;
+        me.opaque = &stop;
+        if (how == APART_LOCK) {
+            nfabric_shared_lock_job(msh, 1);
+            raise(SIGSTOP);
+            nfabric_shared_unlock_job(msh, 1);
+            _exit(0);
+        }
+        stop = 1;               /* apart_hook: in the clear of window A_WIN */
+        if (how == APART_CLEAR) {
+            /* The window the enable case left enabled. */
+            wr(&me, NFABRIC_REG_WIN(A_WIN, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+        } else if (win_set(&me, A_WIN, A_BASE, A_SIZE, A_CTRS,
+                           NFABRIC_PATH_GBINARY, 8) != NFABRIC_ERR_NONE) {
+            _exit(3);
+        }
+        _exit(rd(&me, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_NONE ? 0 : 4);
+    }
+    if (pid < 0 || waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st)) {
+        return -1;
+    }
+    return pid;
+}
+
+static void test_jobs_apart(void)
+{
+    static const char *const what[] = {
+        "mid-enable (its job's lock, its window's lock, zeroing 512 KiB)",
+        "mid-CLEAR (its job's lock, its window's lock)",
+        "holding its job's configuration lock",
+    };
+    NFabricCtrl c;
+    NFabricShared *sh;
+    NFabricFm fm = apart_fm();
+    char err[512];
+    int fd, rc;
+    pid_t pid;
+
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c, 0, 2, &fd);
+    rc = nfabric_shared_fm_write(state_path, &fm, err, sizeof(err));
+    TAP_CHECK(rc == 0 && win_set(&c, 0, W_BASE, W_SIZE, W_CTRS,
+                                 NFABRIC_PATH_GBINARY, 8) == NFABRIC_ERR_NONE,
+              "apart: head 0 in job 0 with window 0, head 1 in job 1 (%s)",
+              rc ? err : "ok");
+    for (int how = APART_ENABLE; how <= APART_LOCK; how++) {
+        ApartProbe p = { 0 };
+
+        pid = apart_stopped(how);
+        for (int k = 0; pid > 0 && k < 40; k++) {
+            apart_op(&c, &p, k);
+        }
+        TAP_CHECK(pid > 0 && p.refused == 0 && p.worst_ms < A_BOUND_MS,
+                  "apart: job 1's head stopped %s: job 0's %u register "
+                  "writes, enables, disables and round completions all "
+                  "succeed (%u refused), the slowest in %" PRId64 " ms",
+                  what[how], p.ops, p.refused, p.worst_ms);
+        /* The fabric manager needs every job: bounded, and it says which. */
+        if (how == APART_LOCK) {
+            int64_t t = now_ms();
+
+            rc = nfabric_shared_fm_write(state_path, &fm, err, sizeof(err));
+            t = now_ms() - t;
+            TAP_CHECK(rc != 0 && strstr(err, "job 1's configuration lock") &&
+                      t <= NFABRIC_SHARED_LOCK_MS + 500,
+                      "apart: meanwhile the fabric manager's write, which "
+                      "needs every job's lock, gives up within the bound "
+                      "(%" PRId64 " ms): %s", t, err);
+        }
+        if (pid > 0) {
+            kill(pid, SIGCONT);
+            rc = wait_child(pid);
+            TAP_CHECK(rc == 0, "apart: continued, job 1's head finishes "
+                      "(status %d)", rc);
+        }
+    }
+
+    /* Job 1's head CLEARs its window (512 KiB of counters) in a loop. */
+    pid = fork();
+    if (pid == 0) {
+        NFabricCtrl me;
+        int f;
+        int64_t end;
+
+        head_up(&me, 1, 2, &f);
+        end = now_ms() + 1500;
+        while (now_ms() < end) {
+            wr(&me, NFABRIC_REG_WIN(A_WIN, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+        }
+        _exit(rd(&me, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_NONE ? 0 : 4);
+    }
+    {
+        ApartProbe p = { 0 };
+        int64_t end = now_ms() + 1000;
+        uint64_t clears = sh->round[A_WIN].seq;
+
+        usleep(50000);
+        for (int k = 0; now_ms() < end; k++) {
+            apart_op(&c, &p, k);
+            usleep(2000);
+        }
+        clears = sh->round[A_WIN].seq - clears;
+        rc = wait_child(pid);
+        TAP_CHECK(rc == 0 && p.refused == 0 && p.worst_ms < A_BOUND_MS &&
+                  clears > 10,
+                  "apart: while job 1's head CLEARs its window in a loop (%"
+                  PRIu64 " clears), job 0's %u register writes, enables, "
+                  "disables and round completions all succeed (%u refused), "
+                  "the slowest in %" PRId64 " ms", clears, p.ops, p.refused,
+                  p.worst_ms);
+    }
+    nfabric_ctrl_use_shared(&c, &c.local, 0);
+    nfabric_shared_detach(sh, fd, 0);
 }
 
 /* ---- what a head's QEMU may map directly -------------------------------- */
@@ -1633,6 +1843,7 @@ int main(void)
     test_stopped_head();
     test_jobs();
     test_reassign();
+    test_jobs_apart();
     test_reach_ranges();
     test_map_protocol();
     unlink(state_path);

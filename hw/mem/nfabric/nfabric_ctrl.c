@@ -147,22 +147,12 @@ static void nfabric_lock_failed(NFabricCtrl *s, const char *which, int win)
     nfabric_fail(s, why);
 }
 
-static bool nfabric_lock_cfg(NFabricCtrl *s)
-{
-    if (!s->shared) {
-        return true;
-    }
-    if (!nfabric_shared_lock_cfg(s->sh)) {
-        nfabric_lock_failed(s, "configuration", -1);
-        return false;
-    }
-    return true;
-}
+static bool nfabric_lock_job(NFabricCtrl *s);
 
-static void nfabric_unlock_cfg(NFabricCtrl *s)
+static void nfabric_unlock_job(NFabricCtrl *s)
 {
     if (s->shared) {
-        nfabric_shared_unlock_cfg(s->sh);
+        nfabric_shared_unlock_job(s->sh, s->locked_job);
     }
 }
 
@@ -198,6 +188,7 @@ static void nfabric_fm_set(NFabricCtrl *s, const NFabricFmView *v)
                  memcmp(v->end, s->fm.end, v->n * sizeof(v->end[0]));
 
     s->fm = *v;
+    s->view.valid = false;      /* the job's windows: made again */
     if (moved && s->ops && s->ops->traps_changed) {
         s->ops->traps_changed(s->opaque);
     }
@@ -329,6 +320,72 @@ static inline bool nfabric_fm_window(const NFabricCtrl *s, unsigned i)
     return !s->shared || !s->fm.assigned || (s->fm.windows & (1u << i));
 }
 
+/* This head's job's windows (all of them without an assignment). */
+static inline uint32_t nfabric_fm_windows(const NFabricCtrl *s)
+{
+    return !s->shared || !s->fm.assigned ?
+           (1u << NFABRIC_NUM_WINDOWS) - 1 : s->fm.windows;
+}
+
+/* This head's job (0 without an assignment: one job of every head). */
+static inline unsigned nfabric_job(const NFabricCtrl *s)
+{
+    return s->shared && s->fm.assigned ? s->fm.job % NFABRIC_FM_MAX_JOBS : 0;
+}
+
+static void nfabric_pending_drop_locked(NFabricCtrl *s, unsigned i);
+
+/*
+ * Take this head's job's configuration lock (docs/multihost.md, "Locks").
+ * The fabric manager writes an assignment holding every job's lock: under
+ * ours, the copy of the assignment is checked current, and made again (and
+ * the lock of the new job taken) if it moved.  Windows the job's heads
+ * that are gone were enabling (the map protocol) are given up here.
+ */
+#define NFABRIC_JOB_LOCK_TRIES  3
+
+static bool nfabric_lock_job(NFabricCtrl *s)
+{
+    NFabricShared *sh = s->sh;
+
+    if (!s->shared) {
+        s->locked_job = 0;
+        return true;
+    }
+    for (unsigned t = 0; t < NFABRIC_JOB_LOCK_TRIES; t++) {
+        unsigned j;
+
+        if (!nfabric_fm_current(s)) {
+            return false;
+        }
+        j = nfabric_job(s);
+        if (!nfabric_shared_lock_job(sh, j)) {
+            nfabric_lock_failed(s, "configuration", -1);
+            return false;
+        }
+        s->locked_job = j;
+        if (__atomic_load_n(&sh->fm.gen, __ATOMIC_ACQUIRE) != s->fm.gen) {
+            nfabric_shared_unlock_job(sh, j);   /* reassigned: again */
+            continue;
+        }
+        if (__atomic_load_n(&sh->pending_mask, __ATOMIC_RELAXED) &
+            nfabric_fm_windows(s)) {
+            for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+                unsigned h = sh->pend_head[i];
+
+                if ((sh->pending_mask & nfabric_fm_windows(s) & (1u << i)) &&
+                    (h >= s->heads ||
+                     __atomic_load_n(&sh->head[h].state, __ATOMIC_ACQUIRE) ==
+                     NFABRIC_HEAD_GONE)) {
+                    nfabric_pending_drop_locked(s, i);  /* as it would have */
+                }
+            }
+        }
+        return true;
+    }
+    return false;
+}
+
 /* The heads of this head's job (all heads without an assignment). */
 static inline uint32_t nfabric_fm_heads(const NFabricCtrl *s)
 {
@@ -354,8 +411,14 @@ static int nfabric_view_refresh(NFabricCtrl *s)
     char why[160];
 
     memset(table, 0, sizeof(table));
+    if (s->shared && !nfabric_fm_current(s)) {
+        return s->failed ? -1 : 1;
+    }
     for (unsigned tries = 0; tries < NFABRIC_VIEW_TRIES; tries++) {
-        uint32_t gen = nfabric_shared_gen(sh);
+        /* Only this head's job's windows: no other job's writer matters. */
+        unsigned job = nfabric_job(s);
+        uint32_t mine = nfabric_fm_windows(s);
+        uint32_t gen = nfabric_shared_gen(sh, job);
         bool ok = true;
 
         if (gen & 1) {
@@ -363,15 +426,15 @@ static int nfabric_view_refresh(NFabricCtrl *s)
                 continue;
             }
             /*
-             * Changes are made under cfg_lock, and a dead changer's is
-             * repaired by the next locker: under it the count is even,
+             * Changes are made under the job's lock, and a dead changer's
+             * is repaired by the next locker: under it the count is even,
              * unless the state is corrupted.
              */
-            if (!nfabric_lock_cfg(s)) {
+            if (!nfabric_lock_job(s)) {
                 return s->failed ? -1 : 1;
             }
-            gen = nfabric_shared_gen(sh);
-            nfabric_unlock_cfg(s);
+            gen = nfabric_shared_gen(sh, s->locked_job);
+            nfabric_unlock_job(s);
             if (gen & 1) {
                 nfabric_fail(s, "the window table's sequence count is odd "
                              "with no change in progress: the state file is "
@@ -383,6 +446,12 @@ static int nfabric_view_refresh(NFabricCtrl *s)
         memset(&v, 0, sizeof(v));
         v.mask = __atomic_load_n(&sh->enabled_mask, __ATOMIC_RELAXED);
         v.pmask = __atomic_load_n(&sh->pending_mask, __ATOMIC_RELAXED);
+        if ((v.mask | v.pmask) >> NFABRIC_NUM_WINDOWS || (v.mask & v.pmask)) {
+            ok = false;         /* judged below, once the copy settled */
+        } else {
+            v.mask &= mine;
+            v.pmask &= mine;
+        }
         for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
             const NFabricWindow *w = &sh->win[i];
             uint32_t ctrl;
@@ -417,7 +486,7 @@ static int nfabric_view_refresh(NFabricCtrl *s)
             }
         }
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&sh->gen, __ATOMIC_RELAXED) != gen) {
+        if (__atomic_load_n(&sh->gen[job], __ATOMIC_RELAXED) != gen) {
             continue;           /* changed while we copied: again */
         }
         if ((v.mask | v.pmask) >> NFABRIC_NUM_WINDOWS || (v.mask & v.pmask)) {
@@ -465,6 +534,7 @@ static int nfabric_view_refresh(NFabricCtrl *s)
             return -1;          /* the copy may be of zeros (truncated) */
         }
         v.gen = gen;
+        v.job = job;
         v.valid = true;
         s->view = v;
         return 0;
@@ -533,16 +603,23 @@ static void nfabric_win_clear_locked(NFabricCtrl *s, unsigned i,
     nfabric_win_event(s, NFABRIC_WIN_EV_CLEAR, i, 0);
 }
 
+/* Is the view current (its job's windows unchanged since it was made)? */
+static inline bool nfabric_view_current(const NFabricCtrl *s)
+{
+    return s->view.valid &&
+           nfabric_shared_gen(s->sh, s->view.job) == s->view.gen;
+}
+
 /*
- * The view as it is now (configuration lock held: the table cannot move,
+ * The view as it is now (the job's lock held: its windows cannot move,
  * unless the state is corrupted).  False if it cannot be had.
  */
 static bool nfabric_view_locked(NFabricCtrl *s)
 {
-    if (s->view.valid && nfabric_shared_gen(s->sh) == s->view.gen) {
+    if (nfabric_view_current(s) && s->view.job == s->locked_job) {
         return true;
     }
-    return nfabric_view_refresh(s) == 0;
+    return nfabric_view_refresh(s) == 0 && s->view.job == s->locked_job;
 }
 
 /* A register write the shared state could not take: error STATE. */
@@ -574,25 +651,25 @@ static void nfabric_win_clear(NFabricCtrl *s, unsigned i, uint64_t off)
 }
 
 /*
- * Change window i's CTRL (and its enabled bit) as other heads' memory
- * paths see it: with the window's lock held and the table's sequence count
- * odd, so that no access is served by a half-changed entry.  The caller
- * holds the configuration lock.
+ * Change window i's CTRL (and its enabled bit) as the job's other heads'
+ * memory paths see it: with the window's lock held and the job's sequence
+ * count odd, so that no access is served by a half-changed entry.  The
+ * caller holds the job's configuration lock.
  */
 static bool nfabric_win_publish_begin(NFabricCtrl *s, unsigned i)
 {
     if (!nfabric_lock_win(s, i)) {
         return false;
     }
-    s->sh->cfg_busy = (int32_t)i;
-    nfabric_shared_gen_bump(s->sh);
+    s->sh->job[s->locked_job].busy = (int32_t)i;
+    nfabric_shared_gen_bump(s->sh, s->locked_job);
     return true;
 }
 
 static void nfabric_win_publish_end(NFabricCtrl *s, unsigned i)
 {
-    nfabric_shared_gen_bump(s->sh);
-    s->sh->cfg_busy = -1;
+    nfabric_shared_gen_bump(s->sh, s->locked_job);
+    s->sh->job[s->locked_job].busy = -1;
     nfabric_unlock_win(s, i);
 }
 
@@ -629,8 +706,8 @@ static bool nfabric_win_enable_now(NFabricCtrl *s, unsigned i,
         return false;
     }
     nfabric_win_clear_locked(s, i, c.counters, clen);
-    s->sh->cfg_busy = (int32_t)i;
-    nfabric_shared_gen_bump(s->sh);
+    s->sh->job[s->locked_job].busy = (int32_t)i;
+    nfabric_shared_gen_bump(s->sh, s->locked_job);
     w->dpa_base = c.dpa_base;
     w->dpa_size = c.dpa_size;
     w->counters = c.counters;
@@ -638,8 +715,9 @@ static bool nfabric_win_enable_now(NFabricCtrl *s, unsigned i,
     w->ctrl = val;
     w->error = NFABRIC_ERR_NONE;
     sh->cfg[i] = cfg;
-    sh->enabled_mask |= 1u << i;
-    sh->pending_mask &= ~(1u << i);     /* (map protocol) no longer */
+    __atomic_fetch_or(&sh->enabled_mask, 1u << i, __ATOMIC_RELAXED);
+    /* (map protocol) no longer pending */
+    __atomic_fetch_and(&sh->pending_mask, ~(1u << i), __ATOMIC_RELAXED);
     nfabric_win_publish_end(s, i);
     nfabric_win_event(s, NFABRIC_WIN_EV_ENABLE, i, 0);
     return true;
@@ -665,7 +743,7 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
                 nfabric_state_refused(s, off);
                 return;
             }
-            sh->enabled_mask &= ~(1u << i);
+            __atomic_fetch_and(&sh->enabled_mask, ~(1u << i), __ATOMIC_RELAXED);
             w->ctrl = val;
             nfabric_win_publish_end(s, i);
             if (s->shared) {
@@ -744,7 +822,7 @@ static void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
         sh->pend[i].threshold = c.threshold;
         sh->pend[i].ctrl = val;
         sh->pend_head[i] = (uint8_t)s->head;
-        sh->pending_mask |= 1u << i;
+        __atomic_fetch_or(&sh->pending_mask, 1u << i, __ATOMIC_RELAXED);
         nfabric_win_publish_end(s, i);
         s->map_target = nfabric_shared_map_bump(sh);
         s->map_win = (int)i;
@@ -784,18 +862,27 @@ static uint32_t nfabric_map_late(NFabricShared *sh, unsigned heads,
     return late;
 }
 
-/* Drop pending window i (configuration lock held): the others may map it. */
+/* Drop pending window i (job lock held): the others may map it. */
+static void nfabric_pending_drop_locked(NFabricCtrl *s, unsigned i)
+{
+    NFabricShared *sh = s->sh;
+    unsigned j = s->locked_job;
+
+    sh->job[j].busy = (int32_t)i;
+    nfabric_shared_gen_bump(sh, j);
+    __atomic_fetch_and(&sh->pending_mask, ~(1u << i), __ATOMIC_RELAXED);
+    nfabric_shared_gen_bump(sh, j);
+    sh->job[j].busy = -1;
+    nfabric_shared_map_bump(sh);
+}
+
+/* Give up the window this head was enabling (job lock held). */
 static void nfabric_map_give_up_locked(NFabricCtrl *s, unsigned i)
 {
     NFabricShared *sh = s->sh;
 
     if ((sh->pending_mask & (1u << i)) && sh->pend_head[i] == s->head) {
-        sh->cfg_busy = (int32_t)i;
-        nfabric_shared_gen_bump(sh);
-        sh->pending_mask &= ~(1u << i);
-        nfabric_shared_gen_bump(sh);
-        sh->cfg_busy = -1;
-        nfabric_shared_map_bump(sh);
+        nfabric_pending_drop_locked(s, i);
     }
     if (s->map_abort == (int)i) {
         s->map_abort = -1;
@@ -856,7 +943,7 @@ static void nfabric_map_finish(NFabricCtrl *s)
         s->ops->wait_end(s->opaque);
     }
     s->map_late = late;
-    if (!nfabric_lock_cfg(s)) {
+    if (!nfabric_lock_job(s)) {
         s->map_abort = (int)i;  /* given up under the next lock taken */
         nfabric_state_refused(s, off);
         return;
@@ -864,7 +951,7 @@ static void nfabric_map_finish(NFabricCtrl *s)
     if (!nfabric_state_ok(s) || !(sh->pending_mask & (1u << i)) ||
         sh->pend_head[i] != self) {
         /* The state failed, or the window was given up meanwhile. */
-        nfabric_unlock_cfg(s);
+        nfabric_unlock_job(s);
         nfabric_state_refused(s, off);
         return;
     }
@@ -875,16 +962,16 @@ static void nfabric_map_finish(NFabricCtrl *s)
                  PRIx32 " of the job did not trap its ranges within %u ms",
                  late, (unsigned)NFABRIC_SHARED_MAP_MS);
         nfabric_set_error(s, i, NFABRIC_ERR_PEER, off, why);
-        nfabric_unlock_cfg(s);
+        nfabric_unlock_job(s);
         return;
     }
     if (!nfabric_win_enable_now(s, i, &c, val)) {
         nfabric_map_give_up_locked(s, i);
-        nfabric_unlock_cfg(s);
+        nfabric_unlock_job(s);
         nfabric_state_refused(s, off);
         return;
     }
-    nfabric_unlock_cfg(s);
+    nfabric_unlock_job(s);
 }
 
 void nfabric_ctrl_map_join(NFabricCtrl *s)
@@ -1275,7 +1362,7 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
     }
     while (len) {
         uint64_t end;
-        uint32_t gen = nfabric_shared_gen(sh);
+        uint32_t gen = s->view.valid ? nfabric_shared_gen(sh, s->view.job) : 1;
         int i;
         unsigned n;
         unsigned path;
@@ -1298,25 +1385,12 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                 memcpy(buf, s->ram + dpa, n);
             }
             path = NFABRIC_PATH_FP32;
-        } else if (!nfabric_fm_window(s, i)) {
-            /*
-             * Another job's window over memory this head reaches.  The
-             * fabric manager refuses an assignment that leaves one
-             * (nfabric_fm_strands): something else wrote the state file.
-             * Neither job's data nor counts change; as OWNER.
-             */
-            if (!write) {
-                memset(buf, 0xff, len);
-            }
-            nfabric_set_error(s, -1, NFABRIC_ERR_OWNER, dpa, "access "
-                              "through another job's window");
-            break;
         } else {
             if (!nfabric_lock_win(s, i)) {
                 nfabric_access_refused(s, dpa, buf, len, write);
                 break;
             }
-            if (nfabric_shared_gen(sh) != s->view.gen) {
+            if (nfabric_shared_gen(sh, s->view.job) != s->view.gen) {
                 /* Another head changed the table meanwhile: look again. */
                 nfabric_unlock_win(s, i);
                 continue;
@@ -1902,12 +1976,12 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
         return;
     }
     /* Every head's register writes are serialised by the device. */
-    if (s->failed || !nfabric_lock_cfg(s)) {
+    if (s->failed || !nfabric_lock_job(s)) {
         nfabric_state_refused(s, off);
         return;
     }
     if (!nfabric_state_ok(s)) {
-        nfabric_unlock_cfg(s);
+        nfabric_unlock_job(s);
         nfabric_state_refused(s, off);
         return;
     }
@@ -1915,7 +1989,7 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
         nfabric_map_give_up_locked(s, (unsigned)s->map_abort);
     }
     nfabric_reg_write_locked(s, &r, off, val, size);
-    nfabric_unlock_cfg(s);
+    nfabric_unlock_job(s);
     if (s->map_win >= 0) {
         nfabric_map_finish(s);  /* an enable of a shared head, begun above */
     }
@@ -2007,7 +2081,7 @@ static unsigned nfabric_trap_ranges_shared(NFabricCtrl *s, bool fp32,
     unsigned n = 0, nr = 0;
 
     if (s->failed || !nfabric_fm_current(s) ||
-        (!(s->view.valid && nfabric_shared_gen(s->sh) == s->view.gen) &&
+        (!nfabric_view_current(s) &&
          nfabric_view_refresh(s) != 0)) {
         out[0].dpa = 0;         /* everything, through the controller */
         out[0].len = s->ram_size;

@@ -257,8 +257,10 @@ static bool nfabric_live_any(int fd, unsigned n)
 
 static void nfabric_shared_reset_tables(NFabricShared *sh)
 {
-    sh->cfg_busy = -1;
-    sh->gen = 0;
+    for (unsigned j = 0; j < NFABRIC_FM_MAX_JOBS; j++) {
+        sh->job[j].busy = -1;
+        sh->gen[j] = 0;
+    }
     sh->enabled_mask = 0;
     sh->lost_mask = 0;
     memset(sh->win, 0, sizeof(sh->win));
@@ -341,6 +343,11 @@ static int nfabric_shared_format(NFabricShared *sh, const NFabricAttach *a)
     if (nfabric_robust_init(&sh->cfg_lock)) {
         return -1;
     }
+    for (unsigned j = 0; j < NFABRIC_FM_MAX_JOBS; j++) {
+        if (nfabric_robust_init(&sh->job[j].m)) {
+            return -1;
+        }
+    }
     for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
         if (nfabric_robust_init(&sh->win_lock[i].m)) {
             return -1;
@@ -374,48 +381,48 @@ static void nfabric_shared_mark_gone(NFabricShared *sh, unsigned h, bool died)
         sh->lost_mask |= bit;
         sh->reaped++;
     }
-    /* Its map no longer matters; windows it was enabling are given up. */
+    /*
+     * Its map no longer matters.  A window it was enabling (the map
+     * protocol) is its job's: the job's next holder of its lock gives it
+     * up (nfabric_ctrl.c), as only the job's lock holder changes the job's
+     * windows.  The map moves so that waiters look again.
+     */
     __atomic_fetch_and(&sh->map_direct, ~bit, __ATOMIC_ACQ_REL);
-    if (sh->pending_mask) {
-        uint32_t drop = 0;
-
-        for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
-            if ((sh->pending_mask & (1u << i)) && sh->pend_head[i] == h) {
-                drop |= 1u << i;
-            }
-        }
-        if (drop) {
-            nfabric_shared_gen_bump(sh);
-            sh->pending_mask &= ~drop;
-            nfabric_shared_gen_bump(sh);
-            nfabric_shared_map_bump(sh);
-        }
-    }
+    nfabric_shared_map_bump(sh);
+    /* Rounds are the jobs'; only ever more cautious here. */
     for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
         NFabricRound *r = &sh->round[i];
 
-        if ((r->contrib & bit) && !(r->done & bit)) {
-            r->incomplete = 1;
+        if ((__atomic_load_n(&r->contrib, __ATOMIC_RELAXED) & bit) &&
+            !(__atomic_load_n(&r->done, __ATOMIC_RELAXED) & bit)) {
+            __atomic_store_n(&r->incomplete, 1, __ATOMIC_RELAXED);
         }
     }
 }
 
-/* A dead holder left the configuration lock: finish or undo its change. */
-static void nfabric_shared_repair_cfg(NFabricShared *sh)
+/*
+ * A dead holder left job j's lock: undo its change.  A window it was
+ * changing (publishing, or clearing: busy) may be half-written or its
+ * counters half-cleared: it is disabled and its round flagged INCOMPLETE.
+ */
+static void nfabric_shared_repair_job(NFabricShared *sh, unsigned j)
 {
-    int busy = sh->cfg_busy;
+    int busy = sh->job[j].busy;
 
     sh->lock_repairs++;
     if (busy >= 0 && busy < NFABRIC_NUM_WINDOWS) {
-        /* Its window's configuration may be half-written: disable it. */
-        sh->enabled_mask &= ~(1u << busy);
-        sh->pending_mask &= ~(1u << busy);
+        if (!(sh->gen[j] & 1)) {
+            nfabric_shared_gen_bump(sh, j);
+        }
+        __atomic_fetch_and(&sh->enabled_mask, ~(1u << busy), __ATOMIC_RELAXED);
+        __atomic_fetch_and(&sh->pending_mask, ~(1u << busy), __ATOMIC_RELAXED);
         sh->win[busy].ctrl &= ~NFABRIC_WCTRL_ENABLE;
-        sh->round[busy].incomplete = 1;
+        __atomic_store_n(&sh->round[busy].incomplete, 1, __ATOMIC_RELAXED);
+        nfabric_shared_map_bump(sh);    /* the others may map it again */
     }
-    sh->cfg_busy = -1;
-    if (__atomic_load_n(&sh->gen, __ATOMIC_ACQUIRE) & 1) {
-        nfabric_shared_gen_bump(sh);    /* publish a consistent table */
+    sh->job[j].busy = -1;
+    if (__atomic_load_n(&sh->gen[j], __ATOMIC_ACQUIRE) & 1) {
+        nfabric_shared_gen_bump(sh, j);  /* publish a consistent table */
     }
 }
 
@@ -540,8 +547,18 @@ static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
 
 static void nfabric_repair_cfg_cb(NFabricShared *sh, unsigned unused)
 {
+    /*
+     * Attach, detach, a dead head's marking and the fabric manager's write
+     * each leave a consistent state at every store that matters (the
+     * assignment under its own sequence count): nothing to undo.
+     */
     (void)unused;
-    nfabric_shared_repair_cfg(sh);
+    sh->lock_repairs++;
+}
+
+static void nfabric_repair_job_cb(NFabricShared *sh, unsigned j)
+{
+    nfabric_shared_repair_job(sh, j);
 }
 
 static void nfabric_repair_win_cb(NFabricShared *sh, unsigned i)
@@ -560,6 +577,23 @@ bool nfabric_shared_lock_cfg(NFabricShared *sh)
 void nfabric_shared_unlock_cfg(NFabricShared *sh)
 {
     pthread_mutex_unlock(&sh->cfg_lock);
+}
+
+#define NFABRIC_STUCK_JOB(j)  (1u << (16 + (j)))   /* stuck bits of job locks */
+
+bool nfabric_shared_lock_job(NFabricShared *sh, unsigned j)
+{
+    if (j >= NFABRIC_FM_MAX_JOBS) {
+        errno = EINVAL;
+        return false;
+    }
+    return nfabric_robust_lock(sh, &sh->job[j].m, nfabric_repair_job_cb, j,
+                               NFABRIC_STUCK_JOB(j));
+}
+
+void nfabric_shared_unlock_job(NFabricShared *sh, unsigned j)
+{
+    pthread_mutex_unlock(&sh->job[j].m);
 }
 
 bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i)
@@ -1236,6 +1270,15 @@ static int nfabric_fm_strands(const NFabricShared *sh, const NFabricFm *old,
         clen = nfabric_window_counter_len(&c);
         jn = nfabric_fm_window_job(fm, i);
         jo = old->assigned ? nfabric_fm_window_job(old, i) : jn;
+        if (jn >= 0 && (sh->pending_mask & (1u << i)) &&
+            sh->pend_head[i] < NFABRIC_MAX_HEADS &&
+            fm->head_job[sh->pend_head[i]] != (uint32_t)jn) {
+            nfabric_seterr(err, errlen, "window %u is being enabled by head "
+                           "%u, which the assignment puts in another job "
+                           "than the window's (%d); try again once the "
+                           "enable is done", i, sh->pend_head[i], jn);
+            return (int)i;
+        }
         if (jn < 0) {
             nfabric_seterr(err, errlen, "window %u is enabled (data 0x%"
                            PRIx64 "+0x%" PRIx64 "): the assignment gives its "
@@ -1318,7 +1361,8 @@ int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
     NFabricShared *sh;
     struct stat st;
     const char *why;
-    unsigned bad;
+    unsigned bad, jobs = 0;
+    bool written = false;
     int fd, rc = -1;
 
     fd = open(path, O_RDWR | O_CLOEXEC);
@@ -1367,10 +1411,24 @@ int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
         }
         goto out;
     }
+    /*
+     * The device as a whole: no job changes its windows meanwhile (every
+     * job's lock, in job order, then the device's).  Bounded: a job whose
+     * head holds its lock past the bound (stopped) fails the write.
+     */
+    for (jobs = 0; jobs < NFABRIC_FM_MAX_JOBS; jobs++) {
+        if (!nfabric_shared_lock_job(sh, jobs)) {
+            nfabric_seterr(err, errlen, "%s: job %u's configuration lock "
+                           "stayed busy past %u ms (a head of the job "
+                           "stopped?): nothing written", path, jobs,
+                           NFABRIC_SHARED_LOCK_MS);
+            goto unlock_jobs;
+        }
+    }
     if (!nfabric_shared_lock_cfg(sh)) {
         nfabric_seterr(err, errlen, "%s: the configuration lock stayed busy "
                        "past %u ms", path, NFABRIC_SHARED_LOCK_MS);
-        goto out;
+        goto unlock_jobs;
     }
     bad = (unsigned)nfabric_fm_taken(&sh->fm, fm, fd, sh->heads);
     if (bad != UINT32_MAX) {
@@ -1382,11 +1440,11 @@ int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
                        "attached: a head's own memory (which it may map "
                        "directly) is not taken from it while it runs",
                        r->base, r->size, r->head, r->head);
-        goto out;
+        goto unlock_jobs;
     }
     if (nfabric_fm_strands(sh, &sh->fm, fm, err, errlen) >= 0) {
         nfabric_shared_unlock_cfg(sh);
-        goto out;
+        goto unlock_jobs;
     }
     /* Readers copy it under the sequence count and check what they read. */
     __atomic_store_n(&sh->fm.gen, sh->fm.gen | 1, __ATOMIC_RELEASE);
@@ -1399,7 +1457,14 @@ int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&sh->fm.gen, sh->fm.gen + 1, __ATOMIC_RELEASE);
     nfabric_shared_unlock_cfg(sh);
-    rc = nfabric_fm_maps_wait(sh, fd, path, err, errlen);
+    written = true;
+unlock_jobs:
+    while (jobs > 0) {
+        nfabric_shared_unlock_job(sh, --jobs);
+    }
+    if (written) {
+        rc = nfabric_fm_maps_wait(sh, fd, path, err, errlen);
+    }
 out:
     munmap(sh, sizeof(*sh));
     close(fd);

@@ -110,7 +110,8 @@ typedef struct NFabricRtlOps {
  * wrote can send an access outside device memory.
  */
 typedef struct NFabricView {
-    uint32_t gen;               /* the table's sequence count it copies */
+    uint32_t gen;               /* its job's sequence count it copies */
+    unsigned job;               /* whose windows (the head's job) */
     bool valid;
     uint32_t mask;              /* enabled windows */
     uint64_t base[NFABRIC_NUM_WINDOWS];
@@ -208,6 +209,7 @@ typedef struct NFabricCtrl {
     bool map_join;
     int map_win;
     int map_abort;
+    unsigned locked_job;        /* the job lock this head holds (if any) */
     uint32_t map_target;
     uint32_t map_val;
     uint64_t map_off;           /* the CTRL register's offset */

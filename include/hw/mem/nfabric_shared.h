@@ -11,14 +11,22 @@
  *
  * Locking (only for a state file, .pshared = 1), process-shared robust
  * mutexes:
- *   cfg_lock     window configuration, head attach/detach, round commands
+ *   job[j].m     job j's configuration: its windows' registers, enables,
+ *                CLEARs, round commands (every head's register writes;
+ *                without an assignment every head is job 0's)
+ *   cfg_lock     the device as a whole: head attach/detach, dead heads,
+ *                the fabric manager's writes
  *   win_lock[i]  window i's counters, contribution counts and round state
- * taken in that order.  The window table is also published with a
- * sequence count (gen, odd while it changes) so that the memory path can
- * look a DPA up without the configuration lock.  A process that dies
- * holding a lock leaves it to the next locker, which repairs what the dead
- * holder may have left half-done and flags the window's round INCOMPLETE.
- * Every wait for a lock is bounded (NFABRIC_SHARED_LOCK_MS).
+ * taken in that order (the fabric manager takes every job's lock, in job
+ * order, then cfg_lock).  A head of one job never takes another job's
+ * lock, so a head of another job that is stopped or busy holds up nothing
+ * of its configuration.  Each job's windows are also published with a
+ * sequence count of the job's (gen[j], odd while they change) so that the
+ * memory path can look a DPA up without a lock; a head reads only its own
+ * job's windows.  A process that dies holding a lock leaves it to the next
+ * locker, which repairs what the dead holder may have left half-done and
+ * flags the window's round INCOMPLETE.  Every wait for a lock is bounded
+ * (NFABRIC_SHARED_LOCK_MS).
  *
  * Liveness belongs to a head's process, not to the thread that attached
  * it: each attached head holds an OFD write lock (fcntl F_OFD_SETLK) on
@@ -53,7 +61,7 @@
 
 #define NFABRIC_SHARED_MAGIC    0x48534e46u     /* "NFSH" */
 /* Bump when NFabricShared changes: old state files are then refused. */
-#define NFABRIC_SHARED_LAYOUT   8
+#define NFABRIC_SHARED_LAYOUT   9
 
 /*
  * The byte of the state file whose OFD lock says head h is alive (beyond
@@ -192,8 +200,13 @@ typedef struct NFabricShared {
      * copy of the others (measured: bench cluster).
      */
     pthread_mutex_t cfg_lock __attribute__((aligned(64)));
-    int32_t cfg_busy;           /* window being reconfigured, or -1 */
     uint32_t lost_mask;         /* bit h: head h died (reaped) */
+    uint32_t pad1;
+    /* Each job's configuration lock, and the window its holder changes. */
+    struct {
+        pthread_mutex_t m;
+        int32_t busy;           /* window being changed, or -1 */
+    } __attribute__((aligned(64))) job[NFABRIC_FM_MAX_JOBS];
 
     uint64_t reaped __attribute__((aligned(64)));  /* dead heads found */
     uint64_t lock_repairs;      /* locks taken over from a dead holder */
@@ -201,8 +214,11 @@ typedef struct NFabricShared {
     uint64_t lock_sleeps;       /* of which slept in the kernel */
     uint64_t lock_timeouts;     /* of which gave up (NFABRIC_SHARED_LOCK_MS) */
 
-    /* Read by every access; written only when a window is (dis)enabled. */
-    uint32_t gen __attribute__((aligned(64)));  /* table sequence (odd: busy) */
+    /*
+     * Read by every access; written only when a window is (dis)enabled:
+     * gen[j], job j's windows' sequence count (odd: busy).
+     */
+    uint32_t gen[NFABRIC_FM_MAX_JOBS] __attribute__((aligned(64)));
     uint32_t enabled_mask;      /* bit i: window i enabled */
     NFabricWindow win[NFABRIC_NUM_WINDOWS];
     NFabricAggCfg cfg[NFABRIC_NUM_WINDOWS];     /* valid while enabled */
@@ -210,7 +226,7 @@ typedef struct NFabricShared {
      * Windows being enabled (the map protocol): bit i of pending_mask
      * while head pend_head[i] waits for the others to trap pend[i]'s
      * ranges (base, size, counters, ctrl, threshold as it will be
-     * published).  Under the same sequence count as the table.
+     * published).  Under the same sequence count as the table (its job's).
      */
     uint32_t pending_mask;
     uint8_t pend_head[NFABRIC_NUM_WINDOWS];
@@ -341,6 +357,8 @@ uint32_t nfabric_shared_reap(NFabricShared *sh, unsigned self);
  */
 bool nfabric_shared_lock_cfg(NFabricShared *sh);
 void nfabric_shared_unlock_cfg(NFabricShared *sh);
+bool nfabric_shared_lock_job(NFabricShared *sh, unsigned job);
+void nfabric_shared_unlock_job(NFabricShared *sh, unsigned job);
 bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i);
 void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i);
 
@@ -374,15 +392,15 @@ int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
 void nfabric_shared_map_wait(NFabricShared *sh, uint32_t seen, unsigned ms);
 uint32_t nfabric_shared_map_bump(NFabricShared *sh);  /* the new map_gen */
 
-/* Window table sequence count (acquire / release for writers). */
-static inline uint32_t nfabric_shared_gen(const NFabricShared *sh)
+/* Job j's windows' sequence count (acquire / release for writers). */
+static inline uint32_t nfabric_shared_gen(const NFabricShared *sh, unsigned j)
 {
-    return __atomic_load_n(&sh->gen, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&sh->gen[j % NFABRIC_FM_MAX_JOBS], __ATOMIC_ACQUIRE);
 }
 
-static inline void nfabric_shared_gen_bump(NFabricShared *sh)
+static inline void nfabric_shared_gen_bump(NFabricShared *sh, unsigned j)
 {
-    __atomic_fetch_add(&sh->gen, 1, __ATOMIC_ACQ_REL);
+    __atomic_fetch_add(&sh->gen[j % NFABRIC_FM_MAX_JOBS], 1, __ATOMIC_ACQ_REL);
 }
 
 #endif /* HW_MEM_NFABRIC_SHARED_H */
