@@ -1571,6 +1571,176 @@ static void test_jobs_apart(void)
     nfabric_shared_detach(sh, fd, 0);
 }
 
+/* ---- a head that dies at any step of a window change ----------------------- */
+
+#define D_WIN       4
+#define D_BASE      0x80000ull
+#define D_SIZE      0x8000ull           /* 256 KiB of 8-bit counters */
+#define D_CTRS      0x200000ull
+
+/* The dying head kills itself when its clear of D_WIN begins. */
+static void die_hook(void *opaque, NFabricWinEvent ev, unsigned win,
+                     uint32_t code)
+{
+    (void)code;
+    if (ev == NFABRIC_WIN_EV_CLEAR_BEGIN && win == D_WIN && *(int *)opaque) {
+        raise(SIGKILL);
+    }
+}
+
+enum { DIE_ENABLE_ZEROING, DIE_MAP_WAIT, DIE_CLEAR_ZEROING, DIE_PUBLISHING,
+       DIE_COMPLETING, DIE_FM_WRITE, DIE_STEPS };
+
+/* Fork head 1; it dies (SIGKILL) at step; returns once it is dead. */
+static int die_at(NFabricShared *sh, int step)
+{
+    pid_t pid = fork();
+
+    if (pid > 0 && step == DIE_MAP_WAIT) {
+        /* Killed by us while it waits (up to 1 s) for head 0's map. */
+        usleep(300000);
+        kill(pid, SIGKILL);
+    }
+
+    if (pid == 0) {
+        static const NFabricCtrlOps ops = { .window = die_hook };
+        NFabricCtrl me;
+        int f, armed = 0;
+        uint32_t seq;
+
+        head_up(&me, 1, 2, &f);
+        me.ops = &ops;
+        me.opaque = &armed;
+        switch (step) {
+        case DIE_ENABLE_ZEROING:
+        case DIE_MAP_WAIT:              /* head 0 maps directly: waited for */
+            armed = step == DIE_ENABLE_ZEROING;
+            win_set(&me, D_WIN, D_BASE, D_SIZE, D_CTRS, NFABRIC_PATH_GBINARY, 8);
+            break;
+        case DIE_CLEAR_ZEROING:
+            armed = 1;
+            wr(&me, NFABRIC_REG_WIN(D_WIN, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+            break;
+        case DIE_PUBLISHING:            /* a disable, half-published */
+            nfabric_shared_lock_job(sh, 0);
+            nfabric_shared_lock_win(sh, D_WIN);
+            sh->job[0].busy = D_WIN;
+            nfabric_shared_gen_bump(sh, 0);
+            sh->win[D_WIN].ctrl &= ~NFABRIC_WCTRL_ENABLE;
+            break;
+        case DIE_COMPLETING:            /* inside ROUND_COMPLETE */
+            seq = sh->round[D_WIN].seq;
+            nfabric_shared_lock_job(sh, 0);
+            sh->round[D_WIN].done |= 2;
+            (void)seq;
+            break;
+        default:                        /* the fabric manager, mid-write */
+            for (unsigned j = 0; j < NFABRIC_FM_MAX_JOBS; j++) {
+                nfabric_shared_lock_job(sh, j);
+            }
+            nfabric_shared_lock_cfg(sh);
+            sh->fm.gen |= 1;
+            sh->fm.assigned = 1;
+            sh->fm.job_windows[0] = 0xffff;
+            sh->fm.nranges = 1;
+            sh->fm.range[0] = (NFabricFmRange){ 0, MEM_SIZE, 0, NFABRIC_FM_JOB_WIDE };
+            break;
+        }
+        raise(SIGKILL);
+        _exit(9);
+    }
+    return wait_child(pid);
+}
+
+static void test_dying_head(void)
+{
+    static const char *const step_name[DIE_STEPS] = {
+        "an enable, zeroing the counter area",
+        "an enable, waiting for the others' maps (no lock held)",
+        "a CLEAR, zeroing the counter area",
+        "a disable, publishing the entry",
+        "a round completion",
+        "the fabric manager's write",
+    };
+    NFabricCtrl c;
+    NFabricShared *sh;
+    int fd;
+
+    for (int step = 0; step < DIE_STEPS; step++) {
+        uint64_t v = ~0ull;
+        uint32_t st, ctrl;
+        bool on, incomplete, ok;
+        int rc;
+
+        unlink(state_path);
+        memset(ram, 0, MEM_SIZE);
+        memset(ram + D_CTRS, 0x5a, D_SIZE * 8);
+        sh = head_up(&c, 0, 2, &fd);
+        if (step == DIE_MAP_WAIT) {
+            nfabric_ctrl_map_join(&c);  /* never acknowledges: waited for */
+        }
+        if (step >= DIE_CLEAR_ZEROING && step != DIE_FM_WRITE) {
+            /* The window the step works on, enabled, a round under way. */
+            win_set(&c, D_WIN, D_BASE, D_SIZE, D_CTRS, NFABRIC_PATH_GBINARY, 8);
+            nfabric_ctrl_mem_access(&c, D_BASE, (uint8_t *)&v, 8, true);
+            memset(ram + D_CTRS + 64, 0x5a, D_SIZE * 8 - 64);
+        }
+        rc = die_at(sh, step);
+        /* The survivor: its next register write and access, then what it sees. */
+        wr(&c, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_ERROR, 4);
+        wr(&c, NFABRIC_REG_HEAD_SELECT, 0, 4);
+        nfabric_ctrl_mem_access(&c, W_BASE + 0x8000, (uint8_t *)&v, 8, true);
+        on = rd(&c, NFABRIC_REG_ENABLED_MASK, 4) & (1u << D_WIN);
+        st = (uint32_t)rd(&c, NFABRIC_REG_ROUND(D_WIN, NFABRIC_ROUND_STATUS), 4);
+        ctrl = (uint32_t)rd(&c, NFABRIC_REG_WIN(D_WIN, NFABRIC_WIN_CTRL), 4);
+        incomplete = st & NFABRIC_RSTAT_INCOMPLETE;
+        switch (step) {
+        case DIE_ENABLE_ZEROING:
+        case DIE_MAP_WAIT:
+            ok = !on && !(sh->pending_mask & (1u << D_WIN));
+            break;
+        case DIE_CLEAR_ZEROING:
+        case DIE_PUBLISHING:
+            ok = !on || incomplete;
+            break;
+        case DIE_COMPLETING:
+            ok = on && !(sh->gen[0] & 1) && sh->job[0].busy == -1;
+            break;
+        default:
+            ok = !(sh->fm.gen & 1) && sh->fm.assigned && !sh->fm.nranges &&
+                 rd(&c, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_OWNER;
+            break;
+        }
+        TAP_CHECK(rc == 128 + SIGKILL && ok && !c.failed,
+                  "dying head: killed in %s, the survivor finds %s (enabled "
+                  "%d, round status 0x%x, CTRL 0x%x, last error %" PRIu64 ")",
+                  step_name[step],
+                  step <= DIE_MAP_WAIT ? "the window off, not pending" :
+                  step <= DIE_PUBLISHING ? "the window off or its round INCOMPLETE" :
+                  step == DIE_COMPLETING ? "the window and round consistent, the job's lock free" :
+                  "the half-written assignment revoked: nothing reachable (OWNER) until the fabric manager writes again",
+                  on, st, ctrl, (uint64_t)rd(&c, NFABRIC_REG_LAST_ERROR, 4));
+        if (step == DIE_FM_WRITE) {
+            NFabricFm fm = apart_fm();
+            char err[512];
+            int r1 = nfabric_shared_fm_write(state_path, &fm, err, sizeof(err));
+
+            uint64_t got = 0;
+
+            v = 0x1234;
+            wr(&c, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_ERROR, 4);
+            nfabric_ctrl_mem_access(&c, W_BASE + 0x8000, (uint8_t *)&v, 8, true);
+            nfabric_ctrl_mem_access(&c, W_BASE + 0x8000, (uint8_t *)&got, 8, false);
+            TAP_CHECK(r1 == 0 && got == v &&
+                      rd(&c, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_NONE,
+                      "dying head: the fabric manager writes again, and head 0 "
+                      "reaches its job's memory (%s)", r1 ? err : "ok");
+        }
+        nfabric_ctrl_use_shared(&c, &c.local, 0);
+        nfabric_shared_detach(sh, fd, 0);
+    }
+}
+
 /* ---- what a head's QEMU may map directly -------------------------------- */
 
 #define O_OWN0      0x200000ull         /* head 0's own 64 KiB */
@@ -1844,6 +2014,7 @@ int main(void)
     test_jobs();
     test_reassign();
     test_jobs_apart();
+    test_dying_head();
     test_reach_ranges();
     test_map_protocol();
     unlink(state_path);

@@ -140,6 +140,8 @@ static void nfabric_hook_window(void *opaque, NFabricWinEvent ev,
     case NFABRIC_WIN_EV_CLEAR:
         trace_nfabric_window_clear(win);
         break;
+    case NFABRIC_WIN_EV_CLEAR_BEGIN:
+        break;
     }
 }
 

@@ -271,6 +271,24 @@ static bool nfabric_fm_refresh(NFabricCtrl *s)
     return false;
 }
 
+/*
+ * The assignment's sequence count stayed odd: the fabric manager is
+ * writing, stopped, or died in its write.  Under the device's lock (it
+ * writes holding it; a dead writer's half-written assignment is revoked
+ * by this lock's repair) it is even again, unless the state is corrupted.
+ */
+static bool nfabric_fm_refresh_locked(NFabricCtrl *s)
+{
+    if (nfabric_fm_refresh(s)) {
+        return true;
+    }
+    if (s->failed || !nfabric_shared_lock_cfg(s->sh)) {
+        return false;
+    }
+    nfabric_shared_unlock_cfg(s->sh);
+    return nfabric_fm_refresh(s);
+}
+
 /* Is the copy of the assignment current (made again if not)? */
 static inline bool nfabric_fm_current(NFabricCtrl *s)
 {
@@ -281,7 +299,7 @@ static inline bool nfabric_fm_current(NFabricCtrl *s)
         __atomic_load_n(&s->sh->fm.gen, __ATOMIC_RELAXED) == s->fm.gen) {
         return true;
     }
-    return nfabric_fm_refresh(s);
+    return nfabric_fm_refresh_locked(s);
 }
 
 /* Does this head reach every byte of [dpa, dpa + len) (current copy)? */
@@ -370,6 +388,8 @@ static bool nfabric_lock_job(NFabricCtrl *s)
         }
         if (__atomic_load_n(&sh->pending_mask, __ATOMIC_RELAXED) &
             nfabric_fm_windows(s)) {
+            /* Windows other heads are enabling: are those heads alive? */
+            nfabric_shared_reap(sh, s->head);
             for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
                 unsigned h = sh->pend_head[i];
 
@@ -584,6 +604,14 @@ static void nfabric_win_clear_locked(NFabricCtrl *s, unsigned i,
     NFabricShared *sh = s->sh;
     NFabricWindow *w = &sh->win[i];
 
+    /*
+     * Until the new round starts, the old one may hold half-cleared
+     * counters: a head that dies (or stops) in the zeroing leaves its
+     * round INCOMPLETE for everyone to see, never a clean round over
+     * counters half zero (docs/multihost.md, "A head that dies").
+     */
+    __atomic_store_n(&sh->round[i].incomplete, 1, __ATOMIC_RELEASE);
+    nfabric_win_event(s, NFABRIC_WIN_EV_CLEAR_BEGIN, i, 0);
     if (clen) {
         memset(s->ram + counters, 0, clen);
         nfabric_ctrl_dirty(s, counters, clen);

@@ -547,13 +547,31 @@ static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
 
 static void nfabric_repair_cfg_cb(NFabricShared *sh, unsigned unused)
 {
+    uint32_t gen = __atomic_load_n(&sh->fm.gen, __ATOMIC_ACQUIRE);
+
     /*
-     * Attach, detach, a dead head's marking and the fabric manager's write
-     * each leave a consistent state at every store that matters (the
-     * assignment under its own sequence count): nothing to undo.
+     * Attach, detach and a dead head's marking leave a consistent state at
+     * every store that matters: nothing to undo.  A fabric manager that
+     * died in its write (the assignment's sequence count odd) leaves an
+     * assignment half old, half new: it is revoked to one that gives no
+     * job any memory or window (every head keeps its job), so that no job
+     * reaches what it was not given; the fabric manager writes again.
      */
     (void)unused;
     sh->lock_repairs++;
+    if (gen & 1) {
+        sh->fm.assigned = 1;
+        memset(sh->fm.job_windows, 0, sizeof(sh->fm.job_windows));
+        for (unsigned h = 0; h < NFABRIC_MAX_HEADS; h++) {
+            if (sh->fm.head_job[h] >= NFABRIC_FM_MAX_JOBS) {
+                sh->fm.head_job[h] = 0;
+            }
+        }
+        sh->fm.nranges = 0;
+        memset(sh->fm.range, 0, sizeof(sh->fm.range));
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        __atomic_store_n(&sh->fm.gen, gen + 1, __ATOMIC_RELEASE);
+    }
 }
 
 static void nfabric_repair_job_cb(NFabricShared *sh, unsigned j)

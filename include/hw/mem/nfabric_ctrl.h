@@ -33,6 +33,8 @@ typedef enum NFabricWinEvent {
     NFABRIC_WIN_EV_REJECT,
     NFABRIC_WIN_EV_DISABLE,
     NFABRIC_WIN_EV_CLEAR,
+    /* A clear begins: its round is INCOMPLETE until it ends (tests). */
+    NFABRIC_WIN_EV_CLEAR_BEGIN,
 } NFabricWinEvent;
 
 /* What the controller tells its owner.  Any hook may be NULL. */
