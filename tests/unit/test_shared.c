@@ -42,6 +42,10 @@
 #include "hw/mem/nfabric_ctrl.h"
 #include "tap.h"
 
+#ifndef NF_MULTIHOST_MD
+#error "NF_MULTIHOST_MD: the path of docs/multihost.md"
+#endif
+
 #define MEM_SIZE    (4u << 20)
 #define W_BASE      0x10000ull
 #define W_SIZE      0x400ull
@@ -1741,6 +1745,125 @@ static void test_dying_head(void)
     }
 }
 
+/* ---- docs/registers.md's answers, held to the device ---------------------- */
+
+/* Does docs/multihost.md hold text (as the device writes it)? */
+static bool doc_has(const char *text)
+{
+    static char doc[1 << 18];
+    static size_t n;
+
+    if (!n) {
+        FILE *f = fopen(NF_MULTIHOST_MD, "r");
+
+        if (!f) {
+            return false;
+        }
+        n = fread(doc, 1, sizeof(doc) - 1, f);
+        fclose(f);
+        doc[n] = 0;
+    }
+    return strstr(doc, text) != NULL;
+}
+
+static void test_spec(void)
+{
+    NFabricCtrl c0, c1;
+    NFabricShared *sh, *sh1;
+    NFabricFm fm = apart_fm();
+    NFabricAttach a;
+    NFabricAttachHow how;
+    NFabricShared *bad_sh;
+    char err[512], msg[600], other[600], *p;
+    uint64_t v, errs;
+    int fd0, fd1, bfd;
+    FILE *f;
+
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c0, 0, 2, &fd0);
+    sh1 = head_up(&c1, 1, 2, &fd1);
+    (void)sh1;
+    nfabric_shared_fm_write(state_path, &fm, err, sizeof(err));
+    win_set(&c0, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 8);
+
+    /* A register read of another job's window: 0, and no error. */
+    wr(&c1, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_ERROR, 4);
+    v = rd(&c1, NFABRIC_REG_WIN(0, NFABRIC_WIN_DPA_BASE), 8);
+    TAP_CHECK(v == 0 && rd(&c1, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_NONE &&
+              rd(&c1, NFABRIC_REG_ERROR_COUNT, 4) == 0,
+              "spec: a register read of another job's window reads 0 and sets "
+              "no error (OWNER is for writes and memory accesses)");
+    /* The order: ACCESS before OWNER, OWNER before the register's checks. */
+    wr(&c1, NFABRIC_REG_WIN(0, NFABRIC_WIN_CTRL) + 1, 0, 4);
+    errs = rd(&c1, NFABRIC_REG_LAST_ERROR, 4);
+    wr(&c1, NFABRIC_REG_WIN(0, NFABRIC_WIN_CTRL), 0xffffffffu, 4);
+    TAP_CHECK(errs == NFABRIC_ERR_ACCESS &&
+              rd(&c1, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_OWNER,
+              "spec: a misaligned write to another job's window is ACCESS; "
+              "one with reserved bits set is OWNER, not RESERVED_BITS");
+    wr(&c1, NFABRIC_REG_HEAD_SELECT, 5, 4);
+    errs = rd(&c1, NFABRIC_REG_LAST_ERROR, 4);
+    wr(&c1, NFABRIC_REG_HEAD_SELECT, 0, 4);
+    TAP_CHECK(errs == NFABRIC_ERR_HEAD &&
+              rd(&c1, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_OWNER,
+              "spec: HEAD_SELECT of a head the device lacks is HEAD, of a head "
+              "of another job OWNER");
+    TAP_CHECK((rd(&c1, NFABRIC_REG_JOB, 4) & 0xfe00u) == 0 &&
+              (rd(&c1, NFABRIC_REG_HEAD_INFO, 4) >> 18) == 0 &&
+              (rd(&c0, NFABRIC_REG_JOB, 4) & 0xfe00u) == 0 &&
+              (rd(&c0, NFABRIC_REG_HEAD_INFO, 4) >> 18) == 0,
+              "spec: JOB bits [15:9] and HEAD_INFO bits [31:18] read 0");
+
+    /* A head whose state failed: registers read 0, memory all-ones. */
+    sh->gen[0] |= 1;                   /* corrupted: odd with no writer */
+    v = 0;
+    nfabric_ctrl_mem_access(&c0, W_BASE, (uint8_t *)&v, 8, false);
+    errs = rd(&c0, NFABRIC_REG_ERROR_COUNT, 4);
+    TAP_CHECK(c0.failed && v == UINT64_MAX &&
+              rd(&c0, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_STATE &&
+              rd(&c0, NFABRIC_REG_ENABLED_MASK, 4) == 0 &&
+              rd(&c0, NFABRIC_REG_WIN(0, NFABRIC_WIN_DPA_BASE), 8) == 0 &&
+              rd(&c0, NFABRIC_REG_ERROR_COUNT, 4) == errs &&
+              (rd(&c0, NFABRIC_REG_HEAD_INFO, 4) & NFABRIC_HEAD_INFO_STATE_FAILED),
+              "spec: a head whose state failed reads all-ones from memory "
+              "(STATE), 0 from the registers of the shared state, and those "
+              "reads set no error");
+    nfabric_ctrl_use_shared(&c1, &c1.local, 0);
+    nfabric_shared_detach(sh1, fd1, 1);
+    nfabric_ctrl_use_shared(&c0, &c0.local, 0);
+    nfabric_shared_detach(sh, fd0, 0);
+
+    /* The refusals' messages in docs/multihost.md are the device's. */
+    snprintf(other, sizeof(other), "%s/short.state", dir);
+    f = fopen(other, "w");
+    if (f) {
+        fputs("abc", f);
+        fclose(f);
+    }
+    a = attach_args(0, 2);
+    a.path = other;
+    err[0] = 0;
+    if (nfabric_shared_attach(&a, &bad_sh, &bfd, &how, err, sizeof(err)) == 0) {
+        nfabric_shared_detach(bad_sh, bfd, 0);
+    }
+    snprintf(msg, sizeof(msg), "%s", err);
+    p = strstr(msg, other);
+    if (p) {
+        /* The path as the docs write it: 'FILE'. */
+        memmove(p + 4, p + strlen(other), strlen(p + strlen(other)) + 1);
+        memcpy(p, "FILE", 4);
+    }
+    TAP_CHECK(p && doc_has(msg),
+              "spec: docs/multihost.md gives the refusal of a file of another "
+              "size as the device writes it: %s", msg);
+    snprintf(msg, sizeof(msg), "'FILE' is not a state file of layout %u (",
+             NFABRIC_SHARED_LAYOUT);
+    TAP_CHECK(doc_has(msg), "spec: and the refusal of another layout with this "
+              "layout's number (%u)", NFABRIC_SHARED_LAYOUT);
+    unlink(other);
+}
+
 /* ---- what a head's QEMU may map directly -------------------------------- */
 
 #define O_OWN0      0x200000ull         /* head 0's own 64 KiB */
@@ -2015,6 +2138,7 @@ int main(void)
     test_reassign();
     test_jobs_apart();
     test_dying_head();
+    test_spec();
     test_reach_ranges();
     test_map_protocol();
     unlink(state_path);

@@ -2003,7 +2003,7 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
                           "of another job (fabric manager's jobs)");
         return;
     }
-    /* Every head's register writes are serialised by the device. */
+    /* The job's heads' register writes are serialised by its lock. */
     if (s->failed || !nfabric_lock_job(s)) {
         nfabric_state_refused(s, off);
         return;
