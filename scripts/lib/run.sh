@@ -92,7 +92,7 @@ nf_run_begin() {
 # directories.  Keeps the exit status.
 nf_run_end() {
     local rc=$? procs
-    [ "${NF_RUN_OWNER:-}" = "$$" ] || return "$rc"
+    [ "${NF_RUN_OWNER:-}" = "$BASHPID" ] || return "$rc"
     trap - EXIT HUP INT TERM
     procs=$(nf_run_procs "$NF_RUN_ID" --kill | tr '\n' ' ') || true
     [ -z "$procs" ] || nf_log "stopped the processes this run left running: $procs"

@@ -37,7 +37,8 @@ nf_test_run_suite() {
     nf_log "suite $s: $3"
     # shellcheck disable=SC2034  # nf_tap's counters (common.sh)
     NF_TAP_N=0 NF_TAP_FAILED=0
-    "${cmd[@]}" > "$logdir/$s.log" 2>&1 || rc=$?
+    # In a subshell: a suite that exits (nf_die) fails itself, not the run.
+    ("${cmd[@]}") > "$logdir/$s.log" 2>&1 || rc=$?
     p=$(grep -c '^ok ' "$logdir/$s.log" || true)
     f=$(grep -c '^not ok ' "$logdir/$s.log" || true)
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
