@@ -674,7 +674,7 @@ nf_mh_reassign() {
 # up (issue 36: none refused, the slowest under 50 ms).
 nf_mh_pause() {
     local n=$1 apart=${2:-} name=pause$1 pid k ms worst=0 r rc bad=0 qpids=() fm=()
-    local held free=0 busy=0 tries=0 args="" lock=job0_lock_head others out
+    local held free=0 busy=0 tries=0 args="" lock=job0_lock_head out
     [ -z "$apart" ] || { name=apart$1; args=" --apart"; lock=job1_lock_head; }
     local dir=$NF_BUILD/test-logs/multihost/$name
     nf_cluster_prepare "$dir" 256
@@ -690,9 +690,11 @@ nf_mh_pause() {
         # Each host in a job of its own: host r's windows and memory as
         # nfabric-multihost pause lays them out (its own window, the window
         # it enables and their counters, its plain memory).
+        # shellcheck disable=SC2054  # the commas are nfabric-state's list syntax
         fm=(--job 0 --heads 0 --windows 0,2
             --mem 0x0+0x110000,0x200000+0x100000,0x9000000+0x10000,0x9100000+0x10000,0x9200000+0x100000
             --job 1 --heads 1 --windows 1 --mem 32M+96M)
+        # shellcheck disable=SC2054  # the commas are nfabric-state's list syntax
         [ "$n" -gt 2 ] && fm+=(--job 2 --heads 2 --windows 8,12
             --mem 0x120000+0x10000,0x300000+0x100000,0x9020000+0x10000,0x9120000+0x10000,0x9300000+0x100000)
         rc=0
