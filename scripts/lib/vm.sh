@@ -273,8 +273,13 @@ nf_vm_main() {
         # within seconds, even under load) hung before /init: it has been
         # seen once, in the kernel's PCI scan, with both vCPUs idle.  It is
         # killed, reported, and started once more; a second hang fails.
+        # (The sleep in the background, so that the kill below ends it too:
+        # a killed subshell leaves its foreground child running.)
         (
-            sleep "$hang_s"
+            trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+            sleep "$hang_s" &
+            sp=$!
+            wait "$sp"
             if [ ! -s "$log" ] && [ -s "$pidf" ]; then
                 touch "$hungf"
                 kill "$(cat "$pidf")" 2>/dev/null || true
