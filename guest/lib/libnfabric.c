@@ -4,7 +4,6 @@
  * See libnfabric.h and docs/guest.md.
  */
 #include "nfabric_priv.h"
-#include "nfabric_drv.h"
 #include "hw/mem/nfabric_window.h"
 #include "../kernel/uapi/nfabric_checks.h"
 
@@ -33,7 +32,7 @@ static inline bool nf_has_regs(const nfabric_dev *d)
     return d->regs != NULL || d->xport != NULL;
 }
 
-static int fail(nfabric_dev *d, int err, const char *fmt, ...)
+int nfl_fail(nfabric_dev *d, int err, const char *fmt, ...)
 {
     va_list ap;
     int n;
@@ -254,7 +253,7 @@ static int find_pci(nfabric_dev *d, bool any_cxl_mem, const char *want)
     int n = nfabric_list(names, 32, any_cxl_mem);
 
     if (n < 0) {
-        return fail(d, NFLIB_EOPEN, "%s: %s", PCI_DEVICES, strerror(errno));
+        return nfl_fail(d, NFLIB_EOPEN, "%s: %s", PCI_DEVICES, strerror(errno));
     }
     if (!want || !*want) {
         want = getenv("NFABRIC_DEVICE");
@@ -269,10 +268,10 @@ static int find_pci(nfabric_dev *d, bool any_cxl_mem, const char *want)
                  i ? ", " : "", names[i]);
     }
     if (want && *want && n > 0) {
-        return fail(d, NFLIB_ENODEV, "no device named \"%s\" (a PCI address "
+        return nfl_fail(d, NFLIB_ENODEV, "no device named \"%s\" (a PCI address "
                     "or a memdev name; have: %s)", want, have);
     }
-    return fail(d, NFLIB_ENODEV, any_cxl_mem ?
+    return nfl_fail(d, NFLIB_ENODEV, any_cxl_mem ?
                 "no PCI device of class 0x%06x in " PCI_DEVICES :
                 "no PCI device %04x:%04x in " PCI_DEVICES
                 " (is the QEMU device cxl-neuron-fabric?)",
@@ -290,7 +289,7 @@ static int find_memdev(nfabric_dev *d)
     snprintf(path, sizeof(path), PCI_DEVICES "/%s", d->pci_name);
     dir = opendir(path);
     if (!dir) {
-        return fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
+        return nfl_fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
     }
     while ((e = readdir(dir))) {
         if (starts_with(e->d_name, "mem") && e->d_name[3] >= '0' &&
@@ -301,7 +300,7 @@ static int find_memdev(nfabric_dev *d)
     }
     closedir(dir);
     if (!d->memdev[0]) {
-        return fail(d, NFLIB_ENODAX, "%s has no CXL memdev (is cxl_pci loaded?)",
+        return nfl_fail(d, NFLIB_ENODAX, "%s has no CXL memdev (is cxl_pci loaded?)",
                     d->pci_name);
     }
     return 0;
@@ -320,7 +319,7 @@ static int find_region(nfabric_dev *d, uint64_t *region_hpa)
     int found = 0;
 
     if (!dir) {
-        return fail(d, NFLIB_ENODAX, "%s: %s (no CXL bus?)", CXL_DEVICES,
+        return nfl_fail(d, NFLIB_ENODAX, "%s: %s (no CXL bus?)", CXL_DEVICES,
                     strerror(errno));
     }
     while (!found && (e = readdir(dir))) {
@@ -356,25 +355,25 @@ static int find_region(nfabric_dev *d, uint64_t *region_hpa)
             snprintf(path, sizeof(path), CXL_DEVICES "/%s/interleave_ways", e->d_name);
             if (read_u64(path, &ways) || ways != 1) {
                 closedir(dir);
-                return fail(d, NFLIB_ESYSFS, "%s: interleave_ways %" PRIu64
+                return nfl_fail(d, NFLIB_ESYSFS, "%s: interleave_ways %" PRIu64
                             " (only 1 is supported)", d->region, ways);
             }
             snprintf(path, sizeof(path), CXL_DEVICES "/%s/dpa_resource", dec);
             if (read_u64(path, &d->dpa_base)) {
                 closedir(dir);
-                return fail(d, NFLIB_ESYSFS, "cannot read %s", path);
+                return nfl_fail(d, NFLIB_ESYSFS, "cannot read %s", path);
             }
             snprintf(path, sizeof(path), CXL_DEVICES "/%s/resource", e->d_name);
             if (read_u64(path, region_hpa)) {
                 closedir(dir);
-                return fail(d, NFLIB_ESYSFS, "cannot read %s", path);
+                return nfl_fail(d, NFLIB_ESYSFS, "cannot read %s", path);
             }
             found = 1;
         }
     }
     closedir(dir);
     if (!found) {
-        return fail(d, NFLIB_ENODAX, "no CXL region targets %s (was the region "
+        return nfl_fail(d, NFLIB_ENODAX, "no CXL region targets %s (was the region "
                     "created? see docs/guest.md)", d->memdev);
     }
     return 0;
@@ -389,7 +388,7 @@ static int find_dax(nfabric_dev *d)
     snprintf(path, sizeof(path), CXL_DEVICES "/%s", d->region);
     dir = opendir(path);
     if (!dir) {
-        return fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
+        return nfl_fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
     }
     while (!d->dax_name[0] && (e = readdir(dir))) {
         if (!starts_with(e->d_name, "dax_region")) {
@@ -411,7 +410,7 @@ static int find_dax(nfabric_dev *d)
     }
     closedir(dir);
     if (!d->dax_name[0]) {
-        return fail(d, NFLIB_ENODAX, "%s has no dax device (is dax_cxl loaded?)",
+        return nfl_fail(d, NFLIB_ENODAX, "%s has no dax device (is dax_cxl loaded?)",
                     d->region);
     }
     return 0;
@@ -430,12 +429,12 @@ static int map_mem(nfabric_dev *d)
     }
     snprintf(path, sizeof(path), DAX_DEVICES "/%s/driver", d->dax_name);
     if (link_base(path, drv, sizeof(drv)) || strcmp(drv, "device_dax")) {
-        return fail(d, NFLIB_ENODAX, "%s is not bound to device_dax (see "
+        return nfl_fail(d, NFLIB_ENODAX, "%s is not bound to device_dax (see "
                     "docs/guest.md)", d->dax_name);
     }
     snprintf(path, sizeof(path), DAX_DEVICES "/%s/size", d->dax_name);
     if (read_u64(path, &size) || !size) {
-        return fail(d, NFLIB_ESYSFS, "cannot read %s", path);
+        return nfl_fail(d, NFLIB_ESYSFS, "cannot read %s", path);
     }
     /* A dax device may start inside its region. */
     snprintf(path, sizeof(path), DAX_DEVICES "/%s/resource", d->dax_name);
@@ -445,11 +444,11 @@ static int map_mem(nfabric_dev *d)
     snprintf(path, sizeof(path), "/dev/%s", d->dax_name);
     d->dax_fd = open(path, O_RDWR | O_SYNC);
     if (d->dax_fd < 0) {
-        return fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
+        return nfl_fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
     }
     p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, d->dax_fd, 0);
     if (p == MAP_FAILED) {
-        return fail(d, NFLIB_EMMAP, "%s (%" PRIu64 " bytes): %s", path, size,
+        return nfl_fail(d, NFLIB_EMMAP, "%s (%" PRIu64 " bytes): %s", path, size,
                     strerror(errno));
     }
     d->mem = p;
@@ -464,7 +463,7 @@ static int map_regs(nfabric_dev *d)
     void *p;
     uint32_t magic;
     /* Through the driver when it is attached (nfabric_drv.c). */
-    int rc = nfabric_drv_map(d, path, sizeof(path));
+    int rc = nfl_drv_map(d, path, sizeof(path));
 
     if (rc <= 0) {
         if (rc < 0) {
@@ -475,16 +474,16 @@ static int map_regs(nfabric_dev *d)
     snprintf(path, sizeof(path), PCI_DEVICES "/%s/resource0", d->pci_name);
     d->bar_fd = open(path, O_RDWR | O_SYNC);
     if (d->bar_fd < 0) {
-        return fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
+        return nfl_fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
     }
     if (fstat(d->bar_fd, &st) || st.st_size < NFABRIC_REGS_OFFSET + NFABRIC_REGS_SIZE) {
-        return fail(d, NFLIB_ESYSFS, "%s: size %lld, need %d", path,
+        return nfl_fail(d, NFLIB_ESYSFS, "%s: size %lld, need %d", path,
                     (long long)st.st_size, NFABRIC_REGS_OFFSET + NFABRIC_REGS_SIZE);
     }
     p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
              d->bar_fd, 0);
     if (p == MAP_FAILED) {
-        return fail(d, NFLIB_EMMAP, "%s: %s", path, strerror(errno));
+        return nfl_fail(d, NFLIB_EMMAP, "%s: %s", path, strerror(errno));
     }
     d->bar = p;
     d->bar_size = (size_t)st.st_size;
@@ -492,12 +491,12 @@ static int map_regs(nfabric_dev *d)
 mapped:
     magic = nfabric_rd32(d, NFABRIC_REG_MAGIC);
     if (magic != NFABRIC_MAGIC) {
-        return fail(d, NFLIB_EMAGIC, "%s+0x%x reads 0x%08x, expected 0x%08x",
+        return nfl_fail(d, NFLIB_EMAGIC, "%s+0x%x reads 0x%08x, expected 0x%08x",
                     path, NFABRIC_REGS_OFFSET, magic, NFABRIC_MAGIC);
     }
     d->version = nfabric_rd32(d, NFABRIC_REG_VERSION);
     if ((d->version >> 16) != NFABRIC_VERSION_MAJOR) {
-        return fail(d, NFLIB_EVERSION, "device version %u.%u, library %u.%u",
+        return nfl_fail(d, NFLIB_EVERSION, "device version %u.%u, library %u.%u",
                     d->version >> 16, d->version & 0xffff,
                     NFABRIC_VERSION_MAJOR, NFABRIC_VERSION_MINOR);
     }
@@ -519,7 +518,7 @@ int nfabric_open_dev(nfabric_dev *d, const char *name, unsigned flags)
     d->flags = flags;
     d->bar_fd = d->dax_fd = -1;
     if (flags & NFABRIC_OPEN_NO_REGS && flags & NFABRIC_OPEN_NO_MEM) {
-        return fail(d, NFLIB_EINVAL, "NO_REGS and NO_MEM together");
+        return nfl_fail(d, NFLIB_EINVAL, "NO_REGS and NO_MEM together");
     }
     rc = find_pci(d, flags & NFABRIC_OPEN_NO_REGS, name);
     if (!rc && !(flags & NFABRIC_OPEN_NO_REGS)) {
@@ -607,7 +606,7 @@ unsigned nfabric_num_windows(const nfabric_dev *d)
 static int need_regs(nfabric_dev *d)
 {
     if (!nf_has_regs(d)) {
-        return fail(d, NFLIB_ENOREGS, "no register block mapped");
+        return nfl_fail(d, NFLIB_ENOREGS, "no register block mapped");
     }
     return 0;
 }
@@ -631,7 +630,7 @@ static int judged(nfabric_dev *d, unsigned win, uint32_t before, const char *wha
     if (!err) {
         err = NFABRIC_ERR_MAX + 1;
     }
-    return fail(d, (int)err, "%s refused by the device (error %u)", what, err);
+    return nfl_fail(d, (int)err, "%s refused by the device (error %u)", what, err);
 }
 
 static int check_win(nfabric_dev *d, unsigned i)
@@ -642,7 +641,7 @@ static int check_win(nfabric_dev *d, unsigned i)
         return rc;
     }
     if (i >= nfabric_num_windows(d)) {
-        return fail(d, NFLIB_EINVAL, "window %u: the device has %u windows", i,
+        return nfl_fail(d, NFLIB_EINVAL, "window %u: the device has %u windows", i,
                     nfabric_num_windows(d));
     }
     return 0;
@@ -732,12 +731,12 @@ static int check_window_memory(nfabric_dev *d, const nfabric_win_cfg *c)
                                      c->counters, &span, 1, hpa_is_system_ram,
                                      NULL, &w);
     if (rc == -EXDEV) {
-        return fail(d, NFLIB_EINTERLEAVE, "%s; a window programmed on this "
+        return nfl_fail(d, NFLIB_EINTERLEAVE, "%s; a window programmed on this "
                     "device alone would cover only its stripes of the region",
                     why);
     }
     if (rc == -EBUSY) {
-        return fail(d, NFLIB_EBUSY, "the window's %s (DPA 0x%" PRIx64
+        return nfl_fail(d, NFLIB_EBUSY, "the window's %s (DPA 0x%" PRIx64
                     ", HPA 0x%" PRIx64 ") is System RAM of the guest "
                     "kernel (0x%" PRIx64 "-0x%" PRIx64 " in /proc/iomem): "
                     "the device would replace the kernel's data; give "
@@ -775,7 +774,7 @@ int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c)
     if (!(nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)) & NFABRIC_WCTRL_ENABLE)) {
         uint32_t err = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR));
 
-        return fail(d, err ? (int)err : NFABRIC_ERR_MAX + 1,
+        return nfl_fail(d, err ? (int)err : NFABRIC_ERR_MAX + 1,
                     "window %u: enable refused (error %u)", i, err);
     }
     return 0;
@@ -1009,7 +1008,7 @@ int nfabric_head_contrib(nfabric_dev *d, unsigned head, unsigned i,
         return rc;
     }
     if (!has_heads(d)) {
-        return fail(d, NFLIB_EVERSION, "the device has no per-head counts "
+        return nfl_fail(d, NFLIB_EVERSION, "the device has no per-head counts "
                     "(version %u.%u)", d->version >> 16, d->version & 0xffff);
     }
     before = nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT);
@@ -1053,7 +1052,7 @@ int nfabric_round_complete(nfabric_dev *d, unsigned i, uint32_t seq)
         return rc;
     }
     if (!has_heads(d)) {
-        return fail(d, NFLIB_EVERSION, "the device has no round registers");
+        return nfl_fail(d, NFLIB_EVERSION, "the device has no round registers");
     }
     before = nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT);
     nfabric_wr32(d, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_COMPLETE), seq);
@@ -1079,6 +1078,22 @@ static void pause_us(unsigned us)
  * One more poll of a register another head changes?  False once timeout_ms
  * have gone since t0; else pauses (50 us at first, then 1 ms) and says yes.
  */
+/*
+ * A wait ends at once, with the device's error STATE, when this head
+ * found the shared state unusable (HEAD_INFO.STATE_FAILED): its registers
+ * then read 0, so no round it waits for can end, and a round number that
+ * reads 0 is not a round that moved (docs/registers.md, "Rounds").
+ */
+static int wait_head_failed(nfabric_dev *d, unsigned i)
+{
+    if (!(nfabric_rd32(d, NFABRIC_REG_HEAD_INFO) & NFABRIC_HEAD_INFO_STATE_FAILED)) {
+        return 0;
+    }
+    return nfl_fail(d, NFABRIC_ERR_STATE, "window %u: this head found the "
+                    "device's shared state unusable (HEAD_INFO.STATE_FAILED): "
+                    "no round can end", i);
+}
+
 static bool poll_again(unsigned n, uint64_t t0, unsigned timeout_ms)
 {
     if (now_ms() - t0 > timeout_ms) {
@@ -1099,17 +1114,21 @@ int nfabric_round_wait(nfabric_dev *d, unsigned i, uint32_t seq,
     }
     for (unsigned n = 0;; n++) {
         if ((rc = nfabric_round_read(d, i, r))) {
-            return fail(d, rc, "window %u: cannot read the round", i);
+            return nfl_fail(d, rc, "window %u: cannot read the round", i);
+        }
+        /* After the read: it may be what found the state gone (reads 0). */
+        if ((rc = wait_head_failed(d, i))) {
+            return rc;
         }
         if (r->seq != seq) {
-            return fail(d, NFLIB_ESTALE, "window %u: waiting for round %u, "
+            return nfl_fail(d, NFLIB_ESTALE, "window %u: waiting for round %u, "
                         "the window is at round %u", i, seq, r->seq);
         }
         if (r->all_done) {
             return 0;
         }
         if (!poll_again(n, t0, timeout_ms)) {
-            return fail(d, NFLIB_ETIMEDOUT, "window %u: round %u: %u of %u "
+            return nfl_fail(d, NFLIB_ETIMEDOUT, "window %u: round %u: %u of %u "
                         "heads done after %u ms (done mask 0x%x)", i, seq,
                         r->ndone, r->nexpected, timeout_ms, r->done);
         }
@@ -1126,11 +1145,16 @@ int nfabric_round_wait_next(nfabric_dev *d, unsigned i, uint32_t seq,
         return rc;
     }
     for (unsigned n = 0;; n++) {
-        if (nfabric_rd32(d, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_SEQ)) != seq) {
+        uint32_t now_seq = nfabric_rd32(d, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_SEQ));
+
+        if ((rc = wait_head_failed(d, i))) {
+            return rc;
+        }
+        if (now_seq != seq) {
             return 0;
         }
         if (!poll_again(n, t0, timeout_ms)) {
-            return fail(d, NFLIB_ETIMEDOUT, "window %u: still at round %u "
+            return nfl_fail(d, NFLIB_ETIMEDOUT, "window %u: still at round %u "
                         "after %u ms", i, seq, timeout_ms);
         }
     }
@@ -1149,12 +1173,12 @@ static int mem_xfer(nfabric_dev *d, uint64_t dpa, uint8_t *b, uint64_t len,
 
     if (d->xport) {
         return d->xport->mem(d->xport_priv, dpa, b, len, write) ?
-               fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
+               nfl_fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
                     "device memory", dpa, len) : 0;
     }
     p = nfabric_dpa_ptr(d, dpa, len);
     if (!p) {
-        return fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
+        return nfl_fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
                     "mapped", dpa, len);
     }
     while (len) {

@@ -30,7 +30,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hw/mem/nfabric_regs.h"
+/*
+ * The register contract: a standalone header (C99 and <stdint.h> only, like
+ * a kernel uapi header), the same file the device is built from
+ * (include/hw/mem/nfabric_regs.h); a program copies it beside this one.
+ */
+#include "nfabric_regs.h"
 
 /* Library errors: negative errno values. */
 #define NFLIB_ENODEV      (-ENODEV)     /* no device with the NEURON-Fabric PCI ID */
@@ -211,12 +216,17 @@ int nfabric_round_read(const nfabric_dev *d, unsigned i, nfabric_round *r);
 int nfabric_round_complete(nfabric_dev *d, unsigned i, uint32_t seq);
 /*
  * Wait until every expected head completed round seq of window i (polling
- * ROUND_STATUS), at most timeout_ms.  0 (r filled in), NFLIB_ETIMEDOUT, or
- * NFLIB_ESTALE if the window moved to another round meanwhile.
+ * ROUND_STATUS), at most timeout_ms.  0 (r filled in), NFLIB_ETIMEDOUT,
+ * NFLIB_ESTALE if the window moved to another round meanwhile, or
+ * NFABRIC_ERR_STATE at once if this head found the shared state unusable
+ * (HEAD_INFO.STATE_FAILED: no round can end).
  */
 int nfabric_round_wait(nfabric_dev *d, unsigned i, uint32_t seq,
                        unsigned timeout_ms, nfabric_round *r);
-/* Wait until window i's round number is no longer seq (a clear). */
+/*
+ * Wait until window i's round number is no longer seq (a clear); the same
+ * errors (NFABRIC_ERR_STATE at once when the state failed).
+ */
 int nfabric_round_wait_next(nfabric_dev *d, unsigned i, uint32_t seq,
                             unsigned timeout_ms);
 

@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * libnfabric: the register block through the driver (nfabric_drv.h,
- * docs/driver.md).
+ * libnfabric: the register block through the driver (nfl_drv_map,
+ * nfabric_priv.h; docs/driver.md).
  */
-#include "nfabric_drv.h"
+#include "nfabric_priv.h"
 #include "../kernel/uapi/nfabric_checks.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,19 +16,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-
-static int drv_fail(nfabric_dev *d, int err, const char *fmt, ...)
-{
-    va_list ap;
-    int n = snprintf(d->errmsg, sizeof(d->errmsg), "%s: ", nfabric_strerror(err));
-
-    if (n > 0 && (size_t)n < sizeof(d->errmsg)) {
-        va_start(ap, fmt);
-        vsnprintf(d->errmsg + n, sizeof(d->errmsg) - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    return err;
-}
 
 /* The nfabricN class device under the PCI device; 0 or -1. */
 static int drv_name(const char *pci_name, char *name, size_t len)
@@ -55,7 +41,7 @@ static int drv_name(const char *pci_name, char *name, size_t len)
     return rc;
 }
 
-int nfabric_drv_map(nfabric_dev *d, char *path, size_t len)
+int nfl_drv_map(nfabric_dev *d, char *path, size_t len)
 {
     const char *mode = getenv("NFABRIC_ACCESS");
     char name[32], sys[128], devno[32];
@@ -68,7 +54,7 @@ int nfabric_drv_map(nfabric_dev *d, char *path, size_t len)
 
     if (mode && *mode && strcmp(mode, "auto") && strcmp(mode, "driver") &&
         strcmp(mode, "resource0")) {
-        return drv_fail(d, NFLIB_EINVAL, "NFABRIC_ACCESS=%s (want driver, "
+        return nfl_fail(d, NFLIB_EINVAL, "NFABRIC_ACCESS=%s (want driver, "
                         "resource0 or auto)", mode);
     }
     if (mode && !strcmp(mode, "resource0")) {
@@ -77,7 +63,7 @@ int nfabric_drv_map(nfabric_dev *d, char *path, size_t len)
     }
     if (drv_name(d->pci_name, name, sizeof(name))) {
         if (mode && !strcmp(mode, "driver")) {
-            return drv_fail(d, NFLIB_EOPEN, "NFABRIC_ACCESS=driver but nfabric.ko "
+            return nfl_fail(d, NFLIB_EOPEN, "NFABRIC_ACCESS=driver but nfabric.ko "
                             "is not attached to %s (is it loaded?)", d->pci_name);
         }
         snprintf(d->access, sizeof(d->access), "resource0 (no driver)");
@@ -90,28 +76,28 @@ int nfabric_drv_map(nfabric_dev *d, char *path, size_t len)
         if (f) {
             fclose(f);
         }
-        return drv_fail(d, NFLIB_ESYSFS, "cannot read %s", sys);
+        return nfl_fail(d, NFLIB_ESYSFS, "cannot read %s", sys);
     }
     fclose(f);
     snprintf(path, len, "/dev/%s", name);
     d->bar_fd = open(path, O_RDWR | O_CLOEXEC);
     if (d->bar_fd < 0) {
-        return drv_fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
+        return nfl_fail(d, NFLIB_EOPEN, "%s: %s", path, strerror(errno));
     }
     if (fstat(d->bar_fd, &st) || !S_ISCHR(st.st_mode) ||
         major(st.st_rdev) != maj || minor(st.st_rdev) != min) {
-        return drv_fail(d, NFLIB_ESYSFS, "%s is not device %u:%u of %s", path,
+        return nfl_fail(d, NFLIB_ESYSFS, "%s is not device %u:%u of %s", path,
                         maj, min, sys);
     }
     /* The mapping the driver allows (nfabric_checks.h), and no other. */
     rc = nfabric_check_regs_mmap((flags & MAP_SHARED) != 0, (prot & PROT_EXEC) != 0,
                                  0, NFABRIC_REGS_SIZE, (uint64_t)sysconf(_SC_PAGESIZE));
     if (rc) {
-        return drv_fail(d, NFLIB_EMMAP, "%s: %s", path, strerror(-rc));
+        return nfl_fail(d, NFLIB_EMMAP, "%s: %s", path, strerror(-rc));
     }
     p = mmap(NULL, NFABRIC_REGS_SIZE, prot, flags, d->bar_fd, 0);
     if (p == MAP_FAILED) {
-        return drv_fail(d, NFLIB_EMMAP, "%s: %s", path, strerror(errno));
+        return nfl_fail(d, NFLIB_EMMAP, "%s: %s", path, strerror(errno));
     }
     d->bar = p;
     d->bar_size = NFABRIC_REGS_SIZE;

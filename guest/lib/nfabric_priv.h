@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * libnfabric internals: the context behind the opaque nfabric_dev, shared
- * by libnfabric.c, nfabric_drv.c (registers through the driver) and
- * nfabric_host.c (the host transport).  Not for the library's users.
+ * libnfabric internals: the context behind the opaque nfabric_dev and the
+ * library's own helpers (nfl_*), shared by libnfabric.c, nfabric_drv.c
+ * (registers through the driver) and nfabric_host.c (the host transport).
+ * Not for the library's users, and not exported (libnfabric.sym).
  */
 #ifndef NFABRIC_GUEST_PRIV_H
 #define NFABRIC_GUEST_PRIV_H
@@ -45,5 +46,26 @@ struct nfabric_dev {
     uint64_t dpa_base;          /* DPA of mem[0] */
     char errmsg[512];
 };
+
+/*
+ * Set d's message of the last failure to "<err's name>: <fmt...>" and
+ * return err (a library error, or a device error code).  libnfabric.c.
+ */
+int nfl_fail(nfabric_dev *d, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/*
+ * Map the register block of d->pci_name through /dev/nfabricN (mmap of
+ * its one page) and set d->bar, d->bar_size, d->bar_fd, d->regs and
+ * d->access.  Returns 0 when mapped, 1 when the driver is not attached to
+ * the device (the caller falls back to sysfs resource0), or a negative
+ * library error (with d->errmsg set).  path receives the file used.
+ * nfabric_drv.c.
+ *
+ * The environment variable NFABRIC_ACCESS chooses: "driver" (the driver
+ * is required), "resource0" (never use the driver), "auto" or unset (the
+ * driver if attached, else resource0).
+ */
+int nfl_drv_map(nfabric_dev *d, char *path, size_t len);
 
 #endif /* NFABRIC_GUEST_PRIV_H */

@@ -426,7 +426,7 @@ nf_mh_reset() {
 nf_mh_corrupt() {
     local dir=$NF_BUILD/test-logs/multihost/corrupt r rc ok=1
     # shellcheck disable=SC2016  # expanded in the guest (NFABRIC_RANK)
-    local cmd='nfabricctl set-window $((NFABRIC_RANK * 2)) --base $((NFABRIC_RANK * 0x10000)) --size 4K --counters $((0x100000 + NFABRIC_RANK * 0x10000)) --path gbinary --width 8; echo NFABRIC-MARK; sleep 20; nfabricctl clear $((NFABRIC_RANK * 2)); echo "clear-status=$?"; nfabricctl info | grep -E "enabled-mask|last-error"'
+    local cmd='w=$((NFABRIC_RANK * 2)); nfabricctl set-window $w --base $((NFABRIC_RANK * 0x10000)) --size 4K --counters $((0x100000 + NFABRIC_RANK * 0x10000)) --path gbinary --width 8; nfabricctl complete $w; echo NFABRIC-MARK; nfabricctl wait $w --timeout 300000; echo "wait-status=$?"; nfabricctl clear $w; echo "clear-status=$?"; nfabricctl info | grep -E "enabled-mask|last-error"'
     nf_cluster_prepare "$dir" 256
     for r in 0 1; do
         nf_cluster_boot "$dir" "$r" 2 "$cmd" 256 --timeout 300 --cpus 1 --mem 1G
@@ -441,18 +441,20 @@ nf_mh_corrupt() {
     echo "# corrupt: $dir/state truncated to 0 bytes under both hosts"
     for r in 0 1; do
         rc=$(nf_cluster_wait "$dir" "$r" 300)
-        if [ "$rc" = 0 ] && grep -q '^clear-status=1' "$dir/host$r.log" &&
+        if [ "$rc" = 0 ] && grep -q '^wait-status=1' "$dir/host$r.log" &&
+           grep -q 'wait [0-9]*: .*HEAD_INFO.STATE_FAILED' "$dir/host$r.log" &&
+           grep -q '^clear-status=1' "$dir/host$r.log" &&
            grep -q '^last-error: 16' "$dir/host$r.log" &&
            grep -q '^enabled-mask: 0x00000000' "$dir/host$r.log" &&
            grep -q "refuses the device's accesses" "$dir/host$r.out"; then
-            echo "ok - corrupt: host $r's QEMU lives on, reports it ($(grep -o 'the state file was [^;]*' "$dir/host$r.out" | head -1)), its guest sees error 16 and no window"
+            echo "ok - corrupt: host $r's QEMU lives on, reports it ($(grep -o 'the state file was [^;]*' "$dir/host$r.out" | head -1)), its guest's wait for the round (nfabricctl wait, 300 s timeout) ends at once with STATE_FAILED, then it sees error 16 and no window"
         else
             echo "not ok - corrupt: host $r (status $rc; console $dir/host$r.log, QEMU $dir/host$r.out)"
             ok=0
         fi
     done
     wait
-    [ "$ok" = 1 ] || grep -h 'Bus error\|clear-status\|last-error' "$dir"/host*.log "$dir"/host*.out | sed 's/^/# /'
+    [ "$ok" = 1 ] || grep -h 'Bus error\|wait\|clear-status\|last-error' "$dir"/host*.log "$dir"/host*.out | sed 's/^/# /'
 }
 
 # (h) memory-wide mailbox commands from other hosts: each of hosts 1..N-1

@@ -190,8 +190,28 @@ NFABRIC_ACCESS=resource0 nfabric-test; b=$?
 }
 
 # ---- pybind: the Python binding's integer arguments (host, no VM) ---------
-nf_register_suite 34 pybind "Python binding: every integer argument of every public function against its C type's range (host, no VM)"
+nf_register_suite 34 pybind "Python binding: every integer argument of every public function against its C type's range; waits end when the head fails; libnfabric.so's versioned symbols (host, no VM)"
 nf_suite_pybind() {
+    local rc=0
     nf_need python3-numpy
-    nf_ddp_py -m nfabric.argcheck
+    nf_ddp_py -m nfabric.argcheck || rc=1
+    echo "# waits end when the head fails: the state truncated under waiting ranks"
+    nf_ddp_py -m nfabric.failcheck || rc=1
+    echo "# libnfabric.so's exported symbols: versioned (guest/lib/libnfabric.sym)"
+    nf_libnfabric_symbols || rc=1
+    return $rc
+}
+
+# nf_libnfabric_symbols: every symbol libnfabric.so exports is one of
+# libnfabric.sym's, under the version node LIBNFABRIC_1, and each of those
+# is exported (objdump -T: what a program linked against it records).
+nf_libnfabric_symbols() {
+    local so=$NF_HOST_BUILD/guest/libnfabric.so want got unversioned
+    want=$(sed -n 's/^\t\(nfabric_[a-z0-9_]*\);$/\1/p' "$NF_ROOT/guest/lib/libnfabric.sym" | sort)
+    got=$(objdump -T "$so" | awk '$2 == "g" && $4 != "*UND*" && $NF ~ /^nfabric_/ {print $(NF-1), $NF}' | sort -k2)
+    unversioned=$(objdump -T "$so" | awk '$2 == "g" && $4 != "*UND*" && $(NF-1) != "LIBNFABRIC_1" {print $NF}')
+    nf_tap "$([ -n "$want" ] && [ "$(awk '{print $2}' <<<"$got")" = "$want" ] && echo 0 || echo 1)" \
+        "libnfabric.so exports exactly libnfabric.sym's $(wc -l <<<"$want") symbols (the controller model linked in stays local)"
+    nf_tap "$([ -z "$unversioned" ] && [ -n "$got" ] && ! awk '{print $1}' <<<"$got" | grep -qv '^LIBNFABRIC_1$' && echo 0 || echo 1)" \
+        "each is versioned LIBNFABRIC_1 (objdump -T)${unversioned:+; not: $unversioned}"
 }

@@ -1672,6 +1672,11 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
     if (r->access == NFABRIC_ACCESS_WO) {
         return 0;
     }
+    if (s->shared && !s->failed &&
+        nfabric_shared_faults() != s->faults_seen) {
+        /* Truncated under us (HEAD_INFO.STATE_FAILED says so from now). */
+        (void)nfabric_state_ok(s);
+    }
     if (s->failed && nfabric_reg_in_state(r)) {
         return 0;               /* nothing of an unusable state is shown */
     }
