@@ -843,17 +843,58 @@ static void test_one_state_per_memory(void)
 #define S_CTRS      0x200000ull
 #define S_PLAIN     0x3000ull           /* in no window */
 
-/* The stopped head stops itself in its window hook when told to. */
+/* A head that stops itself (SIGSTOP) in the clear of window win, once armed. */
+typedef struct StopAt {
+    int armed;
+    unsigned win;
+} StopAt;
+
 static void stop_hook(void *opaque, NFabricWinEvent ev, unsigned win,
                       uint32_t code)
 {
+    const StopAt *at = opaque;
+
     (void)code;
-    if (ev == NFABRIC_WIN_EV_CLEAR && win == S_WIN && *(int *)opaque) {
+    if (ev == NFABRIC_WIN_EV_CLEAR && win == at->win && at->armed) {
         raise(SIGSTOP);
     }
 }
 
 static const NFabricCtrlOps stop_ops = { .window = stop_hook };
+
+/*
+ * Fork head 1: it enables window win (base, size, counters; G-Binary) or,
+ * with clear, CLEARs it (enabled before), and stops in the window's clear.
+ * Returns its pid once it is stopped, or -1.
+ */
+static pid_t head_stopped_in_clear(unsigned win, uint64_t base, uint64_t size,
+                                   uint64_t ctrs, bool clear)
+{
+    pid_t pid = fork();
+    int st;
+
+    if (pid == 0) {
+        StopAt at = { 0, win };
+        NFabricCtrl me;
+        int f;
+
+        head_up(&me, 1, 2, &f);
+        me.ops = &stop_ops;
+        me.opaque = &at;
+        at.armed = 1;
+        if (clear) {
+            wr(&me, NFABRIC_REG_WIN(win, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+        } else if (win_set(&me, win, base, size, ctrs, NFABRIC_PATH_GBINARY,
+                           8) != NFABRIC_ERR_NONE) {
+            _exit(3);
+        }
+        _exit(rd(&me, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_NONE ? 0 : 4);
+    }
+    if (pid < 0 || waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st)) {
+        return -1;
+    }
+    return pid;
+}
 
 /*
  * What the live head 0 gets while head 1 is stopped: a plain 8-byte write
@@ -896,34 +937,7 @@ static StopProbe stop_probe(NFabricCtrl *c, bool reg)
 /* Fork head 1: it enables (or clears) window S_WIN and stops in it. */
 static pid_t stopped_head(bool clear)
 {
-    pid_t pid = fork();
-    int st, stop = 0;
-
-    if (pid == 0) {
-        NFabricCtrl me;
-        int f;
-
-        head_up(&me, 1, 2, &f);
-        me.ops = &stop_ops;
-        me.opaque = &stop;
-        if (clear) {
-            /* The window its last process enabled (the enable case). */
-            stop = 1;
-            wr(&me, NFABRIC_REG_WIN(S_WIN, NFABRIC_WIN_CMD),
-               NFABRIC_WCMD_CLEAR, 4);
-        } else {
-            stop = 1;
-            if (win_set(&me, S_WIN, S_BASE, S_SIZE, S_CTRS,
-                        NFABRIC_PATH_GBINARY, 8) != NFABRIC_ERR_NONE) {
-                _exit(3);
-            }
-        }
-        _exit(rd(&me, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_NONE ? 0 : 4);
-    }
-    if (pid < 0 || waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st)) {
-        return -1;
-    }
-    return pid;
+    return head_stopped_in_clear(S_WIN, S_BASE, S_SIZE, S_CTRS, clear);
 }
 
 static void test_stopped_head(void)
@@ -1434,48 +1448,32 @@ static void apart_op(NFabricCtrl *c, ApartProbe *p, int kind)
     p->refused += rd(c, NFABRIC_REG_LAST_ERROR, 4) != NFABRIC_ERR_NONE;
 }
 
-/* Job 1's head stops itself in its window's clear when told to. */
-static void apart_hook(void *opaque, NFabricWinEvent ev, unsigned win,
-                       uint32_t code)
-{
-    (void)code;
-    if (ev == NFABRIC_WIN_EV_CLEAR && win == A_WIN && *(int *)opaque) {
-        raise(SIGSTOP);
-    }
-}
-
-/* Fork job 1's head: it stops (SIGSTOP) holding what how says. */
+/*
+ * Fork job 1's head: it stops (SIGSTOP) in the clear of its enable of
+ * window A_WIN, in a CLEAR of it, or holding its job's lock.
+ */
 enum { APART_ENABLE, APART_CLEAR, APART_LOCK };
 
 static pid_t apart_stopped(int how)
 {
-    pid_t pid = fork();
-    int st, stop = 0;
+    pid_t pid;
+    int st;
 
+    if (how != APART_LOCK) {
+        return head_stopped_in_clear(A_WIN, A_BASE, A_SIZE, A_CTRS,
+                                     how == APART_CLEAR);
+    }
+    pid = fork();
     if (pid == 0) {
         NFabricCtrl me;
-        static const NFabricCtrlOps ops = { .window = apart_hook };
         NFabricShared *msh;
         int f;
 
         msh = head_up(&me, 1, 2, &f);
-        me.ops = &ops;
-        me.opaque = &stop;
-        if (how == APART_LOCK) {
-            nfabric_shared_lock_job(msh, 1);
-            raise(SIGSTOP);
-            nfabric_shared_unlock_job(msh, 1);
-            _exit(0);
-        }
-        stop = 1;               /* apart_hook: in the clear of window A_WIN */
-        if (how == APART_CLEAR) {
-            /* The window the enable case left enabled. */
-            wr(&me, NFABRIC_REG_WIN(A_WIN, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
-        } else if (win_set(&me, A_WIN, A_BASE, A_SIZE, A_CTRS,
-                           NFABRIC_PATH_GBINARY, 8) != NFABRIC_ERR_NONE) {
-            _exit(3);
-        }
-        _exit(rd(&me, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_NONE ? 0 : 4);
+        nfabric_shared_lock_job(msh, 1);
+        raise(SIGSTOP);
+        nfabric_shared_unlock_job(msh, 1);
+        _exit(0);
     }
     if (pid < 0 || waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st)) {
         return -1;
