@@ -11,6 +11,17 @@ nf_bench_engine() {
     "$NF_HOST_BUILD/bench/nfabric-bench-engine" "$@"
 }
 
+nf_register_bench heads "the shared device's memory path without a VM: 1, 2, 4, 8 processes, each a head, writing one G-Binary and one G-Ternary window (host); --seconds S --procs LIST"
+
+nf_bench_heads() {
+    local path
+    nf_host_build
+    for path in gbinary gternary; do
+        "$NF_HOST_BUILD/bench/nfabric-bench-heads" --path "$path" --dir "$NF_RUN_SHM" "$@" ||
+            nf_die "bench heads: nfabric-bench-heads --path $path failed"
+    done
+}
+
 nf_bench_main() {
     local name=${1:-}
     if [ -z "$name" ] || [ "$name" = --help ] || [ "$name" = -h ]; then
