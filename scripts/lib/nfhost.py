@@ -123,9 +123,19 @@ def run_alive(run):
 
 
 def owner_alive(path):
-    """True if the run that owns directory PATH (its `owner` file) runs."""
+    """True if the run that owns directory PATH (its `owner` file) runs, or
+    is making it (no owner file yet, PATH less than a minute old)."""
+    owner = os.path.join(path, "owner")
     try:
-        with open(os.path.join(path, "owner")) as f:
+        if not os.path.getsize(owner):
+            raise FileNotFoundError(owner)
+    except OSError:
+        try:
+            return time.time() - os.stat(path).st_mtime < 60
+        except OSError:
+            return False
+    try:
+        with open(owner) as f:
             pid, start = f.read().split()
         with open("/proc/%s/stat" % pid) as f:
             return f.read().rsplit(")", 1)[1].split()[19] == start

@@ -33,9 +33,14 @@ nf_proc_start() {
     echo "${f[19]}"
 }
 
-# nf_run_alive DIR: true if the run that owns DIR still runs.
+# nf_run_alive DIR: true if the run that owns DIR still runs (or is making
+# DIR: no owner file yet, and DIR less than a minute old).
 nf_run_alive() {
     local pid start
+    if [ ! -s "$1/owner" ]; then
+        [ -n "$(find "$1" -maxdepth 0 -mmin -1 2>/dev/null)" ]
+        return
+    fi
     read -r pid start < "$1/owner" 2>/dev/null || return 1
     [[ "$pid" =~ ^[0-9]+$ ]] || return 1
     [ -n "$start" ] && [ "$(nf_proc_start "$pid")" = "$start" ]
