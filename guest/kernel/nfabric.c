@@ -296,31 +296,28 @@ static bool nf_is_sysram(void *ctx, u64 hpa, u64 len, u64 *start, u64 *end)
 
 /* ---- ioctls ---------------------------------------------------------- */
 
-static int nf_ioc_info(struct nfabric_dev *nf, void __user *arg)
+static int nf_ioc_info(struct nfabric_dev *nf, unsigned int cmd, void *arg, bool *out)
 {
-	struct nfabric_ioc_info info;
+	struct nfabric_ioc_info *info = arg;
 	int rc;
 
-	if (copy_from_user(&info, arg, sizeof(info)))
-		return -EFAULT;
-	if (info.size != sizeof(info) || info.flags)
-		return -EINVAL;
-	memset(&info, 0, sizeof(info));
-	info.size = sizeof(info);
-	info.version = nf->version;
-	info.caps = nf->caps;
-	info.num_windows = nf->num_windows;
-	info.num_paths = NFABRIC_NUM_PATHS;
-	info.mem_size = nf->mem_size;
-	info.regs_phys = nf->regs_phys;
+	memset(info, 0, sizeof(*info));
+	info->size = sizeof(*info);
+	info->version = nf->version;
+	info->caps = nf->caps;
+	info->num_windows = nf->num_windows;
+	info->num_paths = NFABRIC_NUM_PATHS;
+	info->mem_size = nf->mem_size;
+	info->regs_phys = nf->regs_phys;
 	rc = nf_lock_live(nf);
 	if (rc)
 		return rc;
 	if (nf->memdev)
-		strscpy(info.memdev, dev_name(nf->memdev), sizeof(info.memdev));
-	strscpy(info.pci_dev, pci_name(nf->pdev), sizeof(info.pci_dev));
+		strscpy(info->memdev, dev_name(nf->memdev), sizeof(info->memdev));
+	strscpy(info->pci_dev, pci_name(nf->pdev), sizeof(info->pci_dev));
 	mutex_unlock(&nf->lock);
-	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
+	*out = true;
+	return 0;
 }
 
 static bool nf_ranges_overlap(u64 a, u64 alen, u64 b, u64 blen)
@@ -423,30 +420,21 @@ static int nf_check_window_memory(struct nfabric_dev *nf, const struct nfabric_i
 	return rc;
 }
 
-static int nf_ioc_win_set(struct nfabric_dev *nf, void __user *arg)
+static int nf_ioc_win_set(struct nfabric_dev *nf, unsigned int cmd, void *arg, bool *out)
 {
-	struct nfabric_ioc_window w;
+	struct nfabric_ioc_window *w = arg;
 	u32 before, wctrl, err, i;
 	u64 cbytes;
 	int rc;
 
-	if (copy_from_user(&w, arg, sizeof(w)))
-		return -EFAULT;
-	rc = nf_may(NF_PRIV_ADMIN);
+	rc = nf_check_window(nf, w, &cbytes);
 	if (rc)
 		return rc;
-	if (w.size != sizeof(w) || w.flags || w.reserved0 || w.enabled || w.error ||
-	    w.contrib_writes || w.contrib_bytes || w.reserved_codes || w.reserved1 ||
-	    w.reserved[0] || w.reserved[1])
-		return -EINVAL;
-	rc = nf_check_window(nf, &w, &cbytes);
-	if (rc)
-		return rc;
-	i = w.index;
+	i = w->index;
 	rc = nf_lock_live(nf);
 	if (rc)
 		return rc;
-	rc = nf_check_window_memory(nf, &w);
+	rc = nf_check_window_memory(nf, w);
 	if (rc)
 		goto out;
 	if (nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)) & NFABRIC_WCTRL_ENABLE) {
@@ -455,11 +443,11 @@ static int nf_ioc_win_set(struct nfabric_dev *nf, void __user *arg)
 		goto out;
 	}
 	before = nf_rd32(nf, NFABRIC_REG_ERROR_COUNT);
-	nf_wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE), w.base);
-	nf_wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE), w.length);
-	nf_wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS), w.counters);
-	nf_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD), w.threshold);
-	wctrl = NFABRIC_WCTRL(w.path, w.width, w.tie) | NFABRIC_WCTRL_ENABLE;
+	nf_wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE), w->base);
+	nf_wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE), w->length);
+	nf_wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS), w->counters);
+	nf_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD), w->threshold);
+	wctrl = NFABRIC_WCTRL(w->path, w->width, w->tie) | NFABRIC_WCTRL_ENABLE;
 	nf_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), wctrl);
 	if (nf_rd32(nf, NFABRIC_REG_ERROR_COUNT) == before &&
 	    (nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)) & NFABRIC_WCTRL_ENABLE))
@@ -473,67 +461,49 @@ static int nf_ioc_win_set(struct nfabric_dev *nf, void __user *arg)
 		dev_err_ratelimited(&nf->dev, "window %u: enable refused with error %u\n", i, err);
 		rc = -EIO;
 	}
-	mutex_unlock(&nf->lock);
-	w.error = err;
-	if (copy_to_user(arg, &w, sizeof(w)))
-		return -EFAULT;
-	return rc;
+	w->error = err;
+	*out = true;		/* a refusal tells the device's error */
 out:
 	mutex_unlock(&nf->lock);
 	return rc;
 }
 
-static int nf_ioc_win_get(struct nfabric_dev *nf, void __user *arg)
+static int nf_ioc_win_get(struct nfabric_dev *nf, unsigned int cmd, void *arg, bool *out)
 {
-	struct nfabric_ioc_window w;
-	u32 i, wctrl;
+	struct nfabric_ioc_window *w = arg;
+	u32 i = w->index, wctrl;
 	int rc;
 
-	if (copy_from_user(&w, arg, sizeof(w)))
-		return -EFAULT;
-	if (w.size != sizeof(w) || w.flags || w.reserved0 || w.reserved1 ||
-	    w.reserved[0] || w.reserved[1])
-		return -EINVAL;
-	if (w.index >= nf->num_windows)
-		return -EINVAL;
-	i = w.index;
-	memset(&w, 0, sizeof(w));
-	w.size = sizeof(w);
-	w.index = i;
+	memset(w, 0, sizeof(*w));
+	w->size = sizeof(*w);
+	w->index = i;
 	rc = nf_lock_live(nf);
 	if (rc)
 		return rc;
 	wctrl = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
-	w.enabled = !!(wctrl & NFABRIC_WCTRL_ENABLE);
-	w.path = FIELD_GET(NFABRIC_WCTRL_PATH_MASK, wctrl);
-	w.width = FIELD_GET(NFABRIC_WCTRL_WIDTH_MASK, wctrl);
-	w.tie = FIELD_GET(NFABRIC_WCTRL_TIE_MASK, wctrl);
-	w.threshold = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD));
-	w.base = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE));
-	w.length = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE));
-	w.counters = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS));
-	w.error = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR));
-	w.contrib_writes = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CONTRIB_WRITES));
-	w.contrib_bytes = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CONTRIB_BYTES));
-	w.reserved_codes = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_RESERVED_CODES));
+	w->enabled = !!(wctrl & NFABRIC_WCTRL_ENABLE);
+	w->path = FIELD_GET(NFABRIC_WCTRL_PATH_MASK, wctrl);
+	w->width = FIELD_GET(NFABRIC_WCTRL_WIDTH_MASK, wctrl);
+	w->tie = FIELD_GET(NFABRIC_WCTRL_TIE_MASK, wctrl);
+	w->threshold = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD));
+	w->base = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE));
+	w->length = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE));
+	w->counters = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS));
+	w->error = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR));
+	w->contrib_writes = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CONTRIB_WRITES));
+	w->contrib_bytes = nf_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CONTRIB_BYTES));
+	w->reserved_codes = nf_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_RESERVED_CODES));
 	mutex_unlock(&nf->lock);
-	return copy_to_user(arg, &w, sizeof(w)) ? -EFAULT : 0;
+	*out = true;
+	return 0;
 }
 
-static int nf_ioc_win_cmd(struct nfabric_dev *nf, unsigned int cmd, void __user *arg)
+static int nf_ioc_win_cmd(struct nfabric_dev *nf, unsigned int cmd, void *arg, bool *out)
 {
-	struct nfabric_ioc_window_cmd c;
-	u32 before, i, wctrl, err;
+	const struct nfabric_ioc_window_cmd *c = arg;
+	u32 before, i = c->index, wctrl, err;
 	int rc;
 
-	if (copy_from_user(&c, arg, sizeof(c)))
-		return -EFAULT;
-	rc = nf_may(NF_PRIV_ADMIN);
-	if (rc)
-		return rc;
-	if (c.size != sizeof(c) || c.flags || c.reserved || c.index >= nf->num_windows)
-		return -EINVAL;
-	i = c.index;
 	rc = nf_lock_live(nf);
 	if (rc)
 		return rc;
@@ -554,88 +524,71 @@ static int nf_ioc_win_cmd(struct nfabric_dev *nf, unsigned int cmd, void __user 
 	return rc;
 }
 
-static int nf_ioc_stats(struct nfabric_dev *nf, void __user *arg)
+static int nf_ioc_stats(struct nfabric_dev *nf, unsigned int cmd, void *arg, bool *out)
 {
-	struct nfabric_ioc_stats st;
-	u32 flags, p;
+	struct nfabric_ioc_stats *st = arg;
+	u32 flags = st->flags, p;
 	int rc;
 
-	if (copy_from_user(&st, arg, sizeof(st)))
-		return -EFAULT;
-	if (st.size != sizeof(st) || st.flags & ~NFABRIC_STATS_F_VALID ||
-	    st.reserved0 || st.reserved[0] || st.reserved[1])
-		return -EINVAL;
-	flags = st.flags;
-	rc = nf_may(flags ? NF_PRIV_ADMIN : NF_PRIV_READ);
-	if (rc)
-		return rc;
-	memset(&st, 0, sizeof(st));
-	st.size = sizeof(st);
-	st.flags = flags;
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	st->flags = flags;
 	rc = nf_lock_live(nf);
 	if (rc)
 		return rc;
 	for (p = 0; p < NFABRIC_NUM_PATHS; p++) {
-		st.path[p].reads = nf_rd64(nf, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_READS));
-		st.path[p].writes = nf_rd64(nf, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_WRITES));
-		st.path[p].read_bytes =
+		st->path[p].reads = nf_rd64(nf, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_READS));
+		st->path[p].writes = nf_rd64(nf, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_WRITES));
+		st->path[p].read_bytes =
 			nf_rd64(nf, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_READ_BYTES));
-		st.path[p].write_bytes =
+		st->path[p].write_bytes =
 			nf_rd64(nf, NFABRIC_REG_STATS_PATH(p, NFABRIC_STATS_WRITE_BYTES));
 	}
-	st.error_count = nf_rd32(nf, NFABRIC_REG_ERROR_COUNT);
-	st.last_error = nf_rd32(nf, NFABRIC_REG_LAST_ERROR);
-	st.enabled_mask = nf_rd32(nf, NFABRIC_REG_ENABLED_MASK);
+	st->error_count = nf_rd32(nf, NFABRIC_REG_ERROR_COUNT);
+	st->last_error = nf_rd32(nf, NFABRIC_REG_LAST_ERROR);
+	st->enabled_mask = nf_rd32(nf, NFABRIC_REG_ENABLED_MASK);
 	if (flags)
 		nf_wr32(nf, NFABRIC_REG_CTRL,
 			(flags & NFABRIC_STATS_F_CLEAR ? NFABRIC_CTRL_CLEAR_STATS : 0) |
 			(flags & NFABRIC_STATS_F_CLEAR_ERRORS ? NFABRIC_CTRL_CLEAR_ERROR : 0));
 	mutex_unlock(&nf->lock);
-	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
+	*out = true;
+	return 0;
 }
 
-static int nf_ioc_timing(struct nfabric_dev *nf, void __user *arg)
+static int nf_ioc_timing(struct nfabric_dev *nf, unsigned int cmd, void *arg, bool *out)
 {
-	struct nfabric_ioc_timing t;
-	u32 flags, p;
+	struct nfabric_ioc_timing *t = arg;
+	u32 flags = t->flags, p;
 	int rc;
 
-	if (copy_from_user(&t, arg, sizeof(t)))
-		return -EFAULT;
-	if (t.size != sizeof(t) || t.flags & ~NFABRIC_TIMING_F_VALID ||
-	    t.reserved0 || t.reserved1[0] || t.reserved1[1] ||
-	    t.reserved[0] || t.reserved[1])
-		return -EINVAL;
-	flags = t.flags;
-	rc = nf_may(flags ? NF_PRIV_ADMIN : NF_PRIV_READ);
-	if (rc)
-		return rc;
-	memset(&t, 0, sizeof(t));
-	t.size = sizeof(t);
-	t.flags = flags;
+	memset(t, 0, sizeof(*t));
+	t->size = sizeof(*t);
+	t->flags = flags;
 	rc = nf_lock_live(nf);
 	if (rc)
 		return rc;
-	t.clock_mhz = nf_rd32(nf, NFABRIC_REG_T_CLOCK_MHZ);
-	t.depth = nf_rd32(nf, NFABRIC_REG_T_DEPTH);
-	t.service_ns = nf_rd32(nf, NFABRIC_REG_T_SERVICE_NS);
-	t.link_mbps = nf_rd32(nf, NFABRIC_REG_T_LINK_MBPS);
-	t.exposed_ppm = nf_rd32(nf, NFABRIC_REG_T_EXPOSED_PPM);
-	t.total_ps = nf_rd64(nf, NFABRIC_REG_T_TOTAL_PS);
-	t.runtime_ps = nf_rd64(nf, NFABRIC_REG_T_RUNTIME_PS);
-	t.queued_ps = nf_rd64(nf, NFABRIC_REG_T_QUEUED_PS);
-	t.link_busy_ps = nf_rd64(nf, NFABRIC_REG_T_LINK_BUSY_PS);
+	t->clock_mhz = nf_rd32(nf, NFABRIC_REG_T_CLOCK_MHZ);
+	t->depth = nf_rd32(nf, NFABRIC_REG_T_DEPTH);
+	t->service_ns = nf_rd32(nf, NFABRIC_REG_T_SERVICE_NS);
+	t->link_mbps = nf_rd32(nf, NFABRIC_REG_T_LINK_MBPS);
+	t->exposed_ppm = nf_rd32(nf, NFABRIC_REG_T_EXPOSED_PPM);
+	t->total_ps = nf_rd64(nf, NFABRIC_REG_T_TOTAL_PS);
+	t->runtime_ps = nf_rd64(nf, NFABRIC_REG_T_RUNTIME_PS);
+	t->queued_ps = nf_rd64(nf, NFABRIC_REG_T_QUEUED_PS);
+	t->link_busy_ps = nf_rd64(nf, NFABRIC_REG_T_LINK_BUSY_PS);
 	for (p = 0; p < NFABRIC_NUM_PATHS; p++) {
-		t.path_time_ps[p] =
+		t->path_time_ps[p] =
 			nf_rd64(nf, NFABRIC_REG_T_PATH_FIELD(p, NFABRIC_T_PATH_TIME_PS));
-		t.path_exposed_ps[p] =
+		t->path_exposed_ps[p] =
 			nf_rd64(nf, NFABRIC_REG_T_PATH_FIELD(p, NFABRIC_T_PATH_EXPOSED_PS));
-		t.path_accesses[p] = nf_rd64(nf, NFABRIC_REG_T_ACCESSES_PATH(p));
+		t->path_accesses[p] = nf_rd64(nf, NFABRIC_REG_T_ACCESSES_PATH(p));
 	}
 	if (flags & NFABRIC_TIMING_F_CLEAR)
 		nf_wr32(nf, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_TIMING);
 	mutex_unlock(&nf->lock);
-	return copy_to_user(arg, &t, sizeof(t)) ? -EFAULT : 0;
+	*out = true;
+	return 0;
 }
 
 /* ---- rounds (register layout 1.1) ------------------------------------- */
@@ -658,29 +611,6 @@ static void nf_round_read(struct nfabric_dev *nf, struct nfabric_ioc_round *r)
 	r->all_done = !!(r->status & NFABRIC_RSTAT_ALL_DONE);
 }
 
-/* Copy in and check a round argument (no lock held). */
-static int nf_round_args(struct nfabric_dev *nf, unsigned int cmd, void __user *arg,
-			 struct nfabric_ioc_round *r)
-{
-	int rc;
-
-	if (copy_from_user(r, arg, sizeof(*r)))
-		return -EFAULT;
-	rc = nf_may(cmd == NFABRIC_IOC_ROUND_COMPLETE ? NF_PRIV_ADMIN : NF_PRIV_READ);
-	if (rc)
-		return rc;
-	if (r->size != sizeof(*r) || r->flags || r->status || r->done || r->heads_done ||
-	    r->heads_expected || r->all_done || r->reserved[0] || r->reserved[1] ||
-	    r->index >= nf->num_windows ||
-	    (cmd == NFABRIC_IOC_ROUND_GET && r->seq) ||
-	    (cmd != NFABRIC_IOC_ROUND_WAIT && r->timeout_ms) ||
-	    r->timeout_ms > NFABRIC_ROUND_MAX_TIMEOUT_MS)
-		return -EINVAL;
-	if (!nf_has_rounds(nf))
-		return -EOPNOTSUPP;
-	return 0;
-}
-
 /* The window must be enabled for a round call.  Called with the lock held. */
 static int nf_round_enabled(struct nfabric_dev *nf, u32 i)
 {
@@ -690,47 +620,41 @@ static int nf_round_enabled(struct nfabric_dev *nf, u32 i)
 	return -ENOENT;
 }
 
-static int nf_ioc_round_get(struct nfabric_dev *nf, void __user *arg)
+static int nf_ioc_round_get(struct nfabric_dev *nf, unsigned int cmd, void *arg, bool *out)
 {
-	struct nfabric_ioc_round r;
+	struct nfabric_ioc_round *r = arg;
 	int rc;
 
-	rc = nf_round_args(nf, NFABRIC_IOC_ROUND_GET, arg, &r);
-	if (rc)
-		return rc;
 	rc = nf_lock_live(nf);
 	if (rc)
 		return rc;
-	rc = nf_round_enabled(nf, r.index);
+	rc = nf_round_enabled(nf, r->index);
 	if (!rc)
-		nf_round_read(nf, &r);
+		nf_round_read(nf, r);
 	mutex_unlock(&nf->lock);
-	if (rc)
-		return rc;
-	return copy_to_user(arg, &r, sizeof(r)) ? -EFAULT : 0;
+	*out = !rc;
+	return rc;
 }
 
-static int nf_ioc_round_complete(struct nfabric_dev *nf, void __user *arg)
+static int nf_ioc_round_complete(struct nfabric_dev *nf, unsigned int cmd, void *arg,
+				 bool *out)
 {
-	struct nfabric_ioc_round r;
+	struct nfabric_ioc_round *r = arg;
 	u32 before, seq, err;
 	int rc;
 
-	rc = nf_round_args(nf, NFABRIC_IOC_ROUND_COMPLETE, arg, &r);
-	if (rc)
-		return rc;
 	rc = nf_lock_live(nf);
 	if (rc)
 		return rc;
-	rc = nf_round_enabled(nf, r.index);
+	rc = nf_round_enabled(nf, r->index);
 	if (rc)
 		goto out;
-	seq = r.seq;
-	if (nf_rd32(nf, NFABRIC_REG_ROUND(r.index, NFABRIC_ROUND_SEQ)) != seq) {
+	seq = r->seq;
+	if (nf_rd32(nf, NFABRIC_REG_ROUND(r->index, NFABRIC_ROUND_SEQ)) != seq) {
 		rc = -ESTALE;
 	} else {
 		before = nf_rd32(nf, NFABRIC_REG_ERROR_COUNT);
-		nf_wr32(nf, NFABRIC_REG_ROUND(r.index, NFABRIC_ROUND_COMPLETE), seq);
+		nf_wr32(nf, NFABRIC_REG_ROUND(r->index, NFABRIC_ROUND_COMPLETE), seq);
 		if (nf_rd32(nf, NFABRIC_REG_ERROR_COUNT) != before) {
 			/*
 			 * Another head may have started the next round.  Round
@@ -739,18 +663,15 @@ static int nf_ioc_round_complete(struct nfabric_dev *nf, void __user *arg)
 			err = nf_rd32(nf, NFABRIC_REG_LAST_ERROR);
 			if (err != NFABRIC_ERR_ROUND) {
 				dev_err_ratelimited(&nf->dev, "window %u: round complete refused with error %u\n",
-						    r.index, err);
+						    r->index, err);
 				rc = -EIO;
 				goto out;
 			}
 			rc = -ESTALE;
 		}
 	}
-	nf_round_read(nf, &r);
-	mutex_unlock(&nf->lock);
-	if (copy_to_user(arg, &r, sizeof(r)))
-		return -EFAULT;
-	return rc;
+	nf_round_read(nf, r);
+	*out = true;		/* done, or ESTALE with the round as it is */
 out:
 	mutex_unlock(&nf->lock);
 	return rc;
@@ -761,36 +682,33 @@ out:
  * lock while sleeping, so that other calls and detach go on; a detach ends
  * the wait with -ENODEV.
  */
-static int nf_ioc_round_wait(struct nfabric_dev *nf, void __user *arg)
+static int nf_ioc_round_wait(struct nfabric_dev *nf, unsigned int cmd, void *arg, bool *out)
 {
-	struct nfabric_ioc_round r;
+	struct nfabric_ioc_round *r = arg;
 	unsigned long deadline;
 	u32 seq;
 	int rc;
 
-	rc = nf_round_args(nf, NFABRIC_IOC_ROUND_WAIT, arg, &r);
-	if (rc)
-		return rc;
 	rc = nf_lock_live(nf);
 	if (rc)
 		return rc;
-	rc = nf_round_enabled(nf, r.index);
+	rc = nf_round_enabled(nf, r->index);
 	mutex_unlock(&nf->lock);
 	if (rc)
 		return rc;
-	seq = r.seq;
-	deadline = jiffies + msecs_to_jiffies(r.timeout_ms);
+	seq = r->seq;
+	deadline = jiffies + msecs_to_jiffies(r->timeout_ms);
 	for (;;) {
 		rc = nf_lock_live(nf);
 		if (rc)
 			return rc;
-		nf_round_read(nf, &r);
+		nf_round_read(nf, r);
 		mutex_unlock(&nf->lock);
-		if (r.seq != seq) {
+		if (r->seq != seq) {
 			rc = -ESTALE;
 			break;
 		}
-		if (r.all_done) {
+		if (r->all_done) {
 			rc = 0;
 			break;
 		}
@@ -802,46 +720,181 @@ static int nf_ioc_round_wait(struct nfabric_dev *nf, void __user *arg)
 			return -EINTR;
 		msleep_interruptible(1);
 	}
-	if (copy_to_user(arg, &r, sizeof(r)))
-		return -EFAULT;
+	*out = true;		/* the round as the wait left it */
 	return rc;
 }
 
+/* ---- the ioctl table ------------------------------------------------------ */
+
+/* What a command needs of its caller: NF_PRIV_* or, by its flags, this. */
+#define NF_PRIV_BY_FLAGS	(-1)	/* admin with flags (clears), else read */
+
 /*
- * Every call copies its argument in, checks it and the caller's privilege
- * (nf_may), then takes the lock for the registers only.  The structure
- * stays valid for the open file (a reference per file); a detach makes
- * every later call -ENODEV.
+ * One ioctl: its argument (every one starts with size and flags), the
+ * flags it accepts, the privilege it needs, the checks of its other fields
+ * (reserved fields zero, an index in range: -EINVAL), and what it does.
+ * run() may set *out to have the argument copied back to the caller.
+ */
+struct nf_ioctl {
+	unsigned int cmd;
+	size_t size;
+	u32 flags;
+	int priv;
+	bool (*fields_ok)(const struct nfabric_dev *nf, unsigned int cmd, const void *arg);
+	int (*run)(struct nfabric_dev *nf, unsigned int cmd, void *arg, bool *out);
+	bool need_rounds;	/* register layout 1.1: -EOPNOTSUPP before */
+};
+
+struct nf_ioc_header {
+	__u32 size;
+	__u32 flags;
+};
+
+static bool nf_info_ok(const struct nfabric_dev *nf, unsigned int cmd, const void *arg)
+{
+	return true;
+}
+
+static bool nf_win_set_ok(const struct nfabric_dev *nf, unsigned int cmd, const void *arg)
+{
+	const struct nfabric_ioc_window *w = arg;
+
+	return !w->reserved0 && !w->enabled && !w->error && !w->contrib_writes &&
+	       !w->contrib_bytes && !w->reserved_codes && !w->reserved1 &&
+	       !w->reserved[0] && !w->reserved[1];
+}
+
+static bool nf_win_get_ok(const struct nfabric_dev *nf, unsigned int cmd, const void *arg)
+{
+	const struct nfabric_ioc_window *w = arg;
+
+	return !w->reserved0 && !w->reserved1 && !w->reserved[0] && !w->reserved[1] &&
+	       w->index < nf->num_windows;
+}
+
+static bool nf_win_cmd_ok(const struct nfabric_dev *nf, unsigned int cmd, const void *arg)
+{
+	const struct nfabric_ioc_window_cmd *c = arg;
+
+	return !c->reserved && c->index < nf->num_windows;
+}
+
+static bool nf_stats_ok(const struct nfabric_dev *nf, unsigned int cmd, const void *arg)
+{
+	const struct nfabric_ioc_stats *st = arg;
+
+	return !st->reserved0 && !st->reserved[0] && !st->reserved[1];
+}
+
+static bool nf_timing_ok(const struct nfabric_dev *nf, unsigned int cmd, const void *arg)
+{
+	const struct nfabric_ioc_timing *t = arg;
+
+	return !t->reserved0 && !t->reserved1[0] && !t->reserved1[1] &&
+	       !t->reserved[0] && !t->reserved[1];
+}
+
+static bool nf_round_ok(const struct nfabric_dev *nf, unsigned int cmd, const void *arg)
+{
+	const struct nfabric_ioc_round *r = arg;
+
+	return !r->status && !r->done && !r->heads_done && !r->heads_expected &&
+	       !r->all_done && !r->reserved[0] && !r->reserved[1] &&
+	       r->index < nf->num_windows &&
+	       !(cmd == NFABRIC_IOC_ROUND_GET && r->seq) &&
+	       !(cmd != NFABRIC_IOC_ROUND_WAIT && r->timeout_ms) &&
+	       r->timeout_ms <= NFABRIC_ROUND_MAX_TIMEOUT_MS;
+}
+
+#define NF_IOCTL(c, type, fl, pr, ok, fn, rounds) \
+	{ .cmd = (c), .size = sizeof(type), .flags = (fl), .priv = (pr), \
+	  .fields_ok = (ok), .run = (fn), .need_rounds = (rounds) }
+
+static const struct nf_ioctl nf_ioctls[] = {
+	NF_IOCTL(NFABRIC_IOC_INFO, struct nfabric_ioc_info, 0, NF_PRIV_READ,
+		 nf_info_ok, nf_ioc_info, false),
+	NF_IOCTL(NFABRIC_IOC_WIN_SET, struct nfabric_ioc_window, 0, NF_PRIV_ADMIN,
+		 nf_win_set_ok, nf_ioc_win_set, false),
+	NF_IOCTL(NFABRIC_IOC_WIN_GET, struct nfabric_ioc_window, 0, NF_PRIV_READ,
+		 nf_win_get_ok, nf_ioc_win_get, false),
+	NF_IOCTL(NFABRIC_IOC_WIN_DISABLE, struct nfabric_ioc_window_cmd, 0, NF_PRIV_ADMIN,
+		 nf_win_cmd_ok, nf_ioc_win_cmd, false),
+	NF_IOCTL(NFABRIC_IOC_WIN_CLEAR, struct nfabric_ioc_window_cmd, 0, NF_PRIV_ADMIN,
+		 nf_win_cmd_ok, nf_ioc_win_cmd, false),
+	NF_IOCTL(NFABRIC_IOC_STATS, struct nfabric_ioc_stats, NFABRIC_STATS_F_VALID,
+		 NF_PRIV_BY_FLAGS, nf_stats_ok, nf_ioc_stats, false),
+	NF_IOCTL(NFABRIC_IOC_TIMING, struct nfabric_ioc_timing, NFABRIC_TIMING_F_VALID,
+		 NF_PRIV_BY_FLAGS, nf_timing_ok, nf_ioc_timing, false),
+	NF_IOCTL(NFABRIC_IOC_ROUND_GET, struct nfabric_ioc_round, 0, NF_PRIV_READ,
+		 nf_round_ok, nf_ioc_round_get, true),
+	NF_IOCTL(NFABRIC_IOC_ROUND_COMPLETE, struct nfabric_ioc_round, 0, NF_PRIV_ADMIN,
+		 nf_round_ok, nf_ioc_round_complete, true),
+	NF_IOCTL(NFABRIC_IOC_ROUND_WAIT, struct nfabric_ioc_round, 0, NF_PRIV_READ,
+		 nf_round_ok, nf_ioc_round_wait, true),
+};
+
+/* Room for the largest argument. */
+union nf_ioc_arg {
+	struct nf_ioc_header hdr;
+	struct nfabric_ioc_info info;
+	struct nfabric_ioc_window window;
+	struct nfabric_ioc_window_cmd window_cmd;
+	struct nfabric_ioc_stats stats;
+	struct nfabric_ioc_timing timing;
+	struct nfabric_ioc_round round;
+};
+
+/*
+ * The one place an ioctl's argument is taken in and checked: copied in
+ * (-EFAULT); a command that changes state needs its privilege first
+ * (-EPERM); then its size, its flags and its other fields (-EINVAL); a
+ * statistics or timing call that clears needs admin (-EPERM); a round
+ * call needs register layout 1.1 (-EOPNOTSUPP).  Nothing that can fault
+ * runs under the device's lock: the result is copied out after run().
+ * The structure stays valid for the open file (a reference per file); a
+ * detach makes every later call -ENODEV.
  */
 static long nfabric_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
 	struct nfabric_file *nff = filp->private_data;
 	struct nfabric_dev *nf = nff->nf;
 	void __user *uarg = (void __user *)arg;
+	const struct nf_ioctl *d = NULL;
+	union nf_ioc_arg a;
+	bool out = false;
+	size_t k;
+	int rc;
 
-	switch (cmd) {
-	case NFABRIC_IOC_INFO:
-		return nf_ioc_info(nf, uarg);
-	case NFABRIC_IOC_WIN_SET:
-		return nf_ioc_win_set(nf, uarg);
-	case NFABRIC_IOC_WIN_GET:
-		return nf_ioc_win_get(nf, uarg);
-	case NFABRIC_IOC_WIN_DISABLE:
-	case NFABRIC_IOC_WIN_CLEAR:
-		return nf_ioc_win_cmd(nf, cmd, uarg);
-	case NFABRIC_IOC_STATS:
-		return nf_ioc_stats(nf, uarg);
-	case NFABRIC_IOC_TIMING:
-		return nf_ioc_timing(nf, uarg);
-	case NFABRIC_IOC_ROUND_GET:
-		return nf_ioc_round_get(nf, uarg);
-	case NFABRIC_IOC_ROUND_COMPLETE:
-		return nf_ioc_round_complete(nf, uarg);
-	case NFABRIC_IOC_ROUND_WAIT:
-		return nf_ioc_round_wait(nf, uarg);
-	default:
-		return -ENOTTY;
+	for (k = 0; k < ARRAY_SIZE(nf_ioctls); k++) {
+		if (nf_ioctls[k].cmd == cmd) {
+			d = &nf_ioctls[k];
+			break;
+		}
 	}
+	if (!d)
+		return -ENOTTY;
+	if (WARN_ON_ONCE(d->size > sizeof(a)))
+		return -ENOTTY;
+	if (copy_from_user(&a, uarg, d->size))
+		return -EFAULT;
+	if (d->priv == NF_PRIV_ADMIN) {
+		rc = nf_may(NF_PRIV_ADMIN);
+		if (rc)
+			return rc;
+	}
+	if (a.hdr.size != d->size || (a.hdr.flags & ~d->flags) || !d->fields_ok(nf, cmd, &a))
+		return -EINVAL;
+	if (d->priv == NF_PRIV_BY_FLAGS) {
+		rc = nf_may(a.hdr.flags ? NF_PRIV_ADMIN : NF_PRIV_READ);
+		if (rc)
+			return rc;
+	}
+	if (d->need_rounds && !nf_has_rounds(nf))
+		return -EOPNOTSUPP;
+	rc = d->run(nf, cmd, &a, &out);
+	if (out && copy_to_user(uarg, &a, d->size))
+		return -EFAULT;
+	return rc;
 }
 
 /* ---- register mapping -------------------------------------------------- */
