@@ -56,7 +56,7 @@ nf_driver_build() {
     local kver=$1 kdir out=$NF_GUEST/kmod t0 f stale=0
     kdir=$(nf_driver_headers "$kver")
     if [ -f "$out/nfabric.ko" ] && [ "$(cat "$out/kernel-version" 2>/dev/null)" = "$kver" ]; then
-        for f in "$NF_ROOT"/guest/kernel/{Kbuild,Makefile,*.c} \
+        for f in "$NF_ROOT"/guest/kernel/{Kbuild,Makefile,*.c,*.h} \
                  "$NF_ROOT"/guest/kernel/{uapi,compat}/*.h \
                  "$NF_ROOT/include/hw/mem/nfabric_regs.h"; do
             [ "$f" -nt "$out/nfabric.ko" ] && stale=1
@@ -70,7 +70,7 @@ nf_driver_build() {
     t0=$EPOCHREALTIME
     rm -rf "$out"
     mkdir -p "$out/src/include/hw/mem"
-    cp -r "$NF_ROOT"/guest/kernel/{Kbuild,Makefile,*.c,uapi,compat} "$out/src/"
+    cp -r "$NF_ROOT"/guest/kernel/{Kbuild,Makefile,*.c,*.h,uapi,compat} "$out/src/"
     cp "$NF_ROOT/include/hw/mem/nfabric_regs.h" "$out/src/include/hw/mem/"
     # No BTF for the module (it needs pahole; only BPF tools use it).
     make -C "$kdir" M="$out/src" NFABRIC_INCLUDE="$out/src/include" \
