@@ -537,6 +537,26 @@ nf_mh_stop() {
     wait
 }
 
+# nf_mh_boot_paused NAME DIR N CMD [vm options...]: a fresh device in DIR
+# and N hosts on it, started paused (-S) so that the fabric manager assigns
+# jobs before any guest runs, each to run CMD; returns once every head
+# attached, or prints "not ok" naming the head that did not, stops the
+# hosts and returns 1.
+nf_mh_boot_paused() {
+    local name=$1 dir=$2 n=$3 cmd=$4 r
+    shift 4
+    nf_cluster_prepare "$dir" 256
+    for ((r = 0; r < n; r++)); do
+        nf_cluster_boot "$dir" "$r" "$n" "$cmd" 256 --cpus 1 --qemu-arg -S "$@"
+    done
+    for ((r = 0; r < n; r++)); do
+        nf_cluster_wait_attached "$dir" "$r" && continue
+        echo "not ok - $name: head $r never attached"
+        nf_mh_stop "$dir" "$n"
+        return 1
+    done
+}
+
 nf_mh_jobs_fm() {
     local n=$1 signal=$2
     echo --job 0 --heads "0-$((n - 2))" --windows "0-7,15${signal}" --mem 0+16M \
@@ -545,16 +565,9 @@ nf_mh_jobs_fm() {
 nf_mh_jobs() {
     local n=$1 dir=$NF_BUILD/test-logs/multihost/jobs$1 out r rc bad=0 fm=()
     local last=$(($1 - 1))
-    nf_cluster_prepare "$dir" 256
-    for ((r = 0; r < n; r++)); do
-        nf_cluster_boot "$dir" "$r" "$n" "nfabric-multihost jobs" 256 --timeout 600 \
-            --cpus 1 --mem 768M --qemu-arg -S
-    done
+    nf_mh_boot_paused "jobs$n" "$dir" "$n" "nfabric-multihost jobs" --timeout 600 --mem 768M ||
+        return 0
     # Every head attached and paused: assign, then run the victims first.
-    for ((r = 0; r < n; r++)); do
-        nf_cluster_wait_attached "$dir" "$r" ||
-            { echo "not ok - jobs$n: head $r never attached"; nf_mh_stop "$dir" "$n"; return 0; }
-    done
     read -r -a fm <<<"$(nf_mh_jobs_fm "$n" "")"
     if out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" "${fm[@]}" 2>&1); then
         echo "ok - jobs$n: the fabric manager assigned the jobs ($out)"
@@ -606,15 +619,8 @@ nf_mh_reassign_fm() {
 nf_mh_reassign() {
     local n=$1 dir=$NF_BUILD/test-logs/multihost/reassign$1 out r rc bad=0 fm=() t
     local last=$(($1 - 1)) st=$NF_HOST_BUILD/bench/nfabric-state
-    nf_cluster_prepare "$dir" 256
-    for ((r = 0; r < n; r++)); do
-        nf_cluster_boot "$dir" "$r" "$n" "nfabric-multihost reassign" 256 --timeout 600 \
-            --cpus 1 --mem 768M --qemu-arg -S
-    done
-    for ((r = 0; r < n; r++)); do
-        nf_cluster_wait_attached "$dir" "$r" ||
-            { echo "not ok - reassign$n: head $r never attached"; nf_mh_stop "$dir" "$n"; return 0; }
-    done
+    nf_mh_boot_paused "reassign$n" "$dir" "$n" "nfabric-multihost reassign" --timeout 600 \
+        --mem 768M || return 0
     read -r -a fm <<<"$(nf_mh_reassign_fm "$n" start)"
     rc=0
     out=$("$st" fm "$dir/state" "${fm[@]}" 2>&1) || rc=$?
@@ -678,17 +684,15 @@ nf_mh_pause() {
     local n=$1 apart=${2:-} name=pause$1 pid k ms worst=0 r rc bad=0 qpids=() fm=()
     local held free=0 busy=0 tries=0 args="" lock=job0_lock_head out
     [ -z "$apart" ] || { name=apart$1; args=" --apart"; lock=job1_lock_head; }
-    local dir=$NF_BUILD/test-logs/multihost/$name
-    nf_cluster_prepare "$dir" 256
-    for ((r = 0; r < n; r++)); do
-        nf_cluster_boot "$dir" "$r" "$n" "nfabric-multihost pause --iters 40$args" 256 \
-            --timeout 400 --cpus 1 --mem "$((n > 2 ? 768 : 1024))M" ${apart:+--qemu-arg -S}
-    done
-    if [ -n "$apart" ]; then
+    local dir=$NF_BUILD/test-logs/multihost/$name vm=(--timeout 400 --mem "$((n > 2 ? 768 : 1024))M")
+    if [ -z "$apart" ]; then
+        nf_cluster_prepare "$dir" 256
         for ((r = 0; r < n; r++)); do
-            nf_cluster_wait_attached "$dir" "$r" ||
-                { echo "not ok - $name: head $r never attached"; nf_mh_stop "$dir" "$n"; return 0; }
+            nf_cluster_boot "$dir" "$r" "$n" "nfabric-multihost pause --iters 40" 256 --cpus 1 "${vm[@]}"
         done
+    else
+        nf_mh_boot_paused "$name" "$dir" "$n" "nfabric-multihost pause --iters 40$args" "${vm[@]}" ||
+            return 0
         # Each host in a job of its own: host r's windows and memory as
         # nfabric-multihost pause lays them out (its own window, the window
         # it enables and their counters, its plain memory).
@@ -784,15 +788,8 @@ nf_mh_own_fm() {
 # each host timing MIB MiB of writes; 0 if every host passed.
 nf_mh_own() {
     local name=$1 n=$2 mib=$3 dir=$NF_BUILD/test-logs/multihost/$1 r rc bad=0 fm=() out
-    nf_cluster_prepare "$dir" 256
-    for ((r = 0; r < n; r++)); do
-        nf_cluster_boot "$dir" "$r" "$n" "nfabric-multihost own --bytes $mib" 256 \
-            --timeout 600 --cpus 1 --mem 768M --qemu-arg -S
-    done
-    for ((r = 0; r < n; r++)); do
-        nf_cluster_wait_attached "$dir" "$r" ||
-            { echo "not ok - $name: head $r never attached"; nf_mh_stop "$dir" "$n"; return 1; }
-    done
+    nf_mh_boot_paused "$name" "$dir" "$n" "nfabric-multihost own --bytes $mib" --timeout 600 \
+        --mem 768M || return 1
     read -r -a fm <<<"$(nf_mh_own_fm "$n")"
     if out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" "${fm[@]}" 2>&1); then
         echo "ok - $name: the fabric manager gave each of the $n heads 16 MiB of its own ($out)"
