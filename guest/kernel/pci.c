@@ -27,7 +27,17 @@ static void nfabric_dev_release(struct device *dev)
 	kfree(nf);
 }
 
-static int nf_match_memdev(struct device *dev, void *data)
+/*
+ * Linux 6.15 made device_find_child()'s match data const (device_match_t);
+ * 6.12 still takes the callback with plain void *.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 15, 0)
+#define NF_MATCH_DATA const void
+#else
+#define NF_MATCH_DATA void
+#endif
+
+static int nf_match_memdev(struct device *dev, NF_MATCH_DATA *data)
 {
 	return dev->bus && !strcmp(dev->bus->name, "cxl") &&
 	       !strncmp(dev_name(dev), "mem", 3);

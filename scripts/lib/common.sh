@@ -48,8 +48,15 @@ if [ "$NF_QEMU_LINE-$NF_KERNEL_LINE" != 10.0-6.12 ]; then
 fi
 # Downloads (QEMU source package, Debian .debs) survive `rm -rf build`.
 NF_CACHE=${NF_CACHE:-/var/cache/nfabric}
-NF_QEMU_SRC=$NF_BUILD/qemu-src
-NF_QEMU_BUILD=$NF_BUILD/qemu-build
+# QEMU depends on its line only: the pairs of one QEMU line share its
+# source and build (the default line's in build/, another's in build/qLINE/).
+if [ "$NF_QEMU_LINE" = 10.0 ]; then
+    NF_QEMU_DIR=$NF_BUILD_BASE
+else
+    NF_QEMU_DIR=$NF_BUILD_BASE/q$NF_QEMU_LINE
+fi
+NF_QEMU_SRC=$NF_QEMU_DIR/qemu-src
+NF_QEMU_BUILD=$NF_QEMU_DIR/qemu-build
 NF_QEMU_BIN=$NF_QEMU_BUILD/qemu-system-x86_64
 # The host programs do not depend on the pair: one build for all.
 NF_HOST_BUILD=$NF_BUILD_BASE/host

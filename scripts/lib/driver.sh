@@ -11,7 +11,8 @@ NF_PKGS_KMOD=(make gcc-12 libelf1)
 # once per version; prints the kernel build directory.  Nothing is
 # installed into the host: the packages are fetched with apt-get download
 # and unpacked with dpkg-deb -x, and the absolute /usr/src paths of the
-# headers' Makefile are pointed at the unpacked tree.
+# headers' Makefile are pointed at the unpacked tree.  (6.12 only: a newer
+# line's headers are installed in its sid root, versions.sh.)
 nf_driver_headers() {
     local kver=$1 base=${1%-amd64} hroot=$NF_GUEST/headers/$1 p deb
     local kdir=$hroot/usr/src/linux-headers-$kver
@@ -19,18 +20,10 @@ nf_driver_headers() {
         rm -rf "$NF_GUEST/headers"
         mkdir -p "$hroot"
         for p in "linux-headers-$kver" "linux-headers-$base-common" "linux-kbuild-$base"; do
-            if [ "$NF_KERNEL_LINE" = 6.12 ]; then
-                deb=$(nf_image_fetch "$p/bookworm-backports")
-            else
-                deb=$(nf_sid_fetch "$p")
-            fi
+            deb=$(nf_image_fetch "$p/bookworm-backports")
             dpkg-deb -x "$deb" "$hroot" || nf_die "driver: dpkg-deb -x $deb failed"
         done
-        # sid's kbuild programs do not run on the host: versions.sh.
-        [ "$NF_KERNEL_LINE" = 6.12 ] || nf_versions_kbuild_tools "$hroot" "$kver"
-        # 7.x's also names its own directory (KBUILD_OUTPUT=/usr/src/...).
-        sed -i -e "s|^include /usr/src/|include $hroot/usr/src/|" \
-            -e "s|^KBUILD_OUTPUT=/usr/src/|KBUILD_OUTPUT=$hroot/usr/src/|" "$kdir/Makefile"
+        sed -i -e "s|^include /usr/src/|include $hroot/usr/src/|" "$kdir/Makefile"
         grep -q "^include $hroot/" "$kdir/Makefile" ||
             nf_die "driver: unexpected $kdir/Makefile (no 'include /usr/src/...')"
         touch "$hroot/.unpacked"
@@ -38,23 +31,40 @@ nf_driver_headers() {
     echo "$kdir"
 }
 
-# nf_driver_cc_missing KVER : the compiler KVER's headers were configured
-# with (CONFIG_CC_VERSION_TEXT), if this host has no such program; nothing
-# if it has.  sid's 7.x kernels are built with gcc 16, whose options (e.g.
-# -fmin-function-alignment) Debian 12's gcc 12 refuses.
-nf_driver_cc_missing() {
-    local kdir cc
-    kdir=$(nf_driver_headers "$1")
-    cc=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\([^ "]*\).*/\1/p' "$kdir/.config")
-    [ -z "$cc" ] || command -v "$cc" > /dev/null || echo "$cc"
+# The make line of an out-of-tree build of the module in SRC against KDIR.
+# No BTF for the module (it needs pahole and vmlinux; only BPF tools use it).
+nf_driver_make_args() {   # KDIR SRC
+    printf '%s\n' -C "$1" M="$2" NFABRIC_INCLUDE="$2/include" \
+        CONFIG_DEBUG_INFO_BTF_MODULES= W=1 modules
+}
+
+# nf_driver_compile KVER OUT LOG : build nfabric.ko for KVER from the
+# sources copied to OUT/src; 6.12 with the host's gcc against the unpacked
+# headers, a newer line in its sid root (with the compiler its headers name).
+nf_driver_compile() {
+    local kver=$1 out=$2 log=$3 kdir root args
+    if [ "$NF_KERNEL_LINE" = 6.12 ]; then
+        nf_need "${NF_PKGS_KMOD[@]}"
+        kdir=$(nf_driver_headers "$kver")
+        mapfile -t args < <(nf_driver_make_args "$kdir" "$out/src")
+        make "${args[@]}" > "$log" 2>&1
+    else
+        root=$(nf_sid_root "$kver")
+        rm -rf "$root/build/nfabric"
+        mkdir -p "$root/build/nfabric"
+        cp -r "$out/src" "$root/build/nfabric/src"
+        mapfile -t args < <(nf_driver_make_args "/usr/src/linux-headers-$kver" /build/nfabric/src)
+        nf_sid_root_run "$root" make "${args[@]}" > "$log" 2>&1 &&
+            cp "$root/build/nfabric/src/nfabric.ko" "$out/src/nfabric.ko"
+    fi
 }
 
 # nf_driver_build KVER : build nfabric.ko for KVER into build/guest/kmod/
 # (the sources and nfabric_regs.h are copied there: a 6.12 out-of-tree
 # build writes next to its sources); prints the path of the stripped .ko.
+# A build with a warning (W=1) fails.
 nf_driver_build() {
-    local kver=$1 kdir out=$NF_GUEST/kmod t0 f stale=0
-    kdir=$(nf_driver_headers "$kver")
+    local kver=$1 out=${2:-$NF_GUEST/kmod} t0 f stale=0
     if [ -f "$out/nfabric.ko" ] && [ "$(cat "$out/kernel-version" 2>/dev/null)" = "$kver" ]; then
         for f in "$NF_ROOT"/guest/kernel/{Kbuild,Makefile,*.c,*.h} \
                  "$NF_ROOT"/guest/kernel/{uapi,compat}/*.h \
@@ -66,23 +76,20 @@ nf_driver_build() {
             return 0
         fi
     fi
-    nf_need "${NF_PKGS_KMOD[@]}"
     t0=$EPOCHREALTIME
     rm -rf "$out"
     mkdir -p "$out/src/include/hw/mem"
     cp -r "$NF_ROOT"/guest/kernel/{Kbuild,Makefile,*.c,*.h,uapi,compat} "$out/src/"
     cp "$NF_ROOT/include/hw/mem/nfabric_regs.h" "$out/src/include/hw/mem/"
-    # No BTF for the module (it needs pahole; only BPF tools use it).
-    make -C "$kdir" M="$out/src" NFABRIC_INCLUDE="$out/src/include" \
-        CONFIG_DEBUG_INFO_BTF_MODULES= W=1 modules > "$out/build.log" 2>&1 ||
-        { cat "$out/build.log" >&2; nf_die "driver: module build failed (log: $out/build.log)"; }
+    nf_driver_compile "$kver" "$out" "$out/build.log" ||
+        { cat "$out/build.log" >&2; nf_die "driver: module build for $kver failed (log: $out/build.log)"; }
     if grep -q 'warning:' "$out/build.log"; then
         grep 'warning:' "$out/build.log" >&2
         nf_die "driver: the module builds with warnings (log: $out/build.log)"
     fi
     strip --strip-debug -o "$out/nfabric.ko" "$out/src/nfabric.ko"
     echo "$kver" > "$out/kernel-version"
-    printf 'nfabric.ko built in %.1f s\n' \
+    printf 'nfabric.ko built for %s in %.1f s\n' "$kver" \
         "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{print b-a}')" >> "$out/build.log"
     nf_log "$(tail -1 "$out/build.log") (log: $out/build.log)"
     echo "$out/nfabric.ko"
@@ -214,4 +221,65 @@ nf_libnfabric_symbols() {
         "libnfabric.so exports exactly libnfabric.sym's $(wc -l <<<"$want") symbols (the controller model linked in stays local)"
     nf_tap "$([ -z "$unversioned" ] && [ -n "$got" ] && ! awk '{print $1}' <<<"$got" | grep -qv '^LIBNFABRIC_1$' && echo 0 || echo 1)" \
         "each is versioned LIBNFABRIC_1 (objdump -T)${unversioned:+; not: $unversioned}"
+}
+
+# ---- driver72: nfabric.ko for the newest kernel line, in a sid root -------
+nf_register_suite 36 driver72 "nfabric.ko for the newest kernel line (7.2, sid's headers and gcc 16) built in a sid root of its own: no warning with W=1, no undefined symbol, its vermagic and license; skipped only when sid's mirror did not serve a file"
+nf_suite_driver72() {
+    local out=$NF_BUILD/test-logs/driver72 kpkg kver root ko vm lic cc rc=0
+    # This suite's own line, whatever pair the run is for (a subshell).
+    NF_KERNEL_LINE=7.2
+    rm -rf "$out"
+    mkdir -p "$out"
+    if ! kpkg=$(nf_versions_kernel_pkg 2> "$out/lists.log"); then
+        cat "$out/lists.log"
+        if grep -q "failed\|Failed" "$out/lists.log"; then
+            echo "# skipped: sid's mirror did not serve its package lists ($out/lists.log)"
+            return 0
+        fi
+        return 1
+    fi
+    kver=${kpkg#linux-image-}
+    echo "# kernel: $kver"
+    if ! root=$(nf_sid_root "$kver" 2> "$out/root.log"); then
+        cat "$out/root.log"
+        if [ -s "$NF_BUILD_BASE/sid-root-$kver.unserved" ]; then
+            echo "# skipped: sid's mirror did not serve $(cat "$NF_BUILD_BASE/sid-root-$kver.unserved")"
+            return 0
+        fi
+        echo "not ok - a sid root with linux-headers-$kver could not be made ($out/root.log)"
+        return 1
+    fi
+    cc=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\([^ "]*\).*/\1/p' "$root/usr/src/linux-headers-$kver/.config")
+    if [ -n "$cc" ] && nf_sid_root_run "$root" "$cc" --version > "$out/cc.log" 2>&1; then
+        echo "ok - the sid root has linux-headers-$kver and the compiler they name: $(head -1 "$out/cc.log")"
+    else
+        echo "not ok - the sid root lacks the compiler linux-headers-$kver name ('$cc'; $out/cc.log)"
+        rc=1
+    fi
+    if ! ko=$(nf_driver_build "$kver" "$out/kmod" 2> "$out/build.err"); then
+        cat "$out/build.err"
+        echo "not ok - nfabric.ko builds for $kver with W=1 and no warning ($out/kmod/build.log)"
+        return 1
+    fi
+    echo "ok - nfabric.ko builds for $kver with W=1 and no warning ($(tail -1 "$out/kmod/build.log"))"
+    if grep -q 'undefined!' "$out/kmod/build.log"; then
+        echo "not ok - modpost: a symbol nfabric.ko uses is not exported by $kver"
+        rc=1
+    else
+        echo "ok - modpost: every symbol nfabric.ko uses is exported by $kver (its Module.symvers)"
+    fi
+    vm=$(modinfo -F vermagic "$ko")
+    lic=$(modinfo -F license "$ko")
+    case "$vm" in
+    "$kver "*) echo "ok - vermagic is $vm" ;;
+    *) echo "not ok - vermagic is '$vm', not $kver"; rc=1 ;;
+    esac
+    if [ "$lic" = GPL ]; then
+        echo "ok - license GPL"
+    else
+        echo "not ok - license '$lic'"
+        rc=1
+    fi
+    return $rc
 }

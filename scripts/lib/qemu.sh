@@ -76,7 +76,7 @@ nf_qemu_series() {   # SOURCE_NAME
 # Copy the cached source to $NF_QEMU_SRC (replacing what is there).
 nf_qemu_extract() {   # CACHED_DIR
     nf_log "copying $(basename "$1") to $NF_QEMU_SRC"
-    mkdir -p "$NF_BUILD"
+    mkdir -p "$NF_QEMU_DIR"
     rm -rf "$NF_QEMU_SRC.tmp" "$NF_QEMU_SRC.old"
     cp -a "$1" "$NF_QEMU_SRC.tmp"
     printf '%s\n' "$NF_QEMU_TREE_FORMAT" "source $(basename "$1")" > "$NF_QEMU_SRC.tmp/$NF_QEMU_STAMP_NAME"
@@ -162,16 +162,16 @@ nf_qemu_configure() {
     nf_log "configuring QEMU in $NF_QEMU_BUILD"
     mkdir -p "$NF_QEMU_BUILD"
     (cd "$NF_QEMU_BUILD" && "$NF_QEMU_SRC/configure" "${NF_QEMU_CONFIGURE_ARGS[@]}" \
-        >"$NF_BUILD/qemu-configure.log" 2>&1) || {
-        tail -30 "$NF_BUILD/qemu-configure.log" >&2
+        >"$NF_QEMU_DIR/qemu-configure.log" 2>&1) || {
+        tail -30 "$NF_QEMU_DIR/qemu-configure.log" >&2
         rm -f "$NF_QEMU_BUILD/build.ninja"
-        nf_die "QEMU configure failed (log: $NF_BUILD/qemu-configure.log)"
+        nf_die "QEMU configure failed (log: $NF_QEMU_DIR/qemu-configure.log)"
     }
 }
 
 # nf_qemu_ninja TARGET...: build with progress on the terminal.
 nf_qemu_ninja() {
-    local log=$NF_BUILD/qemu-ninja.log
+    local log=$NF_QEMU_DIR/qemu-ninja.log
     nf_log "building $* (log: $log)"
     if ! ninja -C "$NF_QEMU_BUILD" -j "$(nproc)" "$@" >"$log" 2>&1; then
         grep -E 'error|FAILED' "$log" | head -30 >&2

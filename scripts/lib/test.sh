@@ -47,7 +47,8 @@ nf_test_run_suite() {
     fi
     grep '^not ok ' "$logdir/$s.log" | sed "s/^/  [$s] /" || true
     grep -h 'vm: BOOT HUNG' "$logdir/$s.log" | sed "s/^/  [$s] /" || true
-    printf '%-8s %4d passed, %d failed   (%s)\n' "$s:" "$p" "$f" "$logdir/$s.log"
+    printf '%-8s %4d passed, %d failed   (%s)%s\n' "$s:" "$p" "$f" "$logdir/$s.log" \
+        "$(sed -n 's/^# \(skipped: .*\)/  \1/p' "$logdir/$s.log" | head -n 1)"
     NF_TEST_PASSED=$((NF_TEST_PASSED + p))
     NF_TEST_FAILED=$((NF_TEST_FAILED + f))
 }

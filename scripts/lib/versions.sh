@@ -127,52 +127,54 @@ nf_versions_kernel_unpack() {
     [ -e "$root/lib" ] || ln -s usr/lib "$root/lib"
 }
 
-# nf_versions_kbuild_tools HROOT KVER: sid's linux-kbuild programs need a
-# newer C library than the host's (GLIBC_2.38): build the same programs
-# from the line's kernel source package (`make olddefconfig
-# modules_prepare` with Debian's configuration, from the headers) and put
-# them in place of sid's in the unpacked headers.
-nf_versions_kbuild_tools() {
-    local hroot=$1 kver=$2 base=${2%-amd64} src out kb log f
-    local cache=$NF_CACHE/linux-$NF_KERNEL_LINE
-    kb=$hroot/usr/lib/linux-kbuild-$base
-    [ -d "$kb" ] || nf_die "driver: no $kb in linux-kbuild-$base"
-    src=$(nf_newest_dir "$cache" "linux-$NF_KERNEL_LINE.*")
-    if [ -z "$src" ]; then
-        local ver
-        ver=$(nf_sid_source_version linux "$NF_KERNEL_LINE")
-        # The mirror may hold the source of an older 7.2.x than the newest
-        # kernel; its kbuild programs are the same.
-        mkdir -p "$cache"
-        log=$cache/fetch.log
-        nf_log "fetching the kernel's source package (linux=$ver from sid) for its kbuild programs"
-        (cd "$cache" && apt-get "${NF_SID_OPTS[@]}" source --download-only -qq "linux=$ver" > "$log" 2>&1) ||
-            nf_die "apt-get source linux=$ver (sid) failed (log: $log; the mirror may not hold that version's files). $NF_DOWNLOAD_HINT"
-        f=$(nf_newest_file "$cache" "linux_$NF_KERNEL_LINE.*.orig.tar.xz")
-        [ -n "$f" ] || nf_die "no linux_$NF_KERNEL_LINE.*.orig.tar.xz after apt-get source (log: $log)"
-        tar -C "$cache" -xf "$f" || nf_die "driver: unpacking $f failed"
-        src=$(nf_newest_dir "$cache" "linux-$NF_KERNEL_LINE.*")
-        [ -n "$src" ] || nf_die "no linux-$NF_KERNEL_LINE.* directory in $f"
+# nf_sid_root KVER : a Debian sid root of its own (mmdebstrap, minbase)
+# with linux-headers-KVER and what they depend on (linux-kbuild, the gcc
+# they were configured with), in build/sid-root-KVER: made once, removed by
+# `scripts/nfabric clean --build`; prints its path.  sid's headers name gcc
+# 16, whose options Debian 12's gcc 12 refuses, and sid's kbuild programs
+# need sid's C library: so the module for a newer line is built in sid, as
+# a distribution builds modules for kernels its host does not run.  Nothing
+# of sid is installed on the host.  When the mirror does not serve a file,
+# ROOT.unserved says which and the function stops.
+nf_sid_root() {
+    local kver=$1 root=$NF_BUILD_BASE/sid-root-$1 log what
+    if [ -f "$root/.done" ]; then
+        echo "$root"
+        return 0
     fi
-    out=$NF_GUEST/kbuild-tools/$kver
-    log=$out/build.log
-    if [ ! -f "$out/.done" ]; then
-        nf_need make gcc bc bison flex libelf-dev libssl-dev
-        rm -rf "$out"
-        mkdir -p "$out"
-        cp "$hroot/usr/src/linux-headers-$kver/.config" "$out/.config"
-        nf_log "building the kbuild programs from $(basename "$src") (log: $log)"
-        nice -n 10 make -C "$src" O="$out" olddefconfig modules_prepare > "$log" 2>&1 ||
-            { tail -20 "$log" >&2; nf_die "driver: modules_prepare in $src failed (log: $log)"; }
-        touch "$out/.done"
+    nf_need mmdebstrap
+    mkdir -p "$NF_BUILD_BASE"
+    log=$root.log
+    rm -rf "$root" "$root.tmp" "$root.unserved"
+    nf_log "making a sid root for linux-headers-$kver in $root (mmdebstrap; log: $log)"
+    # Check-Valid-Until: a lagging mirror (versions.sh).  Sandbox user root:
+    # apt's _apt user may not write the host's /dev/null here.
+    if ! mmdebstrap --variant=minbase --include="make,linux-headers-$kver" \
+            --aptopt='APT::Sandbox::User "root"' \
+            --aptopt='Acquire::Check-Valid-Until "false"' \
+            sid "$root.tmp" http://deb.debian.org/debian > "$log" 2>&1; then
+        rm -rf "$root.tmp"
+        what=$(sed -n -e 's/.*Failed to fetch \([^ ]*\).*/\1/p' \
+                      -e 's/.*Unable to locate package \([^ ]*\).*/package \1/p' \
+                      -e 's/.*\(Temporary failure resolving [^ ]*\).*/\1/p' \
+                      -e 's/.*\(Could not connect to [^ ]*\).*/\1/p' "$log" | head -n 1)
+        [ -z "$what" ] || printf '%s\n' "$what" > "$root.unserved"
+        tail -5 "$log" >&2
+        nf_die "mmdebstrap of a sid root for linux-headers-$kver failed${what:+: the mirror did not serve $what} (log: $log). $NF_DOWNLOAD_HINT"
     fi
-    for f in scripts/basic/fixdep scripts/kconfig/conf scripts/recordmcount scripts/unifdef \
-             scripts/kallsyms scripts/sign-file scripts/genksyms/genksyms certs/extract-cert; do
-        if [ -x "$out/$f" ] && [ -e "$kb/$f" ]; then
-            install -m 755 "$out/$f" "$kb/$f"
-        fi
-    done
-    install -m 755 "$out/scripts/mod/modpost" "$kb/scripts/mod/modpost.real-lsb-64"
-    install -m 755 "$out/tools/objtool/objtool" "$kb/tools/objtool/objtool.real-x86"
-    return 0
+    [ -d "$root.tmp/usr/src/linux-headers-$kver" ] ||
+        nf_die "the sid root has no /usr/src/linux-headers-$kver (log: $log)"
+    echo "$kver" > "$root.tmp/.done"
+    mv "$root.tmp" "$root"
+    echo "$root"
+}
+
+# nf_sid_root_run ROOT CMD... : run CMD in ROOT, with a /proc of its own
+# (objtool reads it) in a mount namespace that ends with CMD: nothing is
+# left mounted.
+nf_sid_root_run() {
+    local root=$1
+    shift
+    unshare --fork --pid --mount --propagation private --mount-proc="$root/proc" \
+        chroot "$root" "$@"
 }
