@@ -54,6 +54,65 @@ static struct nfabric_dev *nf_find(struct pci_dev *pdev)
 	return NULL;
 }
 
+/*
+ * The controller's registers, as the device names them: the designated
+ * vendor specific block (identifier 0xff) of the Register Locator DVSEC
+ * whose header says NEURON-Fabric (docs/registers.md, "Finding the block").
+ * Returns the physical address of the registers, or 0 after saying why.
+ */
+static resource_size_t nf_find_regs(struct pci_dev *pdev)
+{
+	u32 hdr1, lo, hi, id, rev, len;
+	resource_size_t start;
+	void __iomem *h;
+	u16 loc, end, e;
+	u64 off;
+	int bar;
+
+	loc = pci_find_dvsec_capability(pdev, NFABRIC_CXL_DVSEC_VENDOR_ID,
+					NFABRIC_CXL_DVSEC_REGLOC);
+	if (!loc) {
+		pci_err(pdev, "nfabric: no Register Locator DVSEC\n");
+		return 0;
+	}
+	pci_read_config_dword(pdev, loc + PCI_DVSEC_HEADER1, &hdr1);
+	end = loc + PCI_DVSEC_HEADER1_LEN(hdr1);
+	for (e = loc + NFABRIC_REGLOC_ENTRIES; e + 8 <= end; e += 8) {
+		pci_read_config_dword(pdev, e, &lo);
+		pci_read_config_dword(pdev, e + 4, &hi);
+		if (FIELD_GET(NFABRIC_REGLOC_RBI_MASK, lo) != NFABRIC_REGLOC_RBI_VENDOR)
+			continue;
+		bar = FIELD_GET(NFABRIC_REGLOC_BIR_MASK, lo);
+		off = (u64)hi << 32 | (lo & NFABRIC_REGLOC_OFF_LO_MASK);
+		if (bar >= PCI_STD_NUM_BARS ||
+		    !(pci_resource_flags(pdev, bar) & IORESOURCE_MEM) ||
+		    off > pci_resource_len(pdev, bar) ||
+		    pci_resource_len(pdev, bar) - off < NFABRIC_DVS_SIZE) {
+			pci_info(pdev, "nfabric: vendor block at BAR%d + %#llx is outside the BAR\n",
+				 bar, off);
+			continue;
+		}
+		start = pci_resource_start(pdev, bar) + off;
+		h = ioremap(start, NFABRIC_DVS_HDR_SIZE);
+		if (!h)
+			return 0;
+		id = readl(h + NFABRIC_DVS_HDR_ID);
+		rev = readl(h + NFABRIC_DVS_HDR_REVISION) & 0xf;
+		len = readl(h + NFABRIC_DVS_HDR_LENGTH);
+		iounmap(h);
+		if (id != NFABRIC_DVS_ID || rev < NFABRIC_DVS_REVISION ||
+		    len < NFABRIC_DVS_REGS + NFABRIC_REGS_SIZE) {
+			pci_info(pdev, "nfabric: vendor block at BAR%d + %#llx is not ours (id %#x, revision %u, length %#x)\n",
+				 bar, off, id, rev, len);
+			continue;
+		}
+		return start + NFABRIC_DVS_REGS;
+	}
+	pci_err(pdev, "nfabric: the Register Locator names no NEURON-Fabric block (vendor %#x, block %#x)\n",
+		NFABRIC_DVS_VENDOR_ID, NFABRIC_DVS_BLOCK_ID);
+	return 0;
+}
+
 /* Called with the PCI device's lock held, once cxl_pci is bound to it. */
 static int nfabric_attach(struct pci_dev *pdev)
 {
@@ -66,11 +125,9 @@ static int nfabric_attach(struct pci_dev *pdev)
 	guard(mutex)(&nfabric_devs_lock);
 	if (nf_find(pdev))
 		return 0;
-	if (!(pci_resource_flags(pdev, 0) & IORESOURCE_MEM) ||
-	    pci_resource_len(pdev, 0) < NFABRIC_REGS_OFFSET + NFABRIC_REGS_SIZE) {
-		pci_err(pdev, "nfabric: BAR0 is too small for the controller block\n");
-		return -ENXIO;
-	}
+	start = nf_find_regs(pdev);
+	if (!start)
+		return -ENODEV;
 	nf = kzalloc(sizeof(*nf), GFP_KERNEL);
 	if (!nf)
 		return -ENOMEM;
@@ -99,10 +156,9 @@ static int nfabric_attach(struct pci_dev *pdev)
 
 	/*
 	 * No request_mem_region(): BAR0 belongs to cxl_pci, which maps the
-	 * CXL register blocks in it.  The controller block is a range the
-	 * CXL specification leaves to the implementation, unused by Linux.
+	 * CXL register blocks in it (not the vendor block, which Linux
+	 * leaves alone).
 	 */
-	start = pci_resource_start(pdev, 0) + NFABRIC_REGS_OFFSET;
 	nf->regs_phys = start;
 	nf->regs = ioremap(start, NFABRIC_REGS_SIZE);
 	if (!nf->regs) {
@@ -112,8 +168,8 @@ static int nfabric_attach(struct pci_dev *pdev)
 	magic = nf_rd32(nf, NFABRIC_REG_MAGIC);
 	nf->version = nf_rd32(nf, NFABRIC_REG_VERSION);
 	if (magic != NFABRIC_MAGIC || nf->version >> 16 != NFABRIC_VERSION_MAJOR) {
-		pci_err(pdev, "nfabric: no controller at BAR0+%#x (magic %#x, version %#x)\n",
-			NFABRIC_REGS_OFFSET, magic, nf->version);
+		pci_err(pdev, "nfabric: no controller at %pa (magic %#x, version %#x)\n",
+			&start, magic, nf->version);
 		rc = -ENODEV;
 		goto err_unmap;
 	}

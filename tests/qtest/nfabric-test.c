@@ -214,6 +214,107 @@ static void test_ident(void)
     nf_stop(&nf);
 }
 
+/*
+ * 1.6: the Register Locator DVSEC (extended configuration space, read
+ * through the MCH's ECAM window) names the controller's block as a
+ * designated vendor specific block; its header reads as nfabric_regs.h
+ * says, and is read-only; the registers after it are the block at BAR0 +
+ * NFABRIC_REGS_OFFSET.
+ */
+#define ECAM_BASE       0xb0000000ull
+#define MCH_PCIEXBAR    0x60
+
+static uint32_t regloc_find(QTestState *qts, uint64_t ecam, uint32_t *len)
+{
+    uint32_t off = 0x100;
+
+    for (int n = 0; off && n < 64; n++) {
+        uint32_t hdr = qtest_readl(qts, ecam + off);
+
+        if ((hdr & 0xffff) == 0x23 &&   /* PCI_EXT_CAP_ID_DVSEC */
+            (qtest_readl(qts, ecam + off + 4) & 0xffff) ==
+                NFABRIC_CXL_DVSEC_VENDOR_ID &&
+            (qtest_readl(qts, ecam + off + 8) & 0xffff) ==
+                NFABRIC_CXL_DVSEC_REGLOC) {
+            *len = qtest_readl(qts, ecam + off + 4) >> 20;
+            return off;
+        }
+        off = hdr >> 20;
+    }
+    return 0;
+}
+
+static void test_regloc(void)
+{
+    NF nf;
+    QTestState *qts;
+    uint64_t ecam = ECAM_BASE + ((uint64_t)DEV_BUS << 20), dvs;
+    uint32_t loc, len, lo = 0, hi = 0, found = 0, bar;
+
+    nf_start(&nf);
+    qts = nf.qts;
+    /* ECAM at ECAM_BASE, 256 buses, enabled (what firmware does). */
+    cfg_writel(qts, 0, 0, MCH_PCIEXBAR + 4, 0);
+    cfg_writel(qts, 0, 0, MCH_PCIEXBAR, ECAM_BASE | 1);
+    g_assert_cmphex(qtest_readl(qts, ecam) & 0xffff, ==, NFABRIC_PCI_VENDOR_ID);
+    loc = regloc_find(qts, ecam, &len);
+    g_assert_cmpuint(loc, !=, 0);
+    g_assert_cmpuint(len, ==, 0x24);    /* three entries */
+    for (uint32_t e = NFABRIC_REGLOC_ENTRIES; e + 8 <= len; e += 8) {
+        uint32_t l = qtest_readl(qts, ecam + loc + e);
+
+        if ((l & NFABRIC_REGLOC_RBI_MASK) >> NFABRIC_REGLOC_RBI_SHIFT ==
+            NFABRIC_REGLOC_RBI_VENDOR) {
+            lo = l;
+            hi = qtest_readl(qts, ecam + loc + e + 4);
+            found++;
+        }
+    }
+    g_assert_cmpuint(found, ==, 1);
+    g_assert_cmpuint(lo & NFABRIC_REGLOC_BIR_MASK, ==, NFABRIC_DVS_BIR);
+    g_assert_cmphex(lo & NFABRIC_REGLOC_OFF_LO_MASK, ==, NFABRIC_DVS_OFFSET);
+    g_assert_cmphex(hi, ==, 0);
+
+    dvs = BAR0_ADDR + NFABRIC_DVS_OFFSET;
+    g_assert_cmphex(qtest_readl(qts, dvs + NFABRIC_DVS_HDR_ID), ==,
+                    NFABRIC_DVS_ID);
+    g_assert_cmphex(qtest_readl(qts, dvs + NFABRIC_DVS_HDR_ID) & 0xffff, ==,
+                    NFABRIC_PCI_VENDOR_ID);
+    g_assert_cmpuint(qtest_readl(qts, dvs + NFABRIC_DVS_HDR_REVISION) & 0xf,
+                     ==, NFABRIC_DVS_REVISION);
+    g_assert_cmpuint(qtest_readl(qts, dvs + NFABRIC_DVS_HDR_LENGTH), ==,
+                     NFABRIC_DVS_SIZE);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==, 0);
+    /* The registers, through the block: the same registers. */
+    g_assert_cmphex(qtest_readl(qts, dvs + NFABRIC_DVS_REGS + NFABRIC_REG_MAGIC),
+                    ==, NFABRIC_MAGIC);
+    g_assert_cmphex(qtest_readl(qts, dvs + NFABRIC_DVS_REGS +
+                                NFABRIC_REG_VERSION), ==, NFABRIC_VERSION);
+    qtest_writeq(qts, dvs + NFABRIC_DVS_REGS + NFABRIC_REG_WIN(3, NFABRIC_WIN_DPA_BASE),
+                 0x40000);
+    g_assert_cmphex(rd64(&nf, NFABRIC_REG_WIN(3, NFABRIC_WIN_DPA_BASE)), ==,
+                    0x40000);
+    /* The header refuses writes, other sizes and what lies past it. */
+    qtest_writel(qts, dvs + NFABRIC_DVS_HDR_ID, 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==, NFABRIC_ERR_READONLY);
+    g_assert_cmphex(qtest_readl(qts, dvs + NFABRIC_DVS_HDR_ID), ==,
+                    NFABRIC_DVS_ID);
+    g_assert_cmpuint(qtest_readw(qts, dvs + NFABRIC_DVS_HDR_ID), ==, 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==, NFABRIC_ERR_ACCESS);
+    g_assert_cmpuint(qtest_readl(qts, dvs + NFABRIC_DVS_HDR_SIZE), ==, 0);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==,
+                     NFABRIC_ERR_UNMAPPED);
+    qtest_writel(qts, dvs + 0x800, 1);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==,
+                     NFABRIC_ERR_UNMAPPED);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ERROR_COUNT), ==, 4);
+    /* BAR0 is 128 KiB: the component registers, then the block. */
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0, 0xffffffff);
+    bar = cfg_readl(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0);
+    g_assert_cmphex(bar & ~0xfu, ==, (uint32_t)~(2 * NFABRIC_DVS_OFFSET - 1));
+    nf_stop(&nf);
+}
+
 /* Byte-exact identity for 1/2/4/8-byte accesses at every alignment. */
 static void check_identity_at(NF *nf, uint64_t dpa)
 {
@@ -1010,6 +1111,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
 
     qtest_add_func("/nfabric/ident", test_ident);
+    qtest_add_func("/nfabric/register-locator", test_regloc);
     qtest_add_func("/nfabric/fp32-identity", test_fp32_identity);
     qtest_add_func("/nfabric/validation", test_validation);
     qtest_add_func("/nfabric/gbinary", test_gbinary);

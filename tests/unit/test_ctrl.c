@@ -257,7 +257,7 @@ static uint64_t default_value(const RegDef *r)
     }
     switch (r->off) {
     case 0x000: return 0x4241464e;
-    case 0x004: return 0x00010005;
+    case 0x004: return 0x00010006;
     case 0x028: return 0x00000100;  /* head 0 of 1, not shared */
     case 0x02c: return 0x1;         /* head 0 attached */
     case 0x038: return 0xffff0000;  /* job 0 of all, every window */
@@ -646,6 +646,82 @@ static void test_reg_writes(void)
               "0-16, 5 values: right error code, only the target changes");
     TAP_CHECK(ram_hash(ram) == h && ctrl.sh->enabled_mask == 0,
               "register writes: device memory untouched, nothing enabled");
+}
+
+/* ---- the vendor block's header (1.6) --------------------------------------- */
+
+/*
+ * Every offset of the header page at sizes 0-16: the three 32-bit fields
+ * read as the contract gives them (written out here by hand), everything
+ * else is refused with ACCESS (a field at a wrong size) or UNMAPPED (past
+ * the header), every write with READONLY or UNMAPPED, and nothing but the
+ * error status changes.
+ */
+static void test_dvs_header(void)
+{
+    unsigned bad = 0, checked = 0;
+    uint64_t h;
+
+    fresh();
+    h = ram_hash(ram);
+    for (uint64_t off = 0; off < 0x1000; off += off < 0x40 ? 1 : 0x3f) {
+        for (unsigned size = 0; size <= 16; size++) {
+            uint32_t want_code, want_val = 0;
+            unsigned errs = hook_errors;
+            uint64_t val;
+            Snap before, after;
+
+            if (off >= 12) {
+                want_code = NFABRIC_ERR_UNMAPPED;
+            } else if (size != 4 || off % 4) {
+                want_code = NFABRIC_ERR_ACCESS;
+            } else {
+                want_code = NFABRIC_ERR_NONE;
+                want_val = off == 0 ? 0x4e461b36u : off == 4 ? 1 : 0x2000;
+            }
+            snap(&before);
+            val = nfabric_ctrl_dvs_read(&ctrl, off, size);
+            snap(&after);
+            if (want_code != NFABRIC_ERR_NONE) {
+                snap_error(&before, want_code, -1);
+            }
+            checked++;
+            if (val != want_val || !snap_eq(&before, &after) ||
+                hook_errors != errs + (want_code != NFABRIC_ERR_NONE)) {
+                if (bad++ < 5) {
+                    tap_diag("header read 0x%llx/%u = 0x%llx, error %u; want "
+                             "0x%x, error %u", (unsigned long long)off, size,
+                             (unsigned long long)val, ctrl.last_error,
+                             want_val, want_code);
+                }
+            }
+            errs = hook_errors;
+            want_code = off >= 12 ? NFABRIC_ERR_UNMAPPED : NFABRIC_ERR_READONLY;
+            snap(&before);
+            nfabric_ctrl_dvs_write(&ctrl, off, UINT64_MAX, size);
+            snap(&after);
+            snap_error(&before, want_code, -1);
+            checked++;
+            if (!snap_eq(&before, &after) || hook_errors != errs + 1) {
+                if (bad++ < 5) {
+                    tap_diag("header write 0x%llx/%u: error %u, want %u",
+                             (unsigned long long)off, size, ctrl.last_error,
+                             want_code);
+                }
+            }
+        }
+    }
+    tap_diag("vendor block header: %u accesses", checked);
+    TAP_CHECK(bad == 0, "vendor block header: vendor 0x1b36, block 0x4e46, "
+              "revision 1, length 0x2000; other reads and every write refused "
+              "with the right error, nothing else changes");
+    TAP_CHECK(nfabric_ctrl_dvs_read(&ctrl, NFABRIC_DVS_HDR_ID, 4) ==
+              NFABRIC_DVS_ID && NFABRIC_DVS_OFFSET % 0x10000 == 0 &&
+              NFABRIC_DVS_REGS + NFABRIC_REGS_SIZE <= NFABRIC_DVS_SIZE,
+              "vendor block: the contract's constants agree (64 KiB aligned, "
+              "the registers inside the block)");
+    TAP_CHECK(ram_hash(ram) == h && ctrl.sh->enabled_mask == 0,
+              "vendor block header: device memory untouched, nothing enabled");
 }
 
 /* ---- window indices -------------------------------------------------------- */
@@ -1779,6 +1855,7 @@ int main(void)
 
     test_reg_reads();
     test_reg_writes();
+    test_dvs_header();
     test_window_index();
     test_dpa_ranges();
     test_counter_areas();

@@ -521,6 +521,53 @@ static const MemoryRegionOps nfabric_reg_ops = {
     NFABRIC_ANY_ACCESS,
 };
 
+static uint64_t nfabric_dvs_read(void *opaque, hwaddr off, unsigned size)
+{
+    CXLNFabricState *s = opaque;
+
+    return nfabric_ctrl_dvs_read(&s->ctrl, off, size);
+}
+
+static void nfabric_dvs_write(void *opaque, hwaddr off, uint64_t val,
+                              unsigned size)
+{
+    CXLNFabricState *s = opaque;
+
+    nfabric_ctrl_dvs_write(&s->ctrl, off, val, size);
+}
+
+static const MemoryRegionOps nfabric_dvs_ops = {
+    .read = nfabric_dvs_read,
+    .write = nfabric_dvs_write,
+    NFABRIC_ANY_ACCESS,
+};
+
+/*
+ * The designated vendor specific register block that the Register Locator
+ * DVSEC names (cxl-type3 places it in BAR0, at NFABRIC_DVS_OFFSET): its
+ * header page, then the register block, which is also at BAR0 +
+ * NFABRIC_REGS_OFFSET.  Called by the parent's realize.
+ */
+static MemoryRegion *nfabric_vendor_regs(CXLType3Dev *ct3d)
+{
+    CXLNFabricState *s = CXL_NFABRIC(ct3d);
+    Object *owner = OBJECT(s);
+
+    QEMU_BUILD_BUG_ON(NFABRIC_DVS_OFFSET != CXL_T3_VENDOR_REGS_OFFSET);
+    QEMU_BUILD_BUG_ON(NFABRIC_DVS_REGS + NFABRIC_REGS_SIZE > NFABRIC_DVS_SIZE);
+    memory_region_init_io(&s->regs, owner, &nfabric_reg_ops, s,
+                          "cxl-neuron-fabric-regs", NFABRIC_REGS_SIZE);
+    memory_region_init(&s->dvs, owner, "cxl-neuron-fabric-dvs",
+                       NFABRIC_DVS_SIZE);
+    memory_region_init_io(&s->dvs_header, owner, &nfabric_dvs_ops, s,
+                          "cxl-neuron-fabric-dvs-header", NFABRIC_DVS_REGS);
+    memory_region_init_alias(&s->dvs_regs, owner, "cxl-neuron-fabric-dvs-regs",
+                             &s->regs, 0, NFABRIC_REGS_SIZE);
+    memory_region_add_subregion(&s->dvs, 0, &s->dvs_header);
+    memory_region_add_subregion(&s->dvs, NFABRIC_DVS_REGS, &s->dvs_regs);
+    return &s->dvs;
+}
+
 /* ---- lifecycle ------------------------------------------------------- */
 
 static const char *const nfabric_attach_how[] = {
@@ -788,8 +835,7 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
      */
     vmstate_register_ram(s->vmr, DEVICE(s));
 
-    memory_region_init_io(&s->regs, OBJECT(s), &nfabric_reg_ops, s,
-                          "cxl-neuron-fabric-regs", NFABRIC_REGS_SIZE);
+    /* s->regs was made by nfabric_vendor_regs(), in the parent's realize. */
     memory_region_add_subregion(&ct3d->cxl_cstate.crb.component_registers,
                                 NFABRIC_REGS_OFFSET, &s->regs);
     nfabric_direct_init(s);
@@ -1081,6 +1127,7 @@ static void nfabric_class_init(ObjectClass *oc, NFABRIC_CLASS_DATA *data)
     cvc->mem_read = nfabric_mem_read;
     cvc->mem_write = nfabric_mem_write;
     cvc->direct_region = nfabric_direct_region;
+    cvc->vendor_regs = nfabric_vendor_regs;
 
     dc->desc = "CXL Type-3 memory with NEURON-Fabric gradient aggregation";
     dc->vmsd = &vmstate_nfabric;

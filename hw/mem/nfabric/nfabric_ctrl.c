@@ -1838,6 +1838,59 @@ uint64_t nfabric_ctrl_reg_read(NFabricCtrl *s, uint64_t off, unsigned size)
     return val;
 }
 
+/* ---- the vendor block's header (1.6) --------------------------------- */
+
+/* The header field at off, if a read of size bytes there is one. */
+static bool nfabric_dvs_field(uint64_t off, unsigned size, uint32_t *val)
+{
+    if (size != 4 || off % 4) {
+        return false;
+    }
+    switch (off) {
+    case NFABRIC_DVS_HDR_ID:
+        *val = NFABRIC_DVS_ID;
+        return true;
+    case NFABRIC_DVS_HDR_REVISION:
+        *val = NFABRIC_DVS_REVISION;
+        return true;
+    case NFABRIC_DVS_HDR_LENGTH:
+        *val = NFABRIC_DVS_SIZE;
+        return true;
+    }
+    return false;
+}
+
+uint64_t nfabric_ctrl_dvs_read(NFabricCtrl *s, uint64_t off, unsigned size)
+{
+    uint32_t val;
+
+    if (off >= NFABRIC_DVS_HDR_SIZE) {
+        nfabric_set_error(s, -1, NFABRIC_ERR_UNMAPPED, off,
+                          "read past the vendor block's header");
+        return 0;
+    }
+    if (!nfabric_dvs_field(off, size, &val)) {
+        nfabric_set_error(s, -1, NFABRIC_ERR_ACCESS, off,
+                          "vendor block header: bad access size or alignment");
+        return 0;
+    }
+    return val;
+}
+
+void nfabric_ctrl_dvs_write(NFabricCtrl *s, uint64_t off, uint64_t val,
+                            unsigned size)
+{
+    (void)val;
+    (void)size;
+    if (off >= NFABRIC_DVS_HDR_SIZE) {
+        nfabric_set_error(s, -1, NFABRIC_ERR_UNMAPPED, off,
+                          "write past the vendor block's header");
+    } else {
+        nfabric_set_error(s, -1, NFABRIC_ERR_READONLY, off,
+                          "write to the vendor block's header (read-only)");
+    }
+}
+
 /* This head's statistics, and its timing model, to zero. */
 static void nfabric_head_clear_stats(NFabricCtrl *s)
 {

@@ -50,6 +50,9 @@ struct CXLNFabricState {
     CXLType3Dev parent_obj;
 
     MemoryRegion regs;          /* register block, BAR0 + 0x2000 */
+    MemoryRegion dvs;           /* the vendor block, BAR0 + 64 KiB: */
+    MemoryRegion dvs_header;    /*   its header page */
+    MemoryRegion dvs_regs;      /*   the register block again (an alias) */
     MemoryRegion *vmr;          /* the volatile backend's RAM region */
     MemoryRegionCache ram_cache; /* over vmr: stores the device makes */
     NFabricCtrl ctrl;           /* the controller model over its RAM */

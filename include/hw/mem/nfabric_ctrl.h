@@ -254,6 +254,16 @@ uint64_t nfabric_ctrl_reg_read(NFabricCtrl *s, uint64_t off, unsigned size);
 void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
                             unsigned size);
 /*
+ * An access at offset off of the designated vendor specific block's header
+ * page (the first NFABRIC_DVS_REGS bytes of the block the Register Locator
+ * names; the controller's registers follow it): the header's 32-bit fields
+ * read as nfabric_regs.h gives them; any other read, and every write, is
+ * refused with an error status as a register access would be.
+ */
+uint64_t nfabric_ctrl_dvs_read(NFabricCtrl *s, uint64_t off, unsigned size);
+void nfabric_ctrl_dvs_write(NFabricCtrl *s, uint64_t off, uint64_t val,
+                            unsigned size);
+/*
  * The value a read would return, without its side effects (no error
  * status, no trace): false if the read would be rejected.  For QMP.
  */

@@ -7,9 +7,12 @@
  * dependencies beyond <stdint.h>.  docs/registers.md is the prose
  * specification of everything defined here; keep the two in step.
  *
- * The block lives at offset NFABRIC_REGS_OFFSET of BAR0 (the CXL component
- * register block), in the range the CXL specification leaves to the
- * implementation.  All registers are little-endian.  32-bit registers take
+ * The device names the block in its Register Locator DVSEC, as a designated
+ * vendor specific register block (NFABRIC_DVS_*, below): software finds it
+ * there, as Linux's cxl_pci finds the component and device registers.  The
+ * same registers are also at offset NFABRIC_REGS_OFFSET of BAR0 (the CXL
+ * component register block), in the range the CXL specification leaves to
+ * the implementation, where drivers before 1.6 looked.  All registers are little-endian.  32-bit registers take
  * naturally aligned 32-bit accesses; 64-bit registers take naturally aligned
  * 64-bit accesses or two 32-bit accesses to their halves.
  *
@@ -40,6 +43,38 @@
 #define NFABRIC_REGS_OFFSET         0x2000
 #define NFABRIC_REGS_SIZE           0x1000
 
+/*
+ * The Register Locator DVSEC (CXL r3.1 8.1.9.1: PCIe DVSEC vendor 0x1e98,
+ * ID 8) names the designated vendor specific register block (Register
+ * Block Identifier 0xff) at BAR NFABRIC_DVS_BIR, offset NFABRIC_DVS_OFFSET
+ * (the locator's offsets are 64 KiB aligned: the block follows the 64 KiB
+ * component registers).  The block starts with its header (32-bit,
+ * read-only); the controller's registers are at NFABRIC_DVS_REGS in it.
+ */
+#define NFABRIC_CXL_DVSEC_VENDOR_ID 0x1e98      /* the CXL consortium */
+#define NFABRIC_CXL_DVSEC_REGLOC    8           /* Register Locator DVSEC */
+#define NFABRIC_REGLOC_ENTRIES      0x0c        /* first entry, in the DVSEC */
+#define NFABRIC_REGLOC_BIR_MASK     0x00000007u /* entry low: BAR */
+#define NFABRIC_REGLOC_RBI_SHIFT    8           /* entry low: block ID */
+#define NFABRIC_REGLOC_RBI_MASK     0x0000ff00u
+#define NFABRIC_REGLOC_OFF_LO_MASK  0xffff0000u /* entry low: offset 31:16 */
+#define NFABRIC_REGLOC_RBI_VENDOR   0xff        /* designated vendor specific */
+
+#define NFABRIC_DVS_BIR             0           /* BAR0 */
+#define NFABRIC_DVS_OFFSET          0x10000
+#define NFABRIC_DVS_SIZE            0x2000      /* header page + registers */
+#define NFABRIC_DVS_REGS            0x1000      /* the registers, in the block */
+/* The header: */
+#define NFABRIC_DVS_HDR_ID          0x0         /* 15:0 vendor, 31:16 block */
+#define NFABRIC_DVS_HDR_REVISION    0x4         /* 3:0 revision */
+#define NFABRIC_DVS_HDR_LENGTH      0x8         /* bytes, header included */
+#define NFABRIC_DVS_HDR_SIZE        0xc
+#define NFABRIC_DVS_VENDOR_ID       NFABRIC_PCI_VENDOR_ID
+#define NFABRIC_DVS_BLOCK_ID        0x4e46      /* "NF" */
+#define NFABRIC_DVS_REVISION        1
+#define NFABRIC_DVS_ID \
+    ((uint32_t)NFABRIC_DVS_BLOCK_ID << 16 | NFABRIC_DVS_VENDOR_ID)
+
 #define NFABRIC_MAGIC               0x4241464eu /* "NFAB" little-endian */
 #define NFABRIC_VERSION_MAJOR       1
 /*
@@ -50,9 +85,10 @@
  * file corrupted or truncated refuses the device's accesses).  1.4: jobs
  * set by a fabric manager: register JOB, error OWNER (docs/multihost.md).
  * 1.5: error PEER (an enable on a shared device whose other heads did not
- * trap the window in time: the map protocol).
+ * trap the window in time: the map protocol).  1.6: the block named in the
+ * Register Locator DVSEC (NFABRIC_DVS_*).
  */
-#define NFABRIC_VERSION_MINOR       5
+#define NFABRIC_VERSION_MINOR       6
 #define NFABRIC_VERSION \
     ((NFABRIC_VERSION_MAJOR << 16) | NFABRIC_VERSION_MINOR)
 
