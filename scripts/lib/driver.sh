@@ -122,6 +122,20 @@ nf_driver_access_check() {
 # A guest shell snippet: the whole kernel log, as "kmsg: " lines.
 NF_DRIVER_KMSG='dmesg | sed "s/^/kmsg: /"'
 
+# A guest shell snippet: nfabric.ko and libnfabric on a device whose
+# Register Locator names no NEURON-Fabric block refuse it, saying why.
+# shellcheck disable=SC2016  # the guest's shell expands these
+NF_DRIVER_NOREGLOC='rc=0
+insmod "/lib/modules/$(cat /etc/nfabric/kernel-version)/extra/nfabric.ko" || rc=1
+sleep 1
+m=$(dmesg | grep "nfabric:.*Register Locator names no NEURON-Fabric block")
+if [ -n "$m" ]; then echo "ok - nfabric.ko refuses a device whose Register Locator names no block: ${m#*] }"; else echo "not ok - nfabric.ko did not say it refused the device"; rc=1; fi
+if [ -e /sys/class/nfabric/nfabric0 ]; then echo "not ok - nfabric0 appeared for a device without the block"; rc=1; else echo "ok - no nfabric0 for it"; fi
+out=$(nfabricctl info 2>&1); s=$?
+case "$out" in *"names no NEURON-Fabric block"*) if [ $s != 0 ]; then echo "ok - libnfabric (no driver) refuses it: $(echo "$out" | head -n 1)"; else echo "not ok - nfabricctl info succeeded"; rc=1; fi;; *) echo "not ok - libnfabric did not refuse it: $out"; rc=1;; esac
+dmesg | sed "s/^/kmsg: /"
+exit $rc'
+
 # nf_driver_kmsg_check LOG WHAT : a TAP line: the guest's kernel log (dumped
 # as "kmsg: " lines at the end of the run) holds no BUG, Oops, WARNING or
 # "Bad page" line.
@@ -139,7 +153,7 @@ nf_driver_kmsg_check() {
 }
 
 # ---- driver: nfabric.ko, and the guest checks through it (three boots) ----
-nf_register_suite 32 driver "nfabric.ko: guest checks through it, every ioctl and bad argument, hostile mappings, privileges (root and nobody), stale code, concurrent openers, unbind while open, reload; System RAM and interleaved regions; rounds on 2 hosts; clean kernel logs"
+nf_register_suite 32 driver "nfabric.ko: guest checks through it, the block found in the Register Locator (a device without it refused), every ioctl and bad argument, hostile mappings, privileges (root and nobody), stale code, concurrent openers, unbind while open, reload; System RAM and interleaved regions; rounds on 2 hosts; clean kernel logs"
 nf_suite_driver() {
     local log=$NF_BUILD/test-logs/driver-console.log rc=0 cmd
     mkdir -p "$(dirname "$log")"
@@ -166,6 +180,13 @@ nfabric-drvtest; c=$?
         --devices 2 --append nfabric.region=none || rc=$?
     grep -E '^(ok|not ok|#|summary:)' "$log" || true
     nf_driver_kmsg_check "$log" "interleaved region" || rc=1
+    # A fourth: a device whose Register Locator names no controller block
+    # (x-register-locator=off, as before 1.6): the driver and the library
+    # refuse it and say why.
+    log=$NF_BUILD/test-logs/driver-noregloc-console.log
+    nf_guest_run "$log" "$NF_DRIVER_NOREGLOC" --append nfabric.driver=0 \
+        --device-props x-register-locator=off || rc=$?
+    grep -E '^(ok|not ok|#)' "$log" || true
     # Rounds across two heads of one shared device (scripts/nfabric cluster).
     local dir=$NF_BUILD/test-logs/driver-cluster r crc=0
     nf_cluster_main --hosts 2 --dir "$dir" --timeout 300 \

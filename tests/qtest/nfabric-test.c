@@ -313,6 +313,24 @@ static void test_regloc(void)
     bar = cfg_readl(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0);
     g_assert_cmphex(bar & ~0xfu, ==, (uint32_t)~(2 * NFABRIC_DVS_OFFSET - 1));
     nf_stop(&nf);
+
+    /* x-register-locator=off: the device as before 1.6, for refusals. */
+    nf_start_args(&nf, " -global cxl-neuron-fabric.x-register-locator=off");
+    qts = nf.qts;
+    cfg_writel(qts, 0, 0, MCH_PCIEXBAR + 4, 0);
+    cfg_writel(qts, 0, 0, MCH_PCIEXBAR, ECAM_BASE | 1);
+    loc = regloc_find(qts, ecam, &len);
+    g_assert_cmpuint(loc, !=, 0);
+    for (uint32_t e = NFABRIC_REGLOC_ENTRIES; e + 8 <= len; e += 8) {
+        g_assert_cmphex((qtest_readl(qts, ecam + loc + e) &
+                         NFABRIC_REGLOC_RBI_MASK) >> NFABRIC_REGLOC_RBI_SHIFT,
+                        !=, NFABRIC_REGLOC_RBI_VENDOR);
+    }
+    g_assert_cmphex(rd32(&nf, NFABRIC_REG_MAGIC), ==, NFABRIC_MAGIC);
+    cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0, 0xffffffff);
+    bar = cfg_readl(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0);
+    g_assert_cmphex(bar & ~0xfu, ==, (uint32_t)~(NFABRIC_DVS_OFFSET - 1));
+    nf_stop(&nf);
 }
 
 /* Byte-exact identity for 1/2/4/8-byte accesses at every alignment. */

@@ -557,6 +557,9 @@ static MemoryRegion *nfabric_vendor_regs(CXLType3Dev *ct3d)
     QEMU_BUILD_BUG_ON(NFABRIC_DVS_REGS + NFABRIC_REGS_SIZE > NFABRIC_DVS_SIZE);
     memory_region_init_io(&s->regs, owner, &nfabric_reg_ops, s,
                           "cxl-neuron-fabric-regs", NFABRIC_REGS_SIZE);
+    if (!s->register_locator) {
+        return NULL;    /* a device as before 1.6, to test its refusal */
+    }
     memory_region_init(&s->dvs, owner, "cxl-neuron-fabric-dvs",
                        NFABRIC_DVS_SIZE);
     memory_region_init_io(&s->dvs_header, owner, &nfabric_dvs_ops, s,
@@ -1001,6 +1004,8 @@ static const Property nfabric_props[] = {
     DEFINE_PROP_BOOL("direct-map-fp32", CXLNFabricState, direct_fp32, false),
     DEFINE_PROP_STRING("rtl", CXLNFabricState, rtl),
     DEFINE_PROP_STRING("rtl-lib", CXLNFabricState, rtl_lib),
+    DEFINE_PROP_BOOL("x-register-locator", CXLNFabricState, register_locator,
+                     true),
 };
 
 /* Read-only figures for qom-get: each one reads a register. */
@@ -1154,6 +1159,10 @@ static void nfabric_class_init(ObjectClass *oc, NFABRIC_CLASS_DATA *data)
         "decoders do not interleave; only the enabled windows trap and, on "
         "a shared head, all but its own ranges (auto: on unless record is "
         "set)");
+    object_class_property_set_description(oc, "x-register-locator",
+        "off: no vendor block in BAR0 and none named in the Register "
+        "Locator DVSEC (registers only at BAR0 + 0x2000), as before 1.6; "
+        "for testing software's refusal");
     object_class_property_set_description(oc, "direct-map-fp32",
         "with the direct map, map enabled FP32 windows directly too (their "
         "accesses are then not counted)");

@@ -63,6 +63,7 @@ struct CXLNFabricState {
      * an I/O region over every range the controller must see (trap[]).
      */
     bool direct;                /* direct-map resolved at realize */
+    bool register_locator;      /* x-register-locator: the vendor block */
     bool direct_updating;       /* in nfabric_direct_update() */
     bool direct_again;          /* asked again meanwhile: one more pass */
     MemoryRegion direct_view;
