@@ -74,8 +74,8 @@ nf_setup_packages() {
     # shellcheck disable=SC2154  # the other lists are defined by their libraries
     for p in "${NF_PKGS_BUILD[@]}" "${NF_PKGS_RUN[@]}" "${NF_PKGS_IMAGE[@]}" \
              "${NF_PKGS_NDCTL[@]}" "${NF_PKGS_KMOD[@]}" "${NF_PKGS_DDP[@]}" \
-             "${NF_LIBVIRT_PKGS[@]}" $NF_RTL_PKGS patch bc libelf-dev libssl-dev \
-             clang-14 libclang-rt-14-dev shellcheck gnuplot-nox nfabric-qemu-system; do
+             "${NF_LIBVIRT_PKGS[@]}" $NF_RTL_PKGS patch \
+             clang-14 libclang-rt-14-dev shellcheck gnuplot-nox mmdebstrap nfabric-qemu-system; do
         echo "${p%%/*}"
     done | sort -u
 }
