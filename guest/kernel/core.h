@@ -29,7 +29,6 @@
 #include <linux/slab.h>
 #include <linux/jiffies.h>
 #include <linux/uaccess.h>
-#include <linux/version.h>
 
 /* The register layout shared with the QEMU device and user space. */
 #include "hw/mem/nfabric_regs.h"

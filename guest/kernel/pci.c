@@ -28,19 +28,21 @@ static void nfabric_dev_release(struct device *dev)
 }
 
 /*
- * Linux 6.15 made device_find_child()'s match data const (device_match_t);
- * 6.12 still takes the callback with plain void *.
+ * The PCI device's cxl_memdev: its child on the cxl bus named memN, with a
+ * reference, as device_find_child() would return it.  Found with
+ * device_for_each_child(), whose callback is the same on every kernel the
+ * driver builds for: device_find_child()'s match data became const in
+ * 6.15 (device_match_t), which 6.12's does not take.
  */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 15, 0)
-#define NF_MATCH_DATA const void
-#else
-#define NF_MATCH_DATA void
-#endif
-
-static int nf_match_memdev(struct device *dev, NF_MATCH_DATA *data)
+static int nf_memdev_of(struct device *dev, void *data)
 {
-	return dev->bus && !strcmp(dev->bus->name, "cxl") &&
-	       !strncmp(dev_name(dev), "mem", 3);
+	struct device **found = data;
+
+	if (!dev->bus || strcmp(dev->bus->name, "cxl") ||
+	    strncmp(dev_name(dev), "mem", 3))
+		return 0;
+	*found = get_device(dev);
+	return 1;
 }
 
 static struct nfabric_dev *nf_find(struct pci_dev *pdev)
@@ -188,7 +190,7 @@ static int nfabric_attach(struct pci_dev *pdev)
 		if (!nf->hdm)
 			pci_info(pdev, "nfabric: no HDM decoder capability found\n");
 	}
-	nf->memdev = device_find_child(&pdev->dev, NULL, nf_match_memdev);
+	device_for_each_child(&pdev->dev, &nf->memdev, nf_memdev_of);
 	nf->mapped = true;
 
 	cdev_init(&nf->cdev, &nfabric_fops);

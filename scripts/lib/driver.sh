@@ -244,8 +244,32 @@ nf_libnfabric_symbols() {
         "each is versioned LIBNFABRIC_1 (objdump -T)${unversioned:+; not: $unversioned}"
 }
 
+# nf_checkpatch : the path of Linux's scripts/checkpatch.pl, taken once
+# from Debian's linux-source-6.12 (the kernel headers do not carry it) into
+# $NF_CACHE/checkpatch-6.12 with the two data files it reads.
+nf_checkpatch() {
+    local dir=$NF_CACHE/checkpatch-6.12 deb tmp
+    if [ ! -f "$dir/.done" ]; then
+        deb=$(nf_image_fetch linux-source-6.12)
+        tmp=$(mktemp -d)
+        nf_log "taking checkpatch.pl from $(basename "$deb")"
+        dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './usr/src/linux-source-6.12.tar.xz' ||
+            nf_die "driver: no linux-source-6.12.tar.xz in $deb"
+        tar -xJf "$tmp/usr/src/linux-source-6.12.tar.xz" -C "$tmp" --strip-components=2 \
+            linux-source-6.12/scripts/checkpatch.pl linux-source-6.12/scripts/spelling.txt \
+            linux-source-6.12/scripts/const_structs.checkpatch ||
+            nf_die "driver: checkpatch.pl is not in $deb"
+        rm -rf "$dir"
+        mkdir -p "$dir"
+        mv "$tmp"/checkpatch.pl "$tmp"/spelling.txt "$tmp"/const_structs.checkpatch "$dir/"
+        rm -rf "$tmp"
+        touch "$dir/.done"
+    fi
+    echo "$dir/checkpatch.pl"
+}
+
 # ---- driver72: nfabric.ko for the newest kernel line, in a sid root -------
-nf_register_suite 36 driver72 "nfabric.ko for the newest kernel line (7.2, sid's headers and gcc 16) built in a sid root of its own: no warning with W=1, no undefined symbol, its vermagic and license; skipped only when sid's mirror did not serve a file"
+nf_register_suite 36 driver72 "nfabric.ko for the newest kernel line (7.2, sid's headers and gcc 16) built in a sid root of its own: no warning with W=1, no undefined symbol, its vermagic and license; checkpatch.pl over its sources; skipped only when sid's mirror did not serve a file"
 nf_suite_driver72() {
     local out=$NF_BUILD/test-logs/driver72 kpkg kver root ko vm lic cc rc=0
     # This suite's own line, whatever pair the run is for (a subshell).
@@ -300,6 +324,19 @@ nf_suite_driver72() {
         echo "ok - license GPL"
     else
         echo "not ok - license '$lic'"
+        rc=1
+    fi
+    # The kernel's own style check over the module's sources (the user-space
+    # test in guest/kernel/test/ is QEMU-style C, not kernel code).
+    local cp files=()
+    cp=$(nf_checkpatch)
+    mapfile -t files < <(cd "$NF_ROOT/guest/kernel" && ls ./*.c ./*.h uapi/*.h compat/*.h)
+    if (cd "$NF_ROOT/guest/kernel" && perl "$cp" --no-tree --terse --show-types -f "${files[@]}") > "$out/checkpatch.log" 2>&1 &&
+       ! grep -qv '^total: 0 errors, 0 warnings' "$out/checkpatch.log"; then
+        echo "ok - checkpatch.pl (Linux 6.12's) over guest/kernel (${#files[@]} files): no error, no warning"
+    else
+        echo "not ok - checkpatch.pl over guest/kernel found something ($out/checkpatch.log):"
+        grep -v '^total: 0 errors' "$out/checkpatch.log" | head -20 | nf_comment
         rc=1
     fi
     return $rc
