@@ -35,6 +35,7 @@ import torch.nn.functional as F
 
 from nfabric import hostrun
 from nfabric.device import Device
+from nfabric.pools import PoolJob
 from nfabric.hooks import FabricJob, fabric_hook
 
 DATA = "/usr/share/datasets/fashion-mnist"      # Debian: dataset-fashion-mnist
@@ -146,14 +147,23 @@ def run_rank(args, rank, world):
     if args.mode == "allreduce":
         ddp.register_comm_hook(None, timed(gloo_allreduce))
     else:
+        heads = world // args.pools
+        pool, local = divmod(rank, heads)
         if args.state:
-            dev = Device.host(args.state, args.mem, args.mem_size << 20, rank, world)
+            # One device per pool: its own state and memory files.
+            suffix = ".pool%d" % pool if args.pools > 1 else ""
+            dev = Device.host(args.state + suffix, args.mem + suffix,
+                              args.mem_size << 20, local, heads)
         else:
             dev = Device.open()
-        job = FabricJob(dev, model, rank, world,
-                        mode=args.mode, low=args.low, warmup=args.warmup,
-                        error_feedback=args.error_feedback, seed=args.seed,
-                        admission=args.admission, budget_pct=args.budget_pct)
+        opts = dict(mode=args.mode, low=args.low, warmup=args.warmup,
+                    error_feedback=args.error_feedback, seed=args.seed,
+                    admission=args.admission, budget_pct=args.budget_pct)
+        if args.pools > 1:
+            job = PoolJob(dev, model, rank, world, pools=args.pools,
+                          exchange=args.exchange, **opts)
+        else:
+            job = FabricJob(dev, model, rank, world, **opts)
         ddp.register_comm_hook(job, timed(fabric_hook))
         base = job.traffic_bytes()
     images, labels = task_data(args, True)
@@ -214,6 +224,15 @@ def run_rank(args, rank, world):
             out["traffic_pct"] = round(100.0 * sum(sent.values()) / out["fp32_bytes"], 3)
         else:
             out["traffic_pct"] = 100.0
+    if isinstance(job, PoolJob):
+        # Per step, this rank's payload into the collectives, per tier.
+        out["pools"] = args.pools
+        out["exchange"] = args.exchange
+        out["net_bytes_per_step"] = {k: v // max(1, args.steps)
+                                     for k, v in job.net.items()}
+    if args.mode == "allreduce":
+        n = sum(p.numel() for p in model.parameters())
+        out["net_bytes_per_step"] = {"allreduce": n * 4}
     print(json.dumps(out), flush=True)
     dist.barrier()
     if job is not None:
@@ -231,9 +250,11 @@ GUEST_PORT = 29517
 
 def spawn(args, argv, state, mem):
     """--spawn: start the ranks here, on one shared device (STATE, MEM)."""
+    sfx = [".pool%d" % p for p in range(args.pools)] if args.pools > 1 else [""]
     for f in (state, mem):
-        if os.path.exists(f):
-            os.unlink(f)
+        for x in sfx:
+            if os.path.exists(f + x):
+                os.unlink(f + x)
     port = args.master_port or hostrun.free_port()
     # Each rank's output in a file of its own, printed in rank order once
     # all are done (lines printed at the same moment into one shared stdout
@@ -283,6 +304,12 @@ def main(argv=None):
     ap.add_argument("--test-samples", type=int, default=2000)
     ap.add_argument("--portable-math", action="store_true",
                     help="the same float kernels on any CPU (host = VM bit for bit)")
+    ap.add_argument("--pools", type=int, default=1,
+                    help="P devices (pools) of world/P ranks each, joined over "
+                    "torch.distributed (docs/pools.md); with --spawn each pool's "
+                    "device has files STATE.poolP and MEM.poolP")
+    ap.add_argument("--exchange", default="counts", choices=["counts", "votes"],
+                    help="with --pools: what the pools exchange (docs/pools.md)")
     ap.add_argument("--rank", type=int, default=None)
     ap.add_argument("--world", type=int, default=None)
     ap.add_argument("--spawn", type=int, default=0,
@@ -318,6 +345,9 @@ def main(argv=None):
         os.environ.get("WORLD_SIZE", os.environ.get("NFABRIC_HOSTS", "1")))
     if args.state and not args.mem:
         ap.error("--state needs --mem")
+    if args.pools < 1 or world % args.pools or world // args.pools > 16:
+        ap.error("--pools %d: the world (%d ranks) must be a multiple of the pools, "
+                 "at most 16 ranks per pool" % (args.pools, world))
     return run_rank(args, rank, world)
 
 

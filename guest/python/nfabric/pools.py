@@ -1,0 +1,388 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A training job across several devices (pools), joined over
+torch.distributed (docs/pools.md).
+
+A job of P pools x H ranks: global rank r is head r % H of pool r // H's
+device, a device shared by that pool's H ranks.  Within a pool the device
+aggregates as it does for one device (FabricJob: the ranks write signs,
+codes or floats; the device counts).  Across pools the ranks combine what
+their devices hold over torch.distributed, in two tiers as hierarchical
+allreduce does: the bucket's elements are cut into H chunks; the ranks with
+local index j (one per pool) combine chunk j over the network (a group of P
+ranks), then each pool's ranks gather the chunks from each other (a group
+of H ranks).  Every rank thus carries 1/H of the bucket between pools.
+
+    job = PoolJob(dev, model, rank, world, pools=2, mode="gbinary")
+    ddp.register_comm_hook(job, fabric_hook)
+
+Exchanges (``exchange=``):
+
+* ``"counts"`` (the default): each pool's per-element counts (the signed
+  sums of its ranks' signs or codes, from the device's counter area) are
+  summed across pools and the global decision is taken from the sum: the
+  majority sign with the device's tie rule (a count of 0 reads +1) for
+  G-Binary, the gate on the global sum with the threshold of one device
+  holding every rank for G-Ternary.  The scales are every rank's, in global
+  rank order, averaged as one device's ranks' are.  Low-bit results are
+  therefore bit for bit those of one device with P x H heads.  FP32 tensors
+  are summed in global rank order, as one device's ranks' are: each chunk
+  passes through the pools in turn (pool p adds its ranks' values to pool
+  p-1's running sum), so they too are bit for bit one device's, at the cost
+  of P - 1 hops per chunk.  Server-side error feedback uses the global
+  counts: the same on every rank.
+* ``"votes"``: each pool sends only its decision (1 bit per element for
+  G-Binary: its majority; 2 bits for G-Ternary: its gated value), and the
+  global result is the majority of the pools' votes (tie: +1) or the gate
+  on their sum (threshold max(1, (P + 1) // 2)).  This is signSGD with
+  majority vote at the second tier (Bernstein et al., ICLR 2019): NOT the
+  global majority of the ranks; docs/pools.md measures what it costs.
+
+Faults: every exchange ends its device stage with a status every rank
+shares; a pool whose device refused (STATE, PEER, OWNER, a dead head's
+INCOMPLETE round) makes every rank raise an NFabricError naming the pool
+and the reason; a rank that died makes the collectives fail on the others
+(gloo), which raise naming the exchange; nothing waits past the process
+group's timeout (``timeout_ms`` bounds the device's waits the same way).
+"""
+import errno
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from .device import NFabricError
+from .hooks import FabricJob, _PAD
+
+__all__ = ["PoolJob", "EXCHANGES"]
+
+EXCHANGES = ("counts", "votes")
+
+
+def _int_dtype(limit):
+    """The narrowest signed integer that holds -limit..limit."""
+    for np_t, t in ((np.int8, torch.int8), (np.int16, torch.int16),
+                    (np.int32, torch.int32)):
+        if limit <= np.iinfo(np_t).max:
+            return np_t, t
+    return np.int64, torch.int64
+
+
+class PoolJob(FabricJob):
+    """One DDP job over P devices: FabricJob on this rank's pool's device,
+    and the exchange between pools over torch.distributed."""
+
+    def __init__(self, dev, model, rank, world, pools=1, exchange="counts",
+                 seed=0, threshold=None, **opts):
+        if exchange not in EXCHANGES:
+            raise ValueError("exchange %r: one of %s" % (exchange, ", ".join(EXCHANGES)))
+        if pools < 1 or world % pools or not 0 <= rank < world:
+            raise ValueError("rank %d of %d in %d pools: the world must be a "
+                             "multiple of the pools" % (rank, world, pools))
+        heads = world // pools
+        if heads > 16:
+            raise ValueError("%d ranks per pool: a device has at most 16 heads" % heads)
+        if not dist.is_initialized():
+            raise RuntimeError("PoolJob: torch.distributed's default process "
+                               "group must be initialised first")
+        if dist.get_world_size() != world or dist.get_rank() != rank:
+            raise ValueError("rank %d of %d, but the process group says %d of %d"
+                             % (rank, world, dist.get_rank(), dist.get_world_size()))
+        self.grank, self.gworld, self.npools = rank, world, pools
+        self.pool, self.local = divmod(rank, heads)
+        self.exchange_kind = exchange
+        # Every rank makes every group, in the same order (torch.distributed).
+        self.g_world = dist.new_group(list(range(world)))
+        self.g_pools = [dist.new_group(list(range(p * heads, (p + 1) * heads)))
+                        for p in range(pools)]
+        self.g_cols = [dist.new_group([p * heads + j for p in range(pools)])
+                       for j in range(heads)]
+        self.g_pool = self.g_pools[self.pool]
+        self.g_col = self.g_cols[self.local]
+        # The device's view: this pool's H heads.  The decisions use the
+        # job's world: the threshold one device with every rank would use.
+        super().__init__(dev, model, self.local, heads, seed=seed, **opts)
+        self.gthreshold = threshold or max(1, (world + 1) // 2)
+        self.vthreshold = max(1, (pools + 1) // 2)
+        self.rng = np.random.default_rng(seed * 1000003 + rank)
+        self.cdt, self.tcdt = _int_dtype(world)
+        self.net = {"inter_pool": 0, "intra_pool": 0}
+        self.pool_errors = []
+
+    # ---- collectives, counted ------------------------------------------
+    def _count(self, tier, t):
+        self.net[tier] += t.numel() * t.element_size()
+
+    def _col_sum(self, a, torch_dt):
+        t = torch.from_numpy(np.ascontiguousarray(a)).to(torch_dt)
+        self._count("inter_pool", t)
+        dist.all_reduce(t, group=self.g_col)
+        return t.numpy()
+
+    def _col_gather(self, a):
+        t = torch.from_numpy(np.ascontiguousarray(a))
+        self._count("inter_pool", t)
+        out = [torch.empty_like(t) for _ in range(self.npools)]
+        dist.all_gather(out, t, group=self.g_col)
+        return [o.numpy() for o in out]
+
+    def _pool_gather(self, chunk, bounds):
+        """Every rank of the pool: its chunk -> the whole vector."""
+        n = max(b - a for a, b in bounds)
+        pad = np.zeros(n, chunk.dtype)
+        pad[:len(chunk)] = chunk
+        t = torch.from_numpy(pad)
+        self._count("intra_pool", t)
+        out = [torch.empty_like(t) for _ in range(len(bounds))]
+        dist.all_gather(out, t, group=self.g_pool)
+        return np.concatenate([o.numpy()[:b - a] for o, (a, b) in zip(out, bounds)])
+
+    def _bounds(self, n, align=8):
+        """H contiguous chunks of n elements, cut at multiples of align."""
+        h = self.world
+        step = -(-n // h)
+        step = -(-step // align) * align
+        return [(min(n, j * step), min(n, (j + 1) * step)) for j in range(h)]
+
+    def _two_tier_sum(self, v, torch_dt):
+        """The sum over pools of v (this pool's vector), on every rank:
+        chunk j over the column group j, then gathered in the pool."""
+        if len(v) == 0:
+            return v
+        bounds = self._bounds(len(v))
+        a, b = bounds[self.local]
+        mine = self._col_sum(v[a:b], torch_dt)
+        return self._pool_gather(mine, bounds)
+
+    def _chain_sum(self, rows):
+        """The sum over every rank of the job, in global rank order, of the
+        rows of this pool's ranks (H x L, local rank order): float32 added
+        one rank after another, exactly as one device's ranks' are added.
+        Chunk j travels through the pools in order over the column group
+        (pool p adds its ranks onto pool p-1's sum and passes it on), the
+        last pool sends the result back, and each pool gathers the chunks."""
+        L = rows.shape[1]
+        if L == 0:
+            return np.zeros(0, np.float32)
+        bounds = self._bounds(L, align=1)
+        a, b = bounds[self.local]
+        col = [p * self.world + self.local for p in range(self.npools)]
+        acc = np.zeros(b - a, np.float32)
+        if b > a:
+            if self.pool > 0:
+                t = torch.empty(b - a, dtype=torch.float32)
+                dist.recv(t, src=col[self.pool - 1], group=self.g_col)
+                acc = t.numpy()
+            for r in range(self.world):
+                acc += rows[r, a:b]
+            t = torch.from_numpy(acc)
+            if self.pool < self.npools - 1:
+                self._count("inter_pool", t)
+                dist.send(t, dst=col[self.pool + 1], group=self.g_col)
+            if self.npools > 1:
+                if self.pool == self.npools - 1:
+                    self._count("inter_pool", t)
+                dist.broadcast(t, src=col[-1], group=self.g_col)
+            acc = t.numpy()
+        return self._pool_gather(acc, bounds)
+
+    def _status(self, err):
+        """Every rank learns whether any pool's device stage failed."""
+        code = torch.tensor([0 if err is None else (err.code or -errno.EIO)],
+                            dtype=torch.int32)
+        codes = [torch.zeros(1, dtype=torch.int32) for _ in range(self.gworld)]
+        dist.all_gather(codes, code, group=self.g_world)
+        if all(int(c) == 0 for c in codes):
+            return
+        msgs = [None] * self.gworld
+        dist.all_gather_object(msgs, None if err is None else str(err),
+                               group=self.g_world)
+        first = next(r for r, c in enumerate(codes) if int(c) != 0)
+        p = first // self.world
+        self.pool_errors.append((p, msgs[first]))
+        raise NFabricError(int(codes[first]),
+                           "exchange %d: pool %d (rank %d, head %d of its device) "
+                           "failed: %s" % (self.exchanges, p, first,
+                                           first % self.world, msgs[first]))
+
+    # ---- one exchange ----------------------------------------------------
+    def exchange(self, tensors):
+        """Aggregate [(param_key, grad ndarray float32)] across every pool;
+        returns the aggregated arrays in the same order."""
+        if (self.admission is not None and not self.admission.decided and
+                self.step >= self.warmup):
+            keep = self.admission.decide()
+            for k, (off, n, idx, _) in list(self.layout.items()):
+                self.layout[k] = (off, n, idx, k in keep)
+        err = None
+        try:
+            plan, local = self._device_stage(tensors)
+        except NFabricError as e:
+            err = e
+        self._status(err)
+        return self._combine(plan, local)
+
+    def _device_stage(self, tensors):
+        """This pool's device: write, one round, read what the pools
+        combine (counts or decisions, FP32 partial sums, scales)."""
+        s, fpw, seq = self._begin()
+        plan = []
+        g2 = e2 = 0.0
+        self._scales_sent = []
+        for key, g in tensors:
+            off, n, idx, fp32p = self.layout[key]
+            path = self._path_of(fp32p)
+            g = g.astype(np.float32, copy=False)
+            if path != "fp32" and self.ef_worker:
+                g2 += float(np.dot(g, g))
+                g = g + self.residual.get(key, 0)
+            plan.append((key, off, n, idx, path))
+            self._write(s, g, off, n, idx, path, key)
+            if path != "fp32" and self.ef_worker:
+                e = self.residual[key]
+                e2 += float(np.dot(e, e))
+        self.dev.complete(fpw, seq)
+        r = self.dev.wait(fpw, seq, self.timeout_ms)
+        if r.incomplete:
+            raise NFabricError(-errno.ESTALE, "a rank of the pool died mid-round "
+                               "(INCOMPLETE)")
+        if self._scales_sent:
+            self.ef_trace_rows.append((g2, e2, float(np.mean(self._scales_sent))))
+        local = {"counts": [], "fp32": [], "scales": None}
+        probing = self.admission is not None and self.step < self.warmup
+        if any(path != "fp32" for *_, path in plan):
+            sc = self.dev.read(self._scale_dpa(s, self.rank, 0), self.scale_bytes)
+            local["scales"] = sc.view(np.float32)[:self.ntensors].copy()
+        nb = self.width // 8
+        dt = np.int8 if nb == 1 else np.dtype("<i2")
+        for key, off, n, idx, path in plan:
+            if path == "fp32":
+                rows = np.empty((self.world, n), dtype=np.float32)
+                cnt = np.zeros(n, dtype=np.int32)
+                sc = np.zeros(self.world, dtype=np.float32)
+                for rr in range(self.world):
+                    g = self.dev.read(self._slot(s, rr) + off * 4, n * 4).view(np.float32)
+                    rows[rr] = g
+                    if probing:
+                        cnt += np.where(g >= 0, 1, -1).astype(np.int32)
+                        sc[rr] = np.float32(np.abs(g).mean()) if n else np.float32(0)
+                local["fp32"].append((rows, cnt if probing else None, sc))
+            else:
+                ctr = self._win(s, path)[4]
+                c = self.dev.read(ctr + off * nb, n * nb).view(dt).astype(np.int32)
+                local["counts"].append(c)
+        return plan, local
+
+    def _combine(self, plan, local):
+        """The second tier: the pools' figures summed (or voted), and the
+        decisions, the same on every rank."""
+        out_fp32, out_low = [], []
+        if local["fp32"]:
+            lens = [r.shape[1] for r, _, _ in local["fp32"]]
+            probing = local["fp32"][0][1] is not None
+            parts = [r for r, _, _ in local["fp32"]]
+            if probing:
+                # The ranks' mean |g| per tensor, summed in the same chain.
+                parts.append(np.stack([sc for _, _, sc in local["fp32"]], axis=1))
+            tot = self._chain_sum(np.concatenate(parts, axis=1))
+            out_fp32 = np.split(tot[:sum(lens)], np.cumsum(lens)[:-1])
+            if probing:
+                ssum = tot[sum(lens):]
+                cnt = self._two_tier_sum(np.concatenate(
+                    [c for _, c, _ in local["fp32"]]), torch.int32)
+                cnts = np.split(cnt, np.cumsum(lens)[:-1])
+        scales = None
+        if local["scales"] is not None:
+            row = torch.from_numpy(local["scales"])
+            rows = [torch.empty_like(row) for _ in range(self.gworld)]
+            self._count("inter_pool", row)
+            dist.all_gather(rows, row, group=self.g_world)
+            scales = torch.stack(rows).numpy()      # global rank order
+        if local["counts"]:
+            lens = [len(c) for c in local["counts"]]
+            v = np.concatenate(local["counts"])
+            low = next(p for *_, p in plan if p != "fp32")
+            if self.exchange_kind == "counts":
+                tot = self._two_tier_sum(v.astype(self.cdt), self.tcdt).astype(np.int32)
+            else:
+                tot = self._vote(v, low)
+            out_low = np.split(tot, np.cumsum(lens)[:-1])
+        out = []
+        fi = li = 0
+        for key, off, n, idx, path in plan:
+            if path == "fp32":
+                acc = out_fp32[fi] / np.float32(self.gworld)
+                if self.admission is not None and self.step < self.warmup:
+                    sc = ssum[fi]
+                    lowv = np.where(cnts[fi] >= 0, sc / self.gworld,
+                                    -sc / self.gworld).astype(np.float32)
+                    self.admission.observe(idx, float(np.sum((lowv - acc) ** 2,
+                                                             dtype=np.float64)),
+                                           float(np.mean(np.abs(cnts[fi]))) / self.gworld)
+                out.append(acc.astype(np.float32))
+                fi += 1
+                continue
+            c = out_low[li]
+            li += 1
+            scale = np.float32(np.mean(np.ascontiguousarray(scales[:, idx])))
+            agg = self._decide(c, path, scale)
+            if self.ef_server:
+                if self.exchange_kind == "counts":
+                    est = (c.astype(np.float32) *
+                           (scale / np.float32(self.gworld))).astype(np.float32)
+                else:
+                    est = (c.astype(np.float32) *
+                           (scale / np.float32(self.npools))).astype(np.float32)
+                prev = self.server_residual.get(key)
+                self.server_residual[key] = (est - agg).astype(np.float32)
+                if prev is not None:
+                    agg = (agg + prev).astype(np.float32)
+            out.append(agg)
+        return out
+
+    def _decide(self, c, path, scale):
+        """The global read-out of summed counts (or of summed votes)."""
+        if path == "gbinary":
+            return np.where(c >= 0, scale, -scale).astype(np.float32)
+        t = self.gthreshold if self.exchange_kind == "counts" else self.vthreshold
+        vals = np.where(c >= t, 1.0, np.where(c <= -t, -1.0, 0.0))
+        return (vals * scale).astype(np.float32)
+
+    def _vote(self, counts, path):
+        """Each pool's decision, sent packed (1 bit G-Binary, 2 bits
+        G-Ternary); returns the sum of the pools' votes (+1/-1, or
+        +1/0/-1) per element, on every rank."""
+        bounds = self._bounds(len(counts))
+        a, b = bounds[self.local]
+        mine = counts[a:b]
+        if path == "gbinary":
+            bits = np.zeros(-(-len(mine) // 8) * 8, np.uint8)
+            bits[:len(mine)] = mine >= 0
+            votes = self._col_gather(np.packbits(bits, bitorder="little"))
+            ones = sum(np.unpackbits(v, bitorder="little")[:len(mine)].astype(np.int32)
+                       for v in votes)
+            tot = 2 * ones - self.npools
+        else:
+            tp = self.threshold         # this pool's own gate
+            code = np.where(mine >= tp, 1, np.where(mine <= -tp, 3, 0)).astype(np.uint8)
+            c4 = np.zeros(-(-len(code) // 4) * 4, np.uint8)
+            c4[:len(code)] = code
+            c4 = c4.reshape(-1, 4)
+            packed = (c4[:, 0] | c4[:, 1] << 2 | c4[:, 2] << 4 | c4[:, 3] << 6).astype(np.uint8)
+            votes = self._col_gather(packed)
+            tot = np.zeros(len(mine), np.int32)
+            for v in votes:
+                cv = np.stack([(v >> (2 * k)) & 3 for k in range(4)], axis=1).reshape(-1)[:len(mine)]
+                tot += np.where(cv == 1, 1, np.where(cv == 3, -1, 0)).astype(np.int32)
+        return self._pool_gather(tot.astype(np.int32), bounds)
+
+    def traffic(self):
+        """Bytes so far: this rank's payload handed to the collectives, per
+        tier (inter_pool: between pools; intra_pool: the gather inside a
+        pool), and this pool's device (CXL) writes and reads, per path."""
+        st = self.dev.stats(pool=True)
+        return {"net": dict(self.net),
+                "cxl_write_bytes": {k: v["write_bytes"] for k, v in st.items()},
+                "cxl_read_bytes": {k: v["read_bytes"] for k, v in st.items()}}
+
+
+assert _PAD % 8 == 0
