@@ -77,6 +77,12 @@ nf_ddp_vm_run() {
         --timeout 900 --dir "$dir" --run "chroot /host /bin/sh $(printf %q "$script")"
 }
 
+nf_register_suite 49 pools "jobs across pools (several devices joined over torch.distributed), host heads: P x H DDP training equal bit for bit to one device with P x H heads in every mode and option, the vote exchange, a pool's device refusing, a rank killed mid-step, a pool that never joins"
+nf_suite_pools() {
+    nf_ddp_prepare
+    (cd "$NF_RUN_TMP" && nf_ddp_py -m nfabric.poolcheck)
+}
+
 nf_register_suite 48 ddp "PyTorch DDP hooks: aggregated buckets vs a reference, DDP runs through the device (host heads, and 2 VMs = host bit for bit)"
 nf_suite_ddp() {
     local d=$NF_BUILD/test-logs/ddp rc=0 out

@@ -53,9 +53,51 @@ import torch.distributed as dist
 from .device import NFabricError
 from .hooks import FabricJob, _PAD
 
-__all__ = ["PoolJob", "EXCHANGES"]
+__all__ = ["PoolJob", "EXCHANGES", "join"]
 
 EXCHANGES = ("counts", "votes")
+
+
+def join(addr, port, rank, world, pools, timeout_s=60.0):
+    """Start torch.distributed's default group (gloo) for a job of POOLS
+    pools, and say which pools did not come.  Every rank registers in the
+    rendezvous store (a TCPStore on rank 0, at ADDR:PORT) first and waits
+    for every other rank's registration at most TIMEOUT_S: a pool that
+    never joins makes every rank that did raise a RuntimeError naming the
+    missing pools and ranks, within the timeout.  The group's own timeout
+    (every collective's bound) is TIMEOUT_S too."""
+    import datetime
+    import time
+    heads = world // pools
+    td = datetime.timedelta(seconds=timeout_s)
+    t0 = time.monotonic()
+    try:
+        store = dist.TCPStore(addr, port, world, rank == 0, td,
+                              wait_for_workers=False)
+    except (RuntimeError, TimeoutError) as e:
+        raise RuntimeError("rank %d (pool %d): cannot reach the rendezvous of rank 0 "
+                           "(pool 0) at %s:%d within %.0f s: %s"
+                           % (rank, rank // heads, addr, port, timeout_s, e)) from e
+    store.set("nfabric-join-%d" % rank, "pool %d" % (rank // heads))
+    store.add("nfabric-joined", 1)
+    while store.add("nfabric-joined", 0) < world:
+        if time.monotonic() - t0 > timeout_s:
+            missing = []
+            for r in range(world):
+                try:
+                    store.wait(["nfabric-join-%d" % r], datetime.timedelta(milliseconds=20))
+                except (RuntimeError, TimeoutError):
+                    missing.append(r)
+            gone = sorted({r // heads for r in missing})
+            raise RuntimeError("rank %d (pool %d): pool%s %s never joined within %.0f s "
+                               "(missing ranks %s)" % (
+                                   rank, rank // heads, "s" if len(gone) > 1 else "",
+                                   ", ".join(map(str, gone)), timeout_s,
+                                   ", ".join(map(str, missing))))
+        time.sleep(0.05)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
+                            timeout=td)
+    return store
 
 
 def _int_dtype(limit):
@@ -218,8 +260,19 @@ class PoolJob(FabricJob):
             plan, local = self._device_stage(tensors)
         except NFabricError as e:
             err = e
-        self._status(err)
-        return self._combine(plan, local)
+        try:
+            self._status(err)
+            return self._combine(plan, local)
+        except RuntimeError as e:
+            if isinstance(e, NFabricError):
+                raise
+            # gloo: a peer's connection closed, or the group's timeout.
+            raise NFabricError(-errno.EPIPE, "exchange %d: rank %d (pool %d): the "
+                               "exchange between pools failed (a rank of the job "
+                               "is gone or stalled): %s%s" % (
+                                   self.exchanges, self.grank, self.pool,
+                                   str(e).splitlines()[0] if str(e) else repr(e),
+                                   "; this pool's device: %s" % err if err else "")) from e
 
     def _device_stage(self, tensors):
         """This pool's device: write, one round, read what the pools

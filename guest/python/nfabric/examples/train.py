@@ -35,7 +35,7 @@ import torch.nn.functional as F
 
 from nfabric import hostrun
 from nfabric.device import Device
-from nfabric.pools import PoolJob
+from nfabric.pools import PoolJob, join
 from nfabric.hooks import FabricJob, fabric_hook
 
 DATA = "/usr/share/datasets/fashion-mnist"      # Debian: dataset-fashion-mnist
@@ -120,8 +120,13 @@ def run_rank(args, rank, world):
         # The same kernels on every CPU (host, or a VM's emulated one): no
         # oneDNN, ATen's default kernels (ATEN_CPU_CAPABILITY, set by main).
         torch.backends.mkldnn.enabled = False
-    dist.init_process_group("gloo", init_method="tcp://%s:%d" % (args.master_addr,
-                            args.master_port), rank=rank, world_size=world)
+    if args.pools > 1:
+        # Says which pool never joined (docs/pools.md).
+        store = join(args.master_addr, args.master_port, rank, world, args.pools,  # noqa: F841
+                     timeout_s=args.timeout_s)
+    else:
+        dist.init_process_group("gloo", init_method="tcp://%s:%d" % (args.master_addr,
+                                args.master_port), rank=rank, world_size=world)
     model = SmallCNN(100, 2, 128) if args.task == "pairs" else SmallCNN()
     ddp = nn.parallel.DistributedDataParallel(model)
     job = dev = None
@@ -308,6 +313,8 @@ def main(argv=None):
                     help="P devices (pools) of world/P ranks each, joined over "
                     "torch.distributed (docs/pools.md); with --spawn each pool's "
                     "device has files STATE.poolP and MEM.poolP")
+    ap.add_argument("--timeout-s", type=float, default=600.0,
+                    help="with --pools: the rendezvous' and every collective's bound")
     ap.add_argument("--exchange", default="counts", choices=["counts", "votes"],
                     help="with --pools: what the pools exchange (docs/pools.md)")
     ap.add_argument("--rank", type=int, default=None)
