@@ -470,3 +470,52 @@ nf_bench_hard() {
     done
     nf_ddp_study hard "$seeds" "$steps" "$d"
 }
+
+# ---- bench pools: jobs across pools (docs/pools.md) -----------------------
+nf_register_bench pools "jobs of P pools x H host ranks (P in 1,2,4,8, H 4; up to 32 ranks): accuracy of the counts and the vote exchange against one device, bytes per step per tier against FP32 allreduce, step time, exactness; docs/img/pools.png; --pools LIST --heads H --seeds N --steps N"
+nf_bench_pools() {
+    local d=$NF_BUILD/bench-pools
+    case "${1:-}" in
+    -h|--help) nf_ddp_py -m nfabric.poolbench --help; return 0 ;;
+    esac
+    nf_ddp_prepare
+    nf_need gnuplot-nox
+    mkdir -p "$d"
+    (cd "$NF_RUN_TMP" && nf_ddp_py -m nfabric.poolbench --out "$d" "$@") | tee "$d/results.txt"
+    [ "${PIPESTATUS[0]}" = 0 ] || nf_die "bench pools: nfabric.poolbench failed"
+    awk -F'\t' '$1 ~ /^pools[0-9]+_counts$/ { p = $1; sub(/^pools/, "", p); sub(/_counts$/, "", p); c[p] = $2 }
+                $1 ~ /^pools[0-9]+_votes$/ { p = $1; sub(/^pools/, "", p); sub(/_votes$/, "", p); v[p] = $2 }
+                $1 == "flat16" { f = $2 }
+                END { for (p in c) printf "%s %s %s %s\n", p, c[p], (p in v) ? v[p] : c[p], f }' \
+        "$d/pools.tsv" | sort -n > "$d/acc.dat"
+    awk -F'\t' '$1 ~ /^pools/ { print $1, $3, $4, $5 }' "$d/pools.tsv" > "$d/bytes.dat"
+    gnuplot <<GP || nf_die "bench pools: gnuplot failed"
+set terminal pngcairo noenhanced size 1100,460 font ",11"
+set output '$d/pools.png'
+set multiplot layout 1,2
+set title "test accuracy against the number of pools (G-Binary, 4 ranks a pool)"
+set xlabel 'pools P'
+set ylabel 'accuracy'
+set logscale x 2
+set grid
+set key bottom left
+plot '$d/acc.dat' using 1:2 with linespoints title 'counts (exact)', \
+     '' using 1:3 with linespoints title 'votes (majority of pools)', \
+     '' using 1:4 with lines dt 2 title 'one device, 16 ranks'
+unset logscale x
+set title "bytes per step and rank, per tier"
+set style data histograms
+set style histogram clustered
+set style fill solid 0.8 border -1
+set logscale y
+set ylabel 'bytes (log)'
+set xtics rotate by -30
+set key top right
+plot '$d/bytes.dat' using 2:xtic(1) title 'between pools', '' using 3 title 'inside a pool (network)', \
+     '' using 4 title 'device writes (pool 0)'
+unset multiplot
+GP
+    mkdir -p "$NF_ROOT/docs/img"
+    cp "$d/pools.png" "$NF_ROOT/docs/img/pools.png"
+    nf_log "bench pools: results in $d, figure docs/img/pools.png"
+}

@@ -78,10 +78,18 @@ def join(addr, port, rank, world, pools, timeout_s=60.0):
         raise RuntimeError("rank %d (pool %d): cannot reach the rendezvous of rank 0 "
                            "(pool 0) at %s:%d within %.0f s: %s"
                            % (rank, rank // heads, addr, port, timeout_s, e)) from e
-    store.set("nfabric-join-%d" % rank, "pool %d" % (rank // heads))
-    store.add("nfabric-joined", 1)
-    while store.add("nfabric-joined", 0) < world:
-        if time.monotonic() - t0 > timeout_s:
+    # Rank 0 holds the store: it gives up last, so that the others can
+    # still ask it who is missing.
+    limit = timeout_s + (2.0 if rank == 0 else 0.0)
+    try:
+        store.set("nfabric-join-%d" % rank, "pool %d" % (rank // heads))
+        store.add("nfabric-joined", 1)
+        joined = store.add("nfabric-joined", 0)
+    except RuntimeError as e:
+        raise RuntimeError("rank %d (pool %d): the rendezvous on rank 0 (pool 0) "
+                           "went away: %s" % (rank, rank // heads, e)) from e
+    while joined < world:
+        if time.monotonic() - t0 > limit:
             missing = []
             for r in range(world):
                 try:
@@ -95,6 +103,11 @@ def join(addr, port, rank, world, pools, timeout_s=60.0):
                                    ", ".join(map(str, gone)), timeout_s,
                                    ", ".join(map(str, missing))))
         time.sleep(0.05)
+        try:
+            joined = store.add("nfabric-joined", 0)
+        except RuntimeError as e:
+            raise RuntimeError("rank %d (pool %d): the rendezvous on rank 0 (pool 0) "
+                               "went away: %s" % (rank, rank // heads, e)) from e
     dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
                             timeout=td)
     return store
