@@ -34,6 +34,12 @@ Options:
                       (read-only; chroot /host runs the host's Python/PyTorch)
   --net               a link between the 2 hosts (unix socket, virtio NIC):
                       host r is 169.254.0.(r+1)/16 on eth0 (2 hosts only)
+  --net-hub DIR       instead: every host joins the hub whose ports are the
+                      unix sockets DIR/portK.sock (scripts/lib/nethub.py,
+                      started by the caller), K = FIRST + r, as
+                      169.254.0.(K+1)/16 on eth0: several clusters on one
+                      network (scripts/nfabric pools)
+  --net-first FIRST   with --net-hub: this cluster's first port (default 0)
   --keep              keep the device's state and memory files after the
                       hosts end (named in the output; `scripts/nfabric
                       clean` removes them); by default they are removed
@@ -132,6 +138,11 @@ nf_cluster_boot() {
 # nf_cluster_net_args DIR R: with NF_CLUSTER_NET=1, host R's end of the
 # point-to-point link between hosts 0 and 1 (a unix socket in DIR).
 nf_cluster_net_args() {
+    if [ -n "${NF_CLUSTER_HUB:-}" ]; then
+        local k=$((${NF_CLUSTER_HUB_FIRST:-0} + $2))
+        echo "--net-connect $NF_CLUSTER_HUB/port$k.sock --ip 169.254.0.$((k + 1))/16"
+        return 0
+    fi
     [ "${NF_CLUSTER_NET:-0}" = 1 ] || return 0
     if [ "$2" = 0 ]; then
         rm -f "$1/net.sock"
@@ -253,13 +264,13 @@ nf_cluster_report() {
 }
 
 nf_cluster_main() {
-    local NF_CLUSTER_NET=${NF_CLUSTER_NET:-0}
+    local NF_CLUSTER_NET=${NF_CLUSTER_NET:-0} NF_CLUSTER_HUB="" NF_CLUSTER_HUB_FIRST=0
     local n="" cmd="" have_run=0 cpus=1 mem=1G cxlmem=256M timeout=600
     local dir="" stagger=0 props="" extra=() fm="" fmargs=() keep=0
     while [ $# -gt 0 ]; do
         case "$1" in
         -h|--help) nf_cluster_usage; return 0 ;;
-        --hosts|--run|--cpus|--mem|--cxl-mem|--timeout|--dir|--stagger|--device-props|--fm)
+        --hosts|--run|--cpus|--mem|--cxl-mem|--timeout|--dir|--stagger|--device-props|--fm|--net-hub|--net-first)
             [ $# -ge 2 ] || { echo "nfabric cluster: $1 needs a value" >&2; return 2; }
             case "$1" in
             --hosts) n=$2 ;;
@@ -272,6 +283,8 @@ nf_cluster_main() {
             --stagger) stagger=$2 ;;
             --device-props) props=$2 ;;
             --fm) fm=$2 ;;
+            --net-hub) NF_CLUSTER_HUB=$2 ;;
+            --net-first) NF_CLUSTER_HUB_FIRST=$2 ;;
             esac
             shift ;;
         --hostfs) extra+=(--hostfs) ;;
@@ -288,6 +301,16 @@ nf_cluster_main() {
     [ "$have_run" = 1 ] || { echo "nfabric cluster: --run CMD is required" >&2; return 2; }
     [ "${NF_CLUSTER_NET:-0}" = 0 ] || [ "$n" = 2 ] ||
         { echo "nfabric cluster: --net links 2 hosts (a point-to-point link), not $n" >&2; return 2; }
+    if [ -n "${NF_CLUSTER_HUB:-}" ]; then
+        [ "${NF_CLUSTER_NET:-0}" = 0 ] ||
+            { echo "nfabric cluster: --net and --net-hub exclude each other" >&2; return 2; }
+        [ -d "$NF_CLUSTER_HUB" ] ||
+            { echo "nfabric cluster: --net-hub $NF_CLUSTER_HUB: no such directory" >&2; return 2; }
+        if ! [[ "${NF_CLUSTER_HUB_FIRST:-0}" =~ ^[0-9]+$ ]] || [ $((${NF_CLUSTER_HUB_FIRST:-0} + n)) -gt 16 ]; then
+            echo "nfabric cluster: --net-first ${NF_CLUSTER_HUB_FIRST:-0}: ports 0..15, this cluster needs $n" >&2
+            return 2
+        fi
+    fi
     [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || { echo "nfabric cluster: bad --timeout \"$timeout\"" >&2; return 2; }
     [[ "$stagger" =~ ^[0-9]+$ ]] || { echo "nfabric cluster: bad --stagger \"$stagger\"" >&2; return 2; }
     local cxl_mib

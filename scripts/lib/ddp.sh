@@ -79,8 +79,51 @@ nf_ddp_vm_run() {
 
 nf_register_suite 49 pools "jobs across pools (several devices joined over torch.distributed), host heads: P x H DDP training equal bit for bit to one device with P x H heads in every mode and option, the vote exchange, a pool's device refusing, a rank killed mid-step, a pool that never joins"
 nf_suite_pools() {
+    local rc=0
     nf_ddp_prepare
-    (cd "$NF_RUN_TMP" && nf_ddp_py -m nfabric.poolcheck)
+    (cd "$NF_RUN_TMP" && nf_ddp_py -m nfabric.poolcheck) || rc=1
+    echo "# in VMs: 2 pools x 2 guests, each pool one shared device, one network of their own"
+    nf_pools_vm_check || rc=1
+    return $rc
+}
+
+# nf_pools_vm_check: 2 pools of 2 VMs (scripts/nfabric pools) train 3
+# G-Binary steps with DDP over their own network; every guest ends with the
+# parameters of the same job on host heads (2 pools x 2), and of one
+# device with 4 heads, bit for bit (--portable-math).
+nf_pools_vm_check() {
+    local d=$NF_BUILD/test-logs/pools-vm rc=0 hp fp vp n
+    local args=(--portable-math --mode gbinary --steps 3 --train-samples 2000 --test-samples 200)
+    rm -rf "$d"
+    mkdir -p "$d"
+    # shellcheck disable=SC2016  # the guest's shell expands these
+    nf_ddp_vm_script "$d/run.sh" \
+        "/usr/bin/python3 -m nfabric.examples.train ${args[*]} --pools 2 --exchange counts --rank \$NFABRIC_GLOBAL_RANK --world \$NFABRIC_WORLD --master-addr 169.254.0.1 --master-port 29517 --timeout-s 600"
+    if nf_pools_main --pools 2 --hosts 2 --hostfs --cpus 1 --mem 2G --cxl-mem 512M \
+            --timeout 1200 --dir "$d" --run "chroot /host /bin/sh $(printf %q "$d/run.sh")" \
+            > "$d/pools.out" 2>&1; then
+        echo "ok - scripts/nfabric pools: 2 pools x 2 VMs ran DDP (gloo over their own network) through 2 devices"
+    else
+        echo "not ok - scripts/nfabric pools, 2 x 2 VMs: $(tail -4 "$d/pools.out" | tr '\n' ' ')"
+        rc=1
+    fi
+    vp=$(cat "$d"/pool*/host*.log 2>/dev/null | grep -o '"params": "[0-9a-f]*"' | sort | uniq -c)
+    n=$(cat "$d"/pool*/host*.log 2>/dev/null | grep -c '"params_identical": true' || true)
+    (cd "$NF_RUN_TMP" && nf_ddp_py -m nfabric.examples.train --spawn 4 --pools 2 "${args[@]}" \
+         --master-port "$(nf_free_port)" > "$d/host-pools.json" 2> "$d/host-pools.err") || true
+    (cd "$NF_RUN_TMP" && nf_ddp_py -m nfabric.examples.train --spawn 4 "${args[@]}" \
+         --master-port "$(nf_free_port)" > "$d/host-flat.json" 2> "$d/host-flat.err") || true
+    hp=$(grep -o '"params": "[0-9a-f]*"' "$d/host-pools.json" | sort -u)
+    fp=$(grep -o '"params": "[0-9a-f]*"' "$d/host-flat.json" | sort -u)
+    if [ "$n" = 4 ] && [ "$(wc -l <<<"$vp")" = 1 ] && [ -n "$hp" ] && [ "${vp##* }" = "$hp" ] &&
+       [ "$hp" = "$fp" ]; then
+        echo "ok - the 4 guests end with the same parameters, equal bit for bit to the job on host heads (2 pools x 2) and to one device with 4 heads ($hp)"
+    else
+        echo "not ok - 2 x 2 VMs: guests ${vp//$'\n'/ } ($n identical), host pools ${hp:-none}, one device ${fp:-none}"
+        rc=1
+    fi
+    grep -h '"net_bytes_per_step"' "$d"/pool0/host0.log 2>/dev/null | grep -o '"net_bytes_per_step": {[^}]*}' | sed 's/^/# VM rank 0 /' || true
+    return $rc
 }
 
 nf_register_suite 48 ddp "PyTorch DDP hooks: aggregated buckets vs a reference, DDP runs through the device (host heads, and 2 VMs = host bit for bit)"

@@ -439,7 +439,8 @@ class PoolJob(FabricJob):
             for v in votes:
                 cv = np.stack([(v >> (2 * k)) & 3 for k in range(4)], axis=1).reshape(-1)[:len(mine)]
                 tot += np.where(cv == 1, 1, np.where(cv == 3, -1, 0)).astype(np.int32)
-        return self._pool_gather(tot.astype(np.int32), bounds)
+        vdt = _int_dtype(self.npools)[0]
+        return self._pool_gather(tot.astype(vdt), bounds).astype(np.int32)
 
     def traffic(self):
         """Bytes so far: this rank's payload handed to the collectives, per
