@@ -99,15 +99,20 @@ nf_pools_vm_check() {
     # shellcheck disable=SC2016  # the guest's shell expands these
     nf_ddp_vm_script "$d/run.sh" \
         "/usr/bin/python3 -m nfabric.examples.train ${args[*]} --pools 2 --exchange counts --rank \$NFABRIC_GLOBAL_RANK --world \$NFABRIC_WORLD --master-addr 169.254.0.1 --master-port 29517 --timeout-s 600"
+    # direct-map=off: with the direct map, a guest reading a low-bit
+    # window's counter area through its trap (what the counts exchange
+    # and server-side error feedback do) aborts QEMU under TCG
+    # (iotlb_to_section's assertion; docs/pools.md, an open bug).
     if nf_pools_main --pools 2 --hosts 2 --hostfs --cpus 1 --mem 2G --cxl-mem 512M \
+            --device-props "${NF_POOLS_VM_PROPS:-direct-map=off}" \
             --timeout 1200 --dir "$d" --run "chroot /host /bin/sh $(printf %q "$d/run.sh")" \
             > "$d/pools.out" 2>&1; then
-        echo "ok - scripts/nfabric pools: 2 pools x 2 VMs ran DDP (gloo over their own network) through 2 devices"
+        echo "ok - scripts/nfabric pools: 2 pools x 2 VMs (direct-map=off) ran DDP (gloo over their own network, a hub on unix sockets) through 2 devices"
     else
         echo "not ok - scripts/nfabric pools, 2 x 2 VMs: $(tail -4 "$d/pools.out" | tr '\n' ' ')"
         rc=1
     fi
-    vp=$(cat "$d"/pool*/host*.log 2>/dev/null | grep -o '"params": "[0-9a-f]*"' | sort | uniq -c)
+    vp=$(cat "$d"/pool*/host*.log 2>/dev/null | grep -o '"params": "[0-9a-f]*"' | sort -u)
     n=$(cat "$d"/pool*/host*.log 2>/dev/null | grep -c '"params_identical": true' || true)
     (cd "$NF_RUN_TMP" && nf_ddp_py -m nfabric.examples.train --spawn 4 --pools 2 "${args[@]}" \
          --master-port "$(nf_free_port)" > "$d/host-pools.json" 2> "$d/host-pools.err") || true
@@ -115,7 +120,7 @@ nf_pools_vm_check() {
          --master-port "$(nf_free_port)" > "$d/host-flat.json" 2> "$d/host-flat.err") || true
     hp=$(grep -o '"params": "[0-9a-f]*"' "$d/host-pools.json" | sort -u)
     fp=$(grep -o '"params": "[0-9a-f]*"' "$d/host-flat.json" | sort -u)
-    if [ "$n" = 4 ] && [ "$(wc -l <<<"$vp")" = 1 ] && [ -n "$hp" ] && [ "${vp##* }" = "$hp" ] &&
+    if [ "$n" = 4 ] && [ "$(wc -l <<<"$vp")" = 1 ] && [ -n "$hp" ] && [ "$vp" = "$hp" ] &&
        [ "$hp" = "$fp" ]; then
         echo "ok - the 4 guests end with the same parameters, equal bit for bit to the job on host heads (2 pools x 2) and to one device with 4 heads ($hp)"
     else

@@ -19,7 +19,8 @@ NFABRIC_GLOBAL_RANK and NFABRIC_WORLD set. Ends when every guest has.
   --hosts H      guests per pool (default 2)
   --dir DIR      pool p's cluster in DIR/pool<p>, the hub in DIR/net
                  (default build/pools)
-  --hostfs, --cpus N, --mem SIZE, --cxl-mem SIZE, --timeout S: as cluster's
+  --hostfs, --cpus N, --mem SIZE, --cxl-mem SIZE, --timeout S,
+  --device-props P: as cluster's
 USAGE
 }
 
@@ -28,7 +29,7 @@ nf_pools_main() {
     while [ $# -gt 0 ]; do
         case "$1" in
         -h|--help) nf_pools_usage; return 0 ;;
-        --pools|--hosts|--dir|--run|--cpus|--mem|--cxl-mem|--timeout)
+        --pools|--hosts|--dir|--run|--cpus|--mem|--cxl-mem|--timeout|--device-props)
             [ $# -ge 2 ] || { echo "nfabric pools: $1 needs a value" >&2; return 2; }
             case "$1" in
             --pools) np=$2 ;;
