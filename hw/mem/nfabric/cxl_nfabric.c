@@ -51,6 +51,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "exec/target_page.h"
 #include "qemu/log.h"
 #include "qemu/bitops.h"
 #include "qemu/host-utils.h"
@@ -293,8 +294,9 @@ static MemoryRegion *nfabric_direct_region(CXLType3Dev *ct3d)
  */
 static uint32_t nfabric_direct_rebuild(CXLNFabricState *s)
 {
-    NFabricRange r[NFABRIC_MAX_TRAPS];
-    unsigned n, i;
+    NFabricRange r[NFABRIC_MAX_TRAPS], m[NFABRIC_TRAP_MRS];
+    uint64_t pg = qemu_target_page_size();
+    unsigned n, i, nm = 0;
     uint32_t gen;
 
     if (s->direct_updating) {
@@ -308,22 +310,34 @@ static uint32_t nfabric_direct_rebuild(CXLNFabricState *s)
         n = nfabric_ctrl_trap_ranges(&s->ctrl, !s->direct_fp32, r);
     } while (s->direct_again);
     s->direct_updating = false;
+    /* Each range: its first partial page, then the rest (NFABRIC_TRAP_MRS). */
+    for (i = 0; i < n; i++) {
+        uint64_t head = MIN(r[i].len, QEMU_ALIGN_UP(r[i].dpa, pg) - r[i].dpa);
+
+        if (head) {
+            m[nm++] = (NFabricRange) { .dpa = r[i].dpa, .len = head };
+        }
+        if (r[i].len > head) {
+            m[nm++] = (NFabricRange) { .dpa = r[i].dpa + head,
+                                       .len = r[i].len - head };
+        }
+    }
     memory_region_transaction_begin();
-    for (i = 0; i < NFABRIC_MAX_TRAPS; i++) {
+    for (i = 0; i < NFABRIC_TRAP_MRS; i++) {
         NFabricTrap *t = &s->trap[i];
 
         if (t->mr.container) {
             memory_region_del_subregion(&s->direct_view, &t->mr);
         }
-        if (i < n) {
-            t->dpa = r[i].dpa;
-            memory_region_set_size(&t->mr, r[i].len);
-            memory_region_add_subregion_overlap(&s->direct_view, r[i].dpa,
+        if (i < nm) {
+            t->dpa = m[i].dpa;
+            memory_region_set_size(&t->mr, m[i].len);
+            memory_region_add_subregion_overlap(&s->direct_view, m[i].dpa,
                                                 &t->mr, 1);
         }
     }
     memory_region_transaction_commit();
-    trace_nfabric_direct_traps(n);
+    trace_nfabric_direct_traps(nm);
     return gen;
 }
 
@@ -477,7 +491,7 @@ static void nfabric_direct_init(CXLNFabricState *s)
     memory_region_init_alias(&s->direct_ram, OBJECT(s),
                              "cxl-neuron-fabric-direct-ram", s->vmr, 0, size);
     memory_region_add_subregion(&s->direct_view, 0, &s->direct_ram);
-    for (unsigned i = 0; i < NFABRIC_MAX_TRAPS; i++) {
+    for (unsigned i = 0; i < NFABRIC_TRAP_MRS; i++) {
         s->trap[i].s = s;
         memory_region_init_io(&s->trap[i].mr, OBJECT(s), &nfabric_trap_ops,
                               &s->trap[i], "cxl-neuron-fabric-trap", size);

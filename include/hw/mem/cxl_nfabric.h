@@ -23,6 +23,17 @@ OBJECT_DECLARE_TYPE(CXLNFabricState, CXLNFabricClass, CXL_NFABRIC)
  * window's data range or counter area): an I/O region over it, which hands
  * each access to the controller like the fixed window's path does.
  */
+/*
+ * A trapped range becomes up to two I/O regions: its first partial page on
+ * its own, then the rest from a page boundary.  TCG keeps an I/O page's
+ * section index in the low bits of the TLB entry's xlat_section, which is
+ * therefore page aligned only if the region's offset at that page is: a
+ * region starting mid-page and covering further pages breaks that
+ * (iotlb_to_section aborted QEMU on a guest's read of a counter area that
+ * starts right after its window's data).
+ */
+#define NFABRIC_TRAP_MRS            (2 * NFABRIC_MAX_TRAPS)
+
 typedef struct NFabricTrap {
     MemoryRegion mr;
     struct CXLNFabricState *s;
@@ -68,7 +79,7 @@ struct CXLNFabricState {
     bool direct_again;          /* asked again meanwhile: one more pass */
     MemoryRegion direct_view;
     MemoryRegion direct_ram;
-    NFabricTrap trap[NFABRIC_MAX_TRAPS];
+    NFabricTrap trap[NFABRIC_TRAP_MRS];
     Notifier exit_notifier;     /* closes the record when QEMU quits */
 
     /* A head of a shared device (docs/multihost.md). */
