@@ -353,14 +353,18 @@ class FabricJob:
             return "fp32" if fp32_param else self.low
         return self.mode
 
-    def exchange(self, tensors):
-        """Aggregate [(param_key, grad ndarray float32)]: one round; returns
-        the aggregated arrays in the same order."""
+    def _admit(self):
+        """layout_aware: once the warm-up is over, the admission's FP32 set."""
         if (self.admission is not None and not self.admission.decided and
                 self.step >= self.warmup):
             keep = self.admission.decide()
             for k, (off, n, idx, _) in list(self.layout.items()):
                 self.layout[k] = (off, n, idx, k in keep)
+
+    def _round(self, tensors):
+        """Write every tensor on its path, complete the exchange's round and
+        wait for every rank of the device.  Returns the window set and the
+        plan: (key, gradient as sent, offset, length, index, path) each."""
         s, fpw, seq = self._begin()
         plan = []
         g2 = e2 = 0.0
@@ -382,6 +386,15 @@ class FabricJob:
         if r.incomplete:
             raise NFabricError(-errno.ESTALE, "exchange %d: a rank died mid-round "
                                "(INCOMPLETE)" % self.exchanges)
+        if self._scales_sent:
+            self.ef_trace_rows.append((g2, e2, float(np.mean(self._scales_sent))))
+        return s, plan
+
+    def exchange(self, tensors):
+        """Aggregate [(param_key, grad ndarray float32)]: one round; returns
+        the aggregated arrays in the same order."""
+        self._admit()
+        s, plan = self._round(tensors)
         # Every rank's scales in one read, when a low-bit path needs them.
         scales = None
         if any(path != "fp32" for *_, path in plan):
@@ -398,8 +411,6 @@ class FabricJob:
                 if prev is not None:
                     agg = (agg + prev).astype(np.float32)
             out.append(agg)
-        if self._scales_sent:
-            self.ef_trace_rows.append((g2, e2, float(np.mean(self._scales_sent))))
         return out
 
     def ef_trace(self):

@@ -263,11 +263,7 @@ class PoolJob(FabricJob):
     def exchange(self, tensors):
         """Aggregate [(param_key, grad ndarray float32)] across every pool;
         returns the aggregated arrays in the same order."""
-        if (self.admission is not None and not self.admission.decided and
-                self.step >= self.warmup):
-            keep = self.admission.decide()
-            for k, (off, n, idx, _) in list(self.layout.items()):
-                self.layout[k] = (off, n, idx, k in keep)
+        self._admit()
         err = None
         try:
             plan, local = self._device_stage(tensors)
@@ -290,29 +286,7 @@ class PoolJob(FabricJob):
     def _device_stage(self, tensors):
         """This pool's device: write, one round, read what the pools
         combine (counts or decisions, FP32 partial sums, scales)."""
-        s, fpw, seq = self._begin()
-        plan = []
-        g2 = e2 = 0.0
-        self._scales_sent = []
-        for key, g in tensors:
-            off, n, idx, fp32p = self.layout[key]
-            path = self._path_of(fp32p)
-            g = g.astype(np.float32, copy=False)
-            if path != "fp32" and self.ef_worker:
-                g2 += float(np.dot(g, g))
-                g = g + self.residual.get(key, 0)
-            plan.append((key, off, n, idx, path))
-            self._write(s, g, off, n, idx, path, key)
-            if path != "fp32" and self.ef_worker:
-                e = self.residual[key]
-                e2 += float(np.dot(e, e))
-        self.dev.complete(fpw, seq)
-        r = self.dev.wait(fpw, seq, self.timeout_ms)
-        if r.incomplete:
-            raise NFabricError(-errno.ESTALE, "a rank of the pool died mid-round "
-                               "(INCOMPLETE)")
-        if self._scales_sent:
-            self.ef_trace_rows.append((g2, e2, float(np.mean(self._scales_sent))))
+        s, plan = self._round(tensors)
         local = {"counts": [], "fp32": [], "scales": None}
         probing = self.admission is not None and self.step < self.warmup
         if any(path != "fp32" for *_, path in plan):
@@ -320,7 +294,7 @@ class PoolJob(FabricJob):
             local["scales"] = sc.view(np.float32)[:self.ntensors].copy()
         nb = self.width // 8
         dt = np.int8 if nb == 1 else np.dtype("<i2")
-        for key, off, n, idx, path in plan:
+        for key, _, off, n, idx, path in plan:
             if path == "fp32":
                 rows = np.empty((self.world, n), dtype=np.float32)
                 cnt = np.zeros(n, dtype=np.int32)
@@ -374,7 +348,7 @@ class PoolJob(FabricJob):
             out_low = np.split(tot, np.cumsum(lens)[:-1])
         out = []
         fi = li = 0
-        for key, off, n, idx, path in plan:
+        for key, _, off, n, idx, path in plan:
             if path == "fp32":
                 acc = out_fp32[fi] / np.float32(self.gworld)
                 if self.admission is not None and self.step < self.warmup:
