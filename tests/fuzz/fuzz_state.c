@@ -79,8 +79,8 @@ static const size_t hot[] = {
     F(cfg_lock), F(cfg_lock) + 4, F(cfg_lock) + 8, F(cfg_lock) + 16,
     F(job[0].m), F(job[0].m) + 4, F(job[0].m) + 8, F(job[0].m) + 16,
     F(job[1].m) + 16, F(fm.job_windows[0]), F(fm.head_job[0]),
-    F(win_lock[0].m), F(win_lock[0].m) + 4, F(win_lock[0].m) + 8,
-    F(win_lock[0].m) + 16, F(win_lock[1].m), F(win_lock[2].m) + 16,
+    F(stripe[0][0]), F(stripe[0][0]) + 1, F(stripe[0][0]) + 3,
+    F(stripe[0][1]), F(stripe[1][0]), F(stripe[2][63]),
     F(head[0].state), F(head[1].state), F(head[1].pid),
 };
 #undef F

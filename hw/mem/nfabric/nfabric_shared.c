@@ -70,6 +70,7 @@ typedef struct NFabricMapping {
     uint64_t state_id;
     volatile sig_atomic_t lost;     /* replaced by zeros after a SIGBUS */
     uint32_t stuck;                 /* locks whose last wait ran out */
+    uint32_t token;                 /* this head's stripe lock token */
 } NFabricMapping;
 
 #define NFABRIC_MAX_MAPPINGS 64
@@ -202,6 +203,7 @@ static NFabricMapping *nfabric_mapping_add(NFabricShared *sh, int fd,
         m->mem_size = a->mem_size;
         m->state_id = state_id;
         m->lost = 0;
+        m->token = 0;
         __atomic_store_n(&m->sh, sh, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&nfabric_maps_lock);
@@ -253,6 +255,19 @@ static bool nfabric_live_any(int fd, unsigned n)
         return true;            /* cannot tell: never take it for dead */
     }
     return fl.l_type != F_UNLCK;
+}
+
+/* Does some process hold head h's live byte (is it attached)? */
+static bool nfabric_live_held(int fd, unsigned h)
+{
+    struct flock fl;
+
+    memset(&fl, 0, sizeof(fl));
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)NFABRIC_SHARED_LIVE_BYTE(h);
+    fl.l_len = 1;
+    return fcntl(fd, F_OFD_GETLK, &fl) != 0 || fl.l_type != F_UNLCK;
 }
 
 static void nfabric_shared_reset_tables(NFabricShared *sh)
@@ -348,11 +363,6 @@ static int nfabric_shared_format(NFabricShared *sh, const NFabricAttach *a)
             return -1;
         }
     }
-    for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
-        if (nfabric_robust_init(&sh->win_lock[i].m)) {
-            return -1;
-        }
-    }
     nfabric_shared_reset_tables(sh);
     sh->heads = a->heads;
     sh->mem_size = a->mem_size;
@@ -368,6 +378,41 @@ static int nfabric_shared_format(NFabricShared *sh, const NFabricAttach *a)
 }
 
 /*
+ * A head that dies inside an access leaves the stripes it held: window i's
+ * counters there may hold part of its write.  The round says so.
+ */
+static void nfabric_stripe_repaired(NFabricShared *sh, unsigned i)
+{
+    __atomic_fetch_add(&sh->lock_repairs, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&sh->round[i].incomplete, 1, __ATOMIC_RELAXED);
+}
+
+static void nfabric_stripe_wake(uint32_t *w)
+{
+    syscall(SYS_futex, w, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Free the stripes head h (dead: its live byte is ours now) held. */
+static void nfabric_stripes_release_head(NFabricShared *sh, unsigned h)
+{
+    for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+        for (unsigned k = 0; k < NFABRIC_WIN_STRIPES; k++) {
+            uint32_t *w = &sh->stripe[i][k].word;
+            uint32_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+
+            if ((v & NFABRIC_STRIPE_OWNER) == h + 1 &&
+                __atomic_compare_exchange_n(w, &v, 0, false, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_RELAXED)) {
+                nfabric_stripe_repaired(sh, i);
+                if (v & NFABRIC_STRIPE_WAITERS) {
+                    nfabric_stripe_wake(w);
+                }
+            }
+        }
+    }
+}
+
+/*
  * Head h left (died, or detached): it is no longer expected in rounds, and
  * a round it wrote in without completing may hold a partial contribution.
  * Called with cfg_lock held.
@@ -380,6 +425,7 @@ static void nfabric_shared_mark_gone(NFabricShared *sh, unsigned h, bool died)
     if (died) {
         sh->lost_mask |= bit;
         sh->reaped++;
+        nfabric_stripes_release_head(sh, h);
     }
     /*
      * Its map no longer matters.  A window it was enabling (the map
@@ -579,13 +625,6 @@ static void nfabric_repair_job_cb(NFabricShared *sh, unsigned j)
     nfabric_shared_repair_job(sh, j);
 }
 
-static void nfabric_repair_win_cb(NFabricShared *sh, unsigned i)
-{
-    /* The holder died inside one access or a clear of window i. */
-    sh->lock_repairs++;
-    sh->round[i].incomplete = 1;
-}
-
 bool nfabric_shared_lock_cfg(NFabricShared *sh)
 {
     return nfabric_robust_lock(sh, &sh->cfg_lock, nfabric_repair_cfg_cb, 0,
@@ -614,19 +653,241 @@ void nfabric_shared_unlock_job(NFabricShared *sh, unsigned j)
     pthread_mutex_unlock(&sh->job[j].m);
 }
 
-bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i)
+/*
+ * ---- window stripes ----------------------------------------------------
+ *
+ * Taken on every access to a window: a compare-and-swap of 0 to the
+ * holder's token when free (no system call, no list of held locks), a
+ * store of 0 to release.  A head that finds a stripe held spins a while,
+ * then sets the word's waiters bit and sleeps on it (a futex, in slices,
+ * so that it also notices a holder that died) until the bound.  A holder
+ * is dead when its head's live byte is free, or when it is this head's
+ * index with another attach count (an earlier process of this head): the
+ * stripe is then taken over with a compare-and-swap from the dead holder's
+ * word, so that of several heads noticing it one takes it.
+ */
+#define NFABRIC_STRIPE_SLICE_MS 20      /* a sleep between looks */
+
+static inline bool nfabric_stripe_try(uint32_t *w, uint32_t token)
 {
-    if (i >= NFABRIC_NUM_WINDOWS) {
+    uint32_t free_word = 0;
+
+    return __atomic_compare_exchange_n(w, &free_word, token, false,
+                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+static inline void nfabric_stripe_release(uint32_t *w)
+{
+    if (__atomic_exchange_n(w, 0, __ATOMIC_RELEASE) & NFABRIC_STRIPE_WAITERS) {
+        nfabric_stripe_wake(w);
+    }
+}
+
+/* A word a head can have written (the state file is untrusted). */
+static inline bool nfabric_stripe_sane(uint32_t v, unsigned heads)
+{
+    unsigned owner = v & NFABRIC_STRIPE_OWNER;
+
+    return v == 0 || (owner >= 1 && owner <= heads);
+}
+
+static bool nfabric_stripe_dead(const NFabricMapping *map, uint32_t v)
+{
+    unsigned owner = (v & NFABRIC_STRIPE_OWNER) - 1;
+
+    if (owner == map->head) {
+        /* Another thread of ours, or an earlier process of this head. */
+        return (v & ~NFABRIC_STRIPE_WAITERS) != map->token;
+    }
+    return !nfabric_live_held(map->fd, owner);
+}
+
+static int64_t nfabric_now_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/*
+ * Take stripe w of window i, held by another: 0, ETIMEDOUT past *deadline
+ * (0: not set yet; set on the first sleep, shorter while the window is
+ * stuck for this head), or EINVAL for a corrupted word.
+ */
+static int nfabric_stripe_lock_slow(NFabricShared *sh, unsigned i,
+                                    uint32_t *w, uint32_t token,
+                                    int64_t *deadline)
+{
+    NFabricMapping *map;
+    bool slept = false;
+    uint32_t bit = 1u << i;
+    uint32_t v;
+
+    __atomic_fetch_add(&sh->lock_waits, 1, __ATOMIC_RELAXED);
+    for (unsigned k = 0; k < NFABRIC_LOCK_SPINS; k++) {
+        nfabric_cpu_relax();
+        v = __atomic_load_n(w, __ATOMIC_RELAXED);
+        if (v == 0 && nfabric_stripe_try(w, token)) {
+            goto taken;
+        }
+    }
+    map = nfabric_mapping(sh);
+    if (!map) {
+        return EINVAL;          /* not a state this process attached */
+    }
+    for (;;) {
+        int64_t now, left;
+
+        v = __atomic_load_n(w, __ATOMIC_RELAXED);
+        if (v == 0) {
+            if (nfabric_stripe_try(w, token)) {
+                goto taken;
+            }
+            continue;
+        }
+        if (!nfabric_stripe_sane(v, map->heads)) {
+            return EINVAL;
+        }
+        if (nfabric_stripe_dead(map, v)) {
+            if (__atomic_compare_exchange_n(w, &v, token, false,
+                                            __ATOMIC_ACQUIRE,
+                                            __ATOMIC_RELAXED)) {
+                nfabric_stripe_repaired(sh, i);
+                if (v & NFABRIC_STRIPE_WAITERS) {
+                    nfabric_stripe_wake(w);    /* they look again */
+                }
+                goto taken;
+            }
+            continue;
+        }
+        now = nfabric_now_ns();
+        if (!*deadline) {
+            unsigned ms = (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) & bit)
+                          ? NFABRIC_SHARED_STUCK_MS : NFABRIC_SHARED_LOCK_MS;
+
+            *deadline = now + (int64_t)ms * 1000000;
+        }
+        left = *deadline - now;
+        if (left <= 0) {
+            __atomic_fetch_add(&sh->lock_timeouts, 1, __ATOMIC_RELAXED);
+            nfabric_stuck_set(map, bit);
+            return ETIMEDOUT;
+        }
+        if (!(v & NFABRIC_STRIPE_WAITERS)) {
+            uint32_t want = v | NFABRIC_STRIPE_WAITERS;
+
+            if (!__atomic_compare_exchange_n(w, &v, want, false,
+                                             __ATOMIC_RELAXED,
+                                             __ATOMIC_RELAXED)) {
+                continue;
+            }
+            v = want;
+        }
+        if (!slept) {
+            __atomic_fetch_add(&sh->lock_sleeps, 1, __ATOMIC_RELAXED);
+            slept = true;
+        }
+        if (left > NFABRIC_STRIPE_SLICE_MS * 1000000ll) {
+            left = NFABRIC_STRIPE_SLICE_MS * 1000000ll;
+        }
+        {
+            struct timespec ts = {
+                .tv_sec = left / 1000000000,
+                .tv_nsec = left % 1000000000,
+            };
+
+            /* Returns at once if the word moved; EINTR is fine too. */
+            syscall(SYS_futex, w, FUTEX_WAIT, v, &ts, NULL, 0);
+        }
+    }
+
+taken:
+    return 0;
+}
+
+/* Take the stripes of mask (of window i) in order; all or none. */
+static bool nfabric_stripes_lock(NFabricShared *sh, uint32_t token, unsigned i,
+                                 uint64_t mask)
+{
+    int64_t deadline = 0;
+    uint64_t held = 0;
+
+    if (i >= NFABRIC_NUM_WINDOWS || !token) {
         errno = EINVAL;
         return false;
     }
-    return nfabric_robust_lock(sh, &sh->win_lock[i].m, nfabric_repair_win_cb, i,
-                               1u << i);
+    for (uint64_t m = mask; m; m &= m - 1) {
+        unsigned k = (unsigned)__builtin_ctzll(m);
+        uint32_t *w = &sh->stripe[i][k].word;
+        int rc = 0;
+
+        if (!nfabric_stripe_try(w, token)) {
+            rc = nfabric_stripe_lock_slow(sh, i, w, token, &deadline);
+        }
+        if (rc) {
+            nfabric_shared_unlock_span(sh, i, held);
+            errno = rc;
+            return false;
+        }
+        held |= 1ull << k;
+    }
+    /* Taken: no longer stuck (looked up only while some lock is). */
+    if (__atomic_load_n(&nfabric_stuck_maps, __ATOMIC_RELAXED)) {
+        NFabricMapping *map = nfabric_mapping(sh);
+
+        if (map && (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) &
+                    (1u << i))) {
+            nfabric_stuck_clear(map, 1u << i);
+        }
+    }
+    return true;
+}
+
+uint32_t nfabric_shared_token(const NFabricShared *sh)
+{
+    NFabricMapping *map = nfabric_mapping(sh);
+
+    return map ? map->token : 0;
+}
+
+bool nfabric_shared_lock_span(NFabricShared *sh, uint32_t token, unsigned i,
+                              uint64_t off, uint64_t len, uint64_t *held)
+{
+    uint64_t first = off >> NFABRIC_STRIPE_SHIFT;
+    uint64_t last = (off + (len ? len : 1) - 1) >> NFABRIC_STRIPE_SHIFT;
+    uint64_t mask = 0;
+
+    if (last - first >= NFABRIC_WIN_STRIPES - 1) {
+        mask = UINT64_MAX;
+    } else {
+        for (uint64_t k = first; k <= last; k++) {
+            mask |= 1ull << (k % NFABRIC_WIN_STRIPES);
+        }
+    }
+    *held = 0;
+    if (!nfabric_stripes_lock(sh, token, i, mask)) {
+        return false;
+    }
+    *held = mask;
+    return true;
+}
+
+void nfabric_shared_unlock_span(NFabricShared *sh, unsigned i, uint64_t held)
+{
+    for (; held; held &= held - 1) {
+        nfabric_stripe_release(&sh->stripe[i][__builtin_ctzll(held)].word);
+    }
+}
+
+bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i)
+{
+    return nfabric_stripes_lock(sh, nfabric_shared_token(sh), i, UINT64_MAX);
 }
 
 void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i)
 {
-    pthread_mutex_unlock(&sh->win_lock[i].m);
+    nfabric_shared_unlock_span(sh, i, UINT64_MAX);
 }
 
 uint32_t nfabric_shared_expected(const NFabricShared *sh)
@@ -1046,6 +1307,7 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
     /* Its contributions to the current rounds stay counted (a rejoin). */
     sh->head[a->head].pid = (uint32_t)getpid();
     sh->head[a->head].attaches++;
+    m->token = NFABRIC_STRIPE_EPOCH(sh->head[a->head].attaches) | (a->head + 1);
     sh->lost_mask &= ~(1u << a->head);
     __atomic_store_n(&sh->head[a->head].state, NFABRIC_HEAD_ATTACHED,
                      __ATOMIC_RELEASE);
@@ -1172,18 +1434,6 @@ const char *nfabric_fm_check(const NFabricFm *fm, unsigned heads,
     return NULL;
 }
 
-/* Does some process hold head h's live byte (is it attached)? */
-static bool nfabric_live_held(int fd, unsigned h)
-{
-    struct flock fl;
-
-    memset(&fl, 0, sizeof(fl));
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = (off_t)NFABRIC_SHARED_LIVE_BYTE(h);
-    fl.l_len = 1;
-    return fcntl(fd, F_OFD_GETLK, &fl) != 0 || fl.l_type != F_UNLCK;
-}
 
 /*
  * A head may map its own ranges directly (docs/multihost.md): none may be

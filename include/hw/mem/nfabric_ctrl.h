@@ -163,6 +163,7 @@ typedef struct NFabricCtrl {
     unsigned head;
     uint64_t (*stats)[NFABRIC_NUM_STATS];
     bool shared;                /* sh is a state file's mapping */
+    uint32_t lock_token;        /* this head's token for the stripe locks */
     uint32_t heads;             /* the device's heads, as attached */
     NFabricView view;
     NFabricFmView fm;           /* the fabric manager's jobs, as checked */

@@ -9,18 +9,23 @@
  * device that is not shared keeps the same structure in private memory,
  * with one head and no locking.
  *
- * Locking (only for a state file, .pshared = 1), process-shared robust
- * mutexes:
+ * Locking (only for a state file, .pshared = 1):
  *   job[j].m     job j's configuration: its windows' registers, enables,
  *                CLEARs, round commands (every head's register writes;
  *                without an assignment every head is job 0's)
  *   cfg_lock     the device as a whole: head attach/detach, dead heads,
  *                the fabric manager's writes
- *   win_lock[i]  window i's counters, contribution counts and round state
+ *   stripe[i][s] window i's counters of the stripe s of its offsets (an
+ *                access takes the stripes it touches; a clear, enable,
+ *                disable or round command takes all of window i's)
  * taken in that order (the fabric manager takes every job's lock, in job
  * order, then cfg_lock).  A head of one job never takes another job's
  * lock, so a head of another job that is stopped or busy holds up nothing
- * of its configuration.  Each job's windows are also published with a
+ * of its configuration.  The first two are process-shared robust mutexes;
+ * the stripes, taken on every access to a window, are a lock word each
+ * (the holder's token, see NFABRIC_STRIPE_*: a compare-and-swap to take,
+ * a store to release, a futex to sleep on), whose dead holder is found by
+ * its live byte (below).  Each job's windows are also published with a
  * sequence count of the job's (gen[j], odd while they change) so that the
  * memory path can look a DPA up without a lock; a head reads only its own
  * job's windows.  A process that dies holding a lock leaves it to the next
@@ -61,7 +66,26 @@
 
 #define NFABRIC_SHARED_MAGIC    0x48534e46u     /* "NFSH" */
 /* Bump when NFabricShared changes: old state files are then refused. */
-#define NFABRIC_SHARED_LAYOUT   9
+#define NFABRIC_SHARED_LAYOUT   10
+
+/*
+ * Window locks are striped over the window's offsets: stripe s of window i
+ * guards the counters of the offsets o with (o >> NFABRIC_STRIPE_SHIFT) %
+ * NFABRIC_WIN_STRIPES == s (256 bytes of signs or codes: 2 or 4 KiB of
+ * counters), so heads writing different parts of one window take different
+ * locks.  A stripe is a whole number of the datapath's 64-byte lines.
+ */
+#define NFABRIC_WIN_STRIPES     64
+#define NFABRIC_STRIPE_SHIFT    8
+/*
+ * A stripe's lock word: 0 when free, else its holder's token: bits 0-7
+ * the head's index + 1, bits 8-30 the head's attach count (a later process
+ * of the same head is another holder), bit 31 set while a head sleeps on
+ * the word.  Any other value is a corrupted lock.
+ */
+#define NFABRIC_STRIPE_OWNER    0xffu
+#define NFABRIC_STRIPE_EPOCH(n) (((uint32_t)(n) & 0x7fffffu) << 8)
+#define NFABRIC_STRIPE_WAITERS  0x80000000u
 
 /*
  * The byte of the state file whose OFD lock says head h is alive (beyond
@@ -244,9 +268,10 @@ typedef struct NFabricShared {
     uint32_t map_ack[NFABRIC_MAX_HEADS];
 
     NFabricRound round[NFABRIC_NUM_WINDOWS] __attribute__((aligned(64)));
+    /* A line each: heads at different stripes share no line. */
     struct {
-        pthread_mutex_t m;
-    } __attribute__((aligned(64))) win_lock[NFABRIC_NUM_WINDOWS];
+        uint32_t word;
+    } __attribute__((aligned(64))) stripe[NFABRIC_NUM_WINDOWS][NFABRIC_WIN_STRIPES];
     NFabricSharedHead head[NFABRIC_MAX_HEADS];
 
     /* Written by the fabric manager only (rarely): read by every access. */
@@ -359,8 +384,25 @@ bool nfabric_shared_lock_cfg(NFabricShared *sh);
 void nfabric_shared_unlock_cfg(NFabricShared *sh);
 bool nfabric_shared_lock_job(NFabricShared *sh, unsigned job);
 void nfabric_shared_unlock_job(NFabricShared *sh, unsigned job);
+/* Every stripe of window i (a clear, an enable, a round command). */
 bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i);
 void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i);
+
+/*
+ * The memory path: the stripes of window i that offsets [off, off + len)
+ * touch, taken in stripe order as the head whose token is token
+ * (nfabric_shared_token); *held says which, for the unlock.  False, with
+ * nothing held, as for the locks above (errno ETIMEDOUT or EINVAL).  A
+ * stripe held by a head that died (its live byte free), or by an earlier
+ * process of this head, is taken over and window i's round flagged
+ * INCOMPLETE.
+ */
+bool nfabric_shared_lock_span(NFabricShared *sh, uint32_t token, unsigned i,
+                              uint64_t off, uint64_t len, uint64_t *held);
+void nfabric_shared_unlock_span(NFabricShared *sh, unsigned i, uint64_t held);
+
+/* This process's token as its head of sh (0: a private state). */
+uint32_t nfabric_shared_token(const NFabricShared *sh);
 
 /* Heads a round waits for: every head not gone. */
 uint32_t nfabric_shared_expected(const NFabricShared *sh);
