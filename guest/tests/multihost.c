@@ -23,7 +23,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1516,6 +1519,7 @@ static void case_direct(void)
 /* ---- bench: contribution throughput ------------------------------------- */
 
 static void bench_run(bool shared);
+static void bench_floor(bool shared, uint64_t n);
 
 static void case_bench(void)
 {
@@ -1525,6 +1529,109 @@ static void case_bench(void)
 static void case_bench_single(void)
 {
     bench_run(false);
+}
+
+/*
+ * The trapped-access floor: QEMU's "edu" device (PCI 1234:11e8, when the
+ * VM has one), whose BAR 0 takes 8-byte stores beyond its registers and
+ * does nothing with them.  A store there costs what any access that leaves
+ * the guest costs under the accelerator (the exit, the dispatch, the big
+ * lock), with no device work: what a window's access costs beyond it is
+ * the device's.  NULL if there is no such device.
+ */
+#define EDU_STORE_OFF   0x1000u         /* past edu's registers */
+#define EDU_STORE_SPAN  0x10000u
+
+static volatile uint64_t *edu_bar(void)
+{
+    DIR *d = opendir("/sys/bus/pci/devices");
+    struct dirent *e;
+    volatile uint64_t *bar = NULL;
+
+    if (!d) {
+        return NULL;
+    }
+    while (!bar && (e = readdir(d))) {
+        char path[512], id[16] = "";
+        unsigned vendor = 0, device = 0;
+        uint8_t cmd[2];
+        FILE *f;
+        void *p;
+        int fd;
+
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vendor", e->d_name);
+        if ((f = fopen(path, "r"))) {
+            if (fgets(id, sizeof(id), f)) {
+                vendor = (unsigned)strtoul(id, NULL, 16);
+            }
+            fclose(f);
+        }
+        snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/device", e->d_name);
+        if ((f = fopen(path, "r"))) {
+            if (fgets(id, sizeof(id), f)) {
+                device = (unsigned)strtoul(id, NULL, 16);
+            }
+            fclose(f);
+        }
+        if (vendor != 0x1234 || device != 0x11e8) {
+            continue;
+        }
+        /* No driver binds it: make sure it decodes its memory BAR. */
+        snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", e->d_name);
+        if ((fd = open(path, O_RDWR)) >= 0) {
+            if (pread(fd, cmd, 2, 4) == 2 && !(cmd[0] & 2)) {
+                cmd[0] |= 2;
+                if (pwrite(fd, cmd, 2, 4) != 2) {
+                    diag("edu: cannot enable memory decoding: %s", strerror(errno));
+                }
+            }
+            close(fd);
+        }
+        snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource0", e->d_name);
+        if ((fd = open(path, O_RDWR | O_SYNC)) < 0) {
+            diag("edu: %s: %s", path, strerror(errno));
+            continue;
+        }
+        p = mmap(NULL, EDU_STORE_OFF + EDU_STORE_SPAN, PROT_READ | PROT_WRITE,
+                 MAP_SHARED, fd, 0);
+        close(fd);
+        if (p == MAP_FAILED) {
+            diag("edu: mmap %s: %s", path, strerror(errno));
+            continue;
+        }
+        bar = (volatile uint64_t *)((uint8_t *)p + EDU_STORE_OFF);
+    }
+    closedir(d);
+    return bar;
+}
+
+/* n 8-byte stores to the floor device, the hosts together. */
+static void bench_floor(bool shared, uint64_t n)
+{
+    volatile uint64_t *bar = edu_bar();
+    uint64_t v = ham_pattern(rank, 1);
+    double t0, t1;
+
+    if (shared) {
+        barrier("bench: floor");
+    }
+    if (bar) {
+        t0 = now();
+        for (uint64_t i = 0; i < n; i++) {
+            bar[i % (EDU_STORE_SPAN / 8)] = v;
+        }
+        t1 = now();
+        printf("mh_bench rank=%u path=floor bytes=%" PRIu64 " seconds=%.6f "
+               "mbps=%.3f\n", rank, n * 8, t1 - t0, n * 8 / (t1 - t0) / 1e6);
+    } else {
+        diag("bench: no edu device: no trapped-access floor");
+    }
+    if (shared) {
+        barrier("bench: floor measured");
+    }
 }
 
 /*
@@ -1577,6 +1684,7 @@ static void bench_run(bool shared)
             barrier("bench: measured");
         }
     }
+    bench_floor(shared, n);
     TAP_CHECK(1, "[rank %u] bench ran", rank);
 }
 

@@ -1024,16 +1024,36 @@ nf_suite_multihost() {
 
 nf_register_bench cluster "aggregate G-Binary/G-Ternary contribution throughput, 1/2/4 heads vs the single-head device; --mib N --rounds N"
 
-# nf_mh_bench_figures DIR N: "PATH MBPS" per path: all hosts' bytes over
-# the slowest host's time (the hosts start together at a barrier).
+# nf_mh_bench_figures DIR N: "PATH MBPS HOSTS MIN MAX" per path (gbinary,
+# gternary, floor: the trapped-access floor): all hosts' bytes over the
+# slowest host's time (the hosts start together at a barrier), and the
+# slowest and fastest host's own MB/s.
 nf_mh_bench_figures() {
     local dir=$1 n=$2 r
     for ((r = 0; r < n; r++)); do
         grep -h '^mh_bench ' "$dir/host$r.log" || true
-    done | awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-                  b[v["path"]] += v["bytes"]; if (v["seconds"] > t[v["path"]]) t[v["path"]] = v["seconds"]
-                  c[v["path"]]++ }
-                END { for (p in b) if (t[p] > 0) printf "%s %.3f %d\n", p, b[p] / t[p] / 1e6, c[p] }'
+    done | tr -d '\r' |
+        awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+               p = v["path"]; b[p] += v["bytes"]; if (v["seconds"] > t[p]) t[p] = v["seconds"]
+               if (!(p in lo) || v["mbps"] < lo[p]) lo[p] = v["mbps"]
+               if (!(p in hi) || v["mbps"] > hi[p]) hi[p] = v["mbps"]
+               c[p]++ }
+             END { for (p in b) if (t[p] > 0)
+                       printf "%s %.3f %d %.3f %.3f\n", p, b[p] / t[p] / 1e6, c[p], lo[p], hi[p] }'
+}
+
+# nf_mh_bench_keep KEY MBPS [MIN MAX]: keep the best of the rounds in best[]
+# (and that round's slowest and fastest host in lo[] and hi[]).
+nf_mh_bench_keep() {
+    awk -v a="$2" -v b="${best[$1]:-0}" 'BEGIN{exit !(a > b)}' || return 0
+    best[$1]=$2
+    lo[$1]=${3:-$2}
+    hi[$1]=${4:-$2}
+}
+
+# nf_ratio KEY A B: KEY=A/B with three decimals.
+nf_ratio() {
+    awk -v k="$1" -v a="$2" -v b="$3" 'BEGIN{ if (b > 0) printf "%s=%.3f\n", k, a / b; else printf "%s=n/a\n", k }'
 }
 
 nf_bench_cluster() {
@@ -1058,33 +1078,38 @@ nf_bench_cluster() {
     fi
     [ -x "$NF_QEMU_BIN" ] || nf_setup_main --quiet
     nf_image_main >&2
-    declare -A best waits
+    declare -A best lo hi waits
     local cmd="nfabric-multihost bench --bytes $mib"
+    # The trapped-access floor: QEMU's edu device in every VM (the guest
+    # times 8-byte stores into its BAR after the windows).
+    local floor=(--qemu-arg -device --qemu-arg "edu,bus=pcie.0")
     for ((r = 0; r < rounds; r++)); do
         # The device as it was: not shared, RAM backend, one host.
         dir=$NF_BUILD/bench-cluster/single
         mkdir -p "$dir"
         nf_vm_main --quiet --log "$dir/host0.log" --cpus 1 --mem 1G --timeout 900 \
-            --run "NFABRIC_RANK=0 NFABRIC_HOSTS=1 $cmd" >/dev/null 2>&1 ||
+            "${floor[@]}" --run "NFABRIC_RANK=0 NFABRIC_HOSTS=1 $cmd" >/dev/null 2>&1 ||
             nf_die "bench cluster: the single-head run failed (console: $dir/host0.log)"
         while read -r p v _; do
-            awk -v a="$v" -v b="${best[single_$p]:-0}" 'BEGIN{exit !(a > b)}' && best[single_$p]=$v
+            nf_mh_bench_keep "single_$p" "$v"
         done < <(nf_mh_bench_figures "$dir" 1)
         for n in 1 2 4; do
             dir=$NF_BUILD/bench-cluster/heads$n
             nf_cluster_prepare "$dir" 256
             for ((h = 0; h < n; h++)); do
-                nf_cluster_boot "$dir" "$h" "$n" "$cmd" 256 --cpus 1 --mem 512M --timeout 900
+                nf_cluster_boot "$dir" "$h" "$n" "$cmd" 256 --cpus 1 --mem 512M --timeout 900 "${floor[@]}"
             done
             for ((h = 0; h < n; h++)); do
                 [ "$(nf_cluster_wait "$dir" "$h" 960)" = 0 ] ||
                     nf_die "bench cluster: host $h of $n failed (console: $dir/host$h.log)"
             done
             wait
-            while read -r p v cnt; do
+            while read -r p v cnt vlo vhi; do
                 [ "$cnt" = "$n" ] || nf_die "bench cluster: $cnt of $n hosts reported $p"
-                awk -v a="$v" -v b="${best[heads${n}_$p]:-0}" 'BEGIN{exit !(a > b)}' && best[heads${n}_$p]=$v
+                nf_mh_bench_keep "heads${n}_$p" "$v" "$vlo" "$vhi"
             done < <(nf_mh_bench_figures "$dir" "$n")
+            [ -n "${best[heads${n}_floor]:-}" ] ||
+                nf_die "bench cluster: the $n-host run printed no trapped-access floor (console: $dir/host0.log)"
             waits[$n]=$("$NF_HOST_BUILD/bench/nfabric-state" "$dir/state" | sed -n 's/^lock_waits=//p')
         done
         # Plain 8-byte writes of 2 heads of one device, no fabric manager
@@ -1109,16 +1134,30 @@ nf_bench_cluster() {
         echo "single_${p}_mbps=${best[single_$p]}"
         for n in 1 2 4; do
             echo "heads${n}_${p}_mbps=${best[heads${n}_$p]}"
+            echo "heads${n}_${p}_per_head_mbps_min=${lo[heads${n}_$p]}"
+            echo "heads${n}_${p}_per_head_mbps_max=${hi[heads${n}_$p]}"
         done
         for n in 2 4; do
-            awk -v a="${best[heads${n}_$p]}" -v b="${best[heads1_$p]}" -v k="${p}_heads${n}_vs_heads1" \
-                'BEGIN{printf "%s=%.3f\n", k, a / b}'
+            nf_ratio "${p}_heads${n}_vs_heads1" "${best[heads${n}_$p]}" "${best[heads1_$p]}"
         done
     done
-    awk -v a="${best[heads1_gbinary]}" -v b="${best[single_gbinary]}" \
-        'BEGIN{printf "shared_vs_single_head=%.3f\n", a / b}'
-    awk -v a="${best[heads1_gternary]}" -v b="${best[single_gternary]}" \
-        'BEGIN{printf "shared_vs_single_head_gternary=%.3f\n", a / b}'
+    # How far each figure is from what any trapped access costs here.
+    echo "trap_floor_single_mbps=${best[single_floor]:-}"
+    for n in 1 2 4; do
+        echo "trap_floor_heads${n}_mbps=${best[heads${n}_floor]}"
+    done
+    for n in 2 4; do
+        nf_ratio "trap_floor_heads${n}_vs_heads1" "${best[heads${n}_floor]}" "${best[heads1_floor]}"
+    done
+    for p in gbinary gternary; do
+        for n in 1 2 4; do
+            nf_ratio "${p}_heads${n}_vs_trap_floor" "${best[heads${n}_$p]}" "${best[heads${n}_floor]}"
+        done
+    done
+    nf_ratio gbinary_write_vs_trap_floor "${best[heads1_gbinary]}" "${best[heads1_floor]}"
+    nf_ratio single_gbinary_write_vs_trap_floor "${best[single_gbinary]}" "${best[single_floor]:-0}"
+    nf_ratio shared_vs_single_head "${best[heads1_gbinary]}" "${best[single_gbinary]}"
+    nf_ratio shared_vs_single_head_gternary "${best[heads1_gternary]}" "${best[single_gternary]}"
     for ((h = 0; h < 2; h++)); do
         echo "head${h}_plain_write_mbps=${best[own_$h]}"
         echo "head${h}_ram_write_mbps=${best[ram_$h]}"
