@@ -1078,7 +1078,7 @@ nf_bench_cluster() {
     fi
     [ -x "$NF_QEMU_BIN" ] || nf_setup_main --quiet
     nf_image_main >&2
-    declare -A best lo hi waits
+    declare -A best lo hi waits sleeps
     local cmd="nfabric-multihost bench --bytes $mib"
     # The trapped-access floor: QEMU's edu device in every VM (the guest
     # times 8-byte stores into its BAR after the windows).
@@ -1110,7 +1110,9 @@ nf_bench_cluster() {
             done < <(nf_mh_bench_figures "$dir" "$n")
             [ -n "${best[heads${n}_floor]:-}" ] ||
                 nf_die "bench cluster: the $n-host run printed no trapped-access floor (console: $dir/host0.log)"
-            waits[$n]=$("$NF_HOST_BUILD/bench/nfabric-state" "$dir/state" | sed -n 's/^lock_waits=//p')
+            "$NF_HOST_BUILD/bench/nfabric-state" "$dir/state" > "$dir/state.txt"
+            waits[$n]=$(sed -n 's/^lock_waits=//p' "$dir/state.txt")
+            sleeps[$n]=$(sed -n 's/^lock_sleeps=//p' "$dir/state.txt")
         done
         # Plain 8-byte writes of 2 heads of one device, no fabric manager
         # (all memory mapped directly, the map protocol), against guest RAM
@@ -1168,6 +1170,7 @@ nf_bench_cluster() {
     for n in 1 2 4; do
         local writes=$((n * mib * 1024 * 1024 * 2 / 8))
         echo "lock_waits_heads$n=${waits[$n]:-0}"
+        echo "lock_sleeps_heads$n=${sleeps[$n]:-0}"
         awk -v w="${waits[$n]:-0}" -v t="$writes" -v k="lock_contended_pct_heads$n" \
             'BEGIN{printf "%s=%.2f\n", k, 100 * w / t}'
     done

@@ -1436,7 +1436,18 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
             }
             path = NFABRIC_PATH_FP32;
         } else {
-            /* The stripes of the window this access touches. */
+            /*
+             * The stripes of the window this access touches.  Taking one
+             * orders memory (a locked instruction): the counters' line is
+             * fetched meanwhile, not after it.
+             */
+            if (s->view.cfg[i].path != NFABRIC_PATH_FP32) {
+                __builtin_prefetch(s->ram + s->view.counters[i] +
+                                   nfabric_counter_bytes(s->view.cfg[i].path,
+                                                         s->view.cfg[i].width,
+                                                         dpa - s->view.base[i]),
+                                   1);
+            }
             if (s->shared &&
                 !nfabric_shared_lock_span(sh, s->lock_token, i,
                                           dpa - s->view.base[i], n, &held)) {

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -387,11 +388,6 @@ static void nfabric_stripe_repaired(NFabricShared *sh, unsigned i)
     __atomic_store_n(&sh->round[i].incomplete, 1, __ATOMIC_RELAXED);
 }
 
-static void nfabric_stripe_wake(uint32_t *w)
-{
-    syscall(SYS_futex, w, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
-}
-
 /* Free the stripes head h (dead: its live byte is ours now) held. */
 static void nfabric_stripes_release_head(NFabricShared *sh, unsigned h)
 {
@@ -404,9 +400,6 @@ static void nfabric_stripes_release_head(NFabricShared *sh, unsigned h)
                 __atomic_compare_exchange_n(w, &v, 0, false, __ATOMIC_ACQ_REL,
                                             __ATOMIC_RELAXED)) {
                 nfabric_stripe_repaired(sh, i);
-                if (v & NFABRIC_STRIPE_WAITERS) {
-                    nfabric_stripe_wake(w);
-                }
             }
         }
     }
@@ -657,16 +650,27 @@ void nfabric_shared_unlock_job(NFabricShared *sh, unsigned j)
  * ---- window stripes ----------------------------------------------------
  *
  * Taken on every access to a window: a compare-and-swap of 0 to the
- * holder's token when free (no system call, no list of held locks), a
- * store of 0 to release.  A head that finds a stripe held spins a while,
- * then sets the word's waiters bit and sleeps on it (a futex, in slices,
- * so that it also notices a holder that died) until the bound.  A holder
- * is dead when its head's live byte is free, or when it is this head's
- * index with another attach count (an earlier process of this head): the
- * stripe is then taken over with a compare-and-swap from the dead holder's
- * word, so that of several heads noticing it one takes it.
+ * holder's token when free, a plain store of 0 (release order) to give it
+ * back: one locked instruction per access, no system call, no list of held
+ * locks.  A head that finds a stripe held spins a while, then yields its
+ * core a few times, then polls in short sleeps until the bound (nobody
+ * wakes it: a wake would cost every release a second locked instruction,
+ * and a wait past the spins is rare: bench cluster prints lock_sleeps).
+ * A holder is dead when its head's live byte is free, or when it is this
+ * head's index with another attach count (an earlier process of this
+ * head): the stripe is then taken over with a compare-and-swap from the
+ * dead holder's word, so that of several heads noticing it one takes it.
  */
-#define NFABRIC_STRIPE_SLICE_MS 20      /* a sleep between looks */
+/*
+ * A stripe is held for one access (tens of nanoseconds) by a head that
+ * runs: a few hundred spins outlast it.  Past them its holder was most
+ * likely descheduled (more heads than cores): yield the core a few times,
+ * which lets it run if it waits on this core, then sleep between looks.
+ */
+#define NFABRIC_STRIPE_SPINS    256
+#define NFABRIC_STRIPE_YIELDS   4
+#define NFABRIC_STRIPE_NAP_US   100     /* a sleep between looks */
+#define NFABRIC_STRIPE_LIVE_MS  10      /* how often the holder's life is looked at */
 
 static inline bool nfabric_stripe_try(uint32_t *w, uint32_t token)
 {
@@ -678,9 +682,7 @@ static inline bool nfabric_stripe_try(uint32_t *w, uint32_t token)
 
 static inline void nfabric_stripe_release(uint32_t *w)
 {
-    if (__atomic_exchange_n(w, 0, __ATOMIC_RELEASE) & NFABRIC_STRIPE_WAITERS) {
-        nfabric_stripe_wake(w);
-    }
+    __atomic_store_n(w, 0, __ATOMIC_RELEASE);
 }
 
 /* A word a head can have written (the state file is untrusted). */
@@ -688,7 +690,8 @@ static inline bool nfabric_stripe_sane(uint32_t v, unsigned heads)
 {
     unsigned owner = v & NFABRIC_STRIPE_OWNER;
 
-    return v == 0 || (owner >= 1 && owner <= heads);
+    return v == 0 ||
+           (owner >= 1 && owner <= heads && !(v & NFABRIC_STRIPE_RESERVED));
 }
 
 static bool nfabric_stripe_dead(const NFabricMapping *map, uint32_t v)
@@ -697,7 +700,7 @@ static bool nfabric_stripe_dead(const NFabricMapping *map, uint32_t v)
 
     if (owner == map->head) {
         /* Another thread of ours, or an earlier process of this head. */
-        return (v & ~NFABRIC_STRIPE_WAITERS) != map->token;
+        return v != map->token;
     }
     return !nfabric_live_held(map->fd, owner);
 }
@@ -722,14 +725,19 @@ static int nfabric_stripe_lock_slow(NFabricShared *sh, unsigned i,
     NFabricMapping *map;
     bool slept = false;
     uint32_t bit = 1u << i;
+    int64_t next_live = 0;
     uint32_t v;
 
     __atomic_fetch_add(&sh->lock_waits, 1, __ATOMIC_RELAXED);
-    for (unsigned k = 0; k < NFABRIC_LOCK_SPINS; k++) {
-        nfabric_cpu_relax();
+    for (unsigned k = 0; k < NFABRIC_STRIPE_SPINS + NFABRIC_STRIPE_YIELDS; k++) {
+        if (k < NFABRIC_STRIPE_SPINS) {
+            nfabric_cpu_relax();
+        } else {
+            sched_yield();
+        }
         v = __atomic_load_n(w, __ATOMIC_RELAXED);
         if (v == 0 && nfabric_stripe_try(w, token)) {
-            goto taken;
+            return 0;
         }
     }
     map = nfabric_mapping(sh);
@@ -737,73 +745,49 @@ static int nfabric_stripe_lock_slow(NFabricShared *sh, unsigned i,
         return EINVAL;          /* not a state this process attached */
     }
     for (;;) {
-        int64_t now, left;
+        struct timespec nap = { 0, NFABRIC_STRIPE_NAP_US * 1000L };
+        int64_t now;
 
         v = __atomic_load_n(w, __ATOMIC_RELAXED);
         if (v == 0) {
             if (nfabric_stripe_try(w, token)) {
-                goto taken;
+                return 0;
             }
             continue;
         }
         if (!nfabric_stripe_sane(v, map->heads)) {
             return EINVAL;
         }
-        if (nfabric_stripe_dead(map, v)) {
-            if (__atomic_compare_exchange_n(w, &v, token, false,
-                                            __ATOMIC_ACQUIRE,
-                                            __ATOMIC_RELAXED)) {
-                nfabric_stripe_repaired(sh, i);
-                if (v & NFABRIC_STRIPE_WAITERS) {
-                    nfabric_stripe_wake(w);    /* they look again */
-                }
-                goto taken;
-            }
-            continue;
-        }
         now = nfabric_now_ns();
+        if (now >= next_live) {
+            if (nfabric_stripe_dead(map, v)) {
+                if (__atomic_compare_exchange_n(w, &v, token, false,
+                                                __ATOMIC_ACQUIRE,
+                                                __ATOMIC_RELAXED)) {
+                    nfabric_stripe_repaired(sh, i);
+                    return 0;
+                }
+                continue;
+            }
+            next_live = now + NFABRIC_STRIPE_LIVE_MS * 1000000ll;
+        }
         if (!*deadline) {
             unsigned ms = (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) & bit)
                           ? NFABRIC_SHARED_STUCK_MS : NFABRIC_SHARED_LOCK_MS;
 
             *deadline = now + (int64_t)ms * 1000000;
         }
-        left = *deadline - now;
-        if (left <= 0) {
+        if (now >= *deadline) {
             __atomic_fetch_add(&sh->lock_timeouts, 1, __ATOMIC_RELAXED);
             nfabric_stuck_set(map, bit);
             return ETIMEDOUT;
-        }
-        if (!(v & NFABRIC_STRIPE_WAITERS)) {
-            uint32_t want = v | NFABRIC_STRIPE_WAITERS;
-
-            if (!__atomic_compare_exchange_n(w, &v, want, false,
-                                             __ATOMIC_RELAXED,
-                                             __ATOMIC_RELAXED)) {
-                continue;
-            }
-            v = want;
         }
         if (!slept) {
             __atomic_fetch_add(&sh->lock_sleeps, 1, __ATOMIC_RELAXED);
             slept = true;
         }
-        if (left > NFABRIC_STRIPE_SLICE_MS * 1000000ll) {
-            left = NFABRIC_STRIPE_SLICE_MS * 1000000ll;
-        }
-        {
-            struct timespec ts = {
-                .tv_sec = left / 1000000000,
-                .tv_nsec = left % 1000000000,
-            };
-
-            /* Returns at once if the word moved; EINTR is fine too. */
-            syscall(SYS_futex, w, FUTEX_WAIT, v, &ts, NULL, 0);
-        }
+        nanosleep(&nap, NULL);
     }
-
-taken:
-    return 0;
 }
 
 /* Take the stripes of mask (of window i) in order; all or none. */

@@ -24,8 +24,8 @@
  * of its configuration.  The first two are process-shared robust mutexes;
  * the stripes, taken on every access to a window, are a lock word each
  * (the holder's token, see NFABRIC_STRIPE_*: a compare-and-swap to take,
- * a store to release, a futex to sleep on), whose dead holder is found by
- * its live byte (below).  Each job's windows are also published with a
+ * a store to release), whose dead holder is found by its live byte
+ * (below).  Each job's windows are also published with a
  * sequence count of the job's (gen[j], odd while they change) so that the
  * memory path can look a DPA up without a lock; a head reads only its own
  * job's windows.  A process that dies holding a lock leaves it to the next
@@ -80,12 +80,12 @@
 /*
  * A stripe's lock word: 0 when free, else its holder's token: bits 0-7
  * the head's index + 1, bits 8-30 the head's attach count (a later process
- * of the same head is another holder), bit 31 set while a head sleeps on
- * the word.  Any other value is a corrupted lock.
+ * of the same head is another holder), bit 31 0.  Any other value is a
+ * corrupted lock.
  */
 #define NFABRIC_STRIPE_OWNER    0xffu
 #define NFABRIC_STRIPE_EPOCH(n) (((uint32_t)(n) & 0x7fffffu) << 8)
-#define NFABRIC_STRIPE_WAITERS  0x80000000u
+#define NFABRIC_STRIPE_RESERVED 0x80000000u
 
 /*
  * The byte of the state file whose OFD lock says head h is alive (beyond
