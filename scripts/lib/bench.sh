@@ -11,7 +11,7 @@ nf_bench_engine() {
     "$NF_HOST_BUILD/bench/nfabric-bench-engine" "$@"
 }
 
-nf_register_bench heads "the shared device's memory path without a VM: 1, 2, 4, 8 processes, each a head, writing one G-Binary and one G-Ternary window (host); --seconds S --procs LIST"
+nf_register_bench heads "the shared device's memory path without a VM: 1, 2, 4, 8 processes, each a head, writing one G-Binary and one G-Ternary window (host), best of rounds; also each head into elements of its own (apart); --seconds S --procs LIST --rounds N"
 
 nf_bench_heads() {
     local path
@@ -20,6 +20,10 @@ nf_bench_heads() {
         "$NF_HOST_BUILD/bench/nfabric-bench-heads" --path "$path" --dir "$NF_RUN_SHM" "$@" ||
             nf_die "bench heads: nfabric-bench-heads --path $path failed"
     done
+    # Each head into elements of its own: the shared path without the
+    # counters' lines moving between cores (heads_apart_gbinary_*).
+    "$NF_HOST_BUILD/bench/nfabric-bench-heads" --path gbinary --apart --dir "$NF_RUN_SHM" "$@" ||
+        nf_die "bench heads: nfabric-bench-heads --path gbinary --apart failed"
 }
 
 nf_bench_main() {
