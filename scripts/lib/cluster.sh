@@ -1104,12 +1104,20 @@ nf_bench_cluster() {
                     nf_die "bench cluster: host $h of $n failed (console: $dir/host$h.log)"
             done
             wait
+            local -A round=()
             while read -r p v cnt vlo vhi; do
                 [ "$cnt" = "$n" ] || nf_die "bench cluster: $cnt of $n hosts reported $p"
                 nf_mh_bench_keep "heads${n}_$p" "$v" "$vlo" "$vhi"
+                round[$p]=$v
             done < <(nf_mh_bench_figures "$dir" "$n")
-            [ -n "${best[heads${n}_floor]:-}" ] ||
+            [ -n "${round[floor]:-}" ] ||
                 nf_die "bench cluster: the $n-host run printed no trapped-access floor (console: $dir/host0.log)"
+            # The device against the floor of the same VMs a few seconds
+            # later: side by side, whatever the machine did in other rounds.
+            for p in gbinary gternary; do
+                nf_mh_bench_keep "pair_heads${n}_$p" \
+                    "$(awk -v a="${round[$p]}" -v b="${round[floor]}" 'BEGIN{printf "%.4f", a / b}')"
+            done
             "$NF_HOST_BUILD/bench/nfabric-state" "$dir/state" > "$dir/state.txt"
             waits[$n]=$(sed -n 's/^lock_waits=//p' "$dir/state.txt")
             sleeps[$n]=$(sed -n 's/^lock_sleeps=//p' "$dir/state.txt")
@@ -1151,12 +1159,18 @@ nf_bench_cluster() {
     for n in 2 4; do
         nf_ratio "trap_floor_heads${n}_vs_heads1" "${best[heads${n}_floor]}" "${best[heads1_floor]}"
     done
+    # Against the floor measured in the same round (best round), and how
+    # much of the machine's own scaling the device keeps: 1 when N heads
+    # are as far from the floor as one is.
     for p in gbinary gternary; do
         for n in 1 2 4; do
-            nf_ratio "${p}_heads${n}_vs_trap_floor" "${best[heads${n}_$p]}" "${best[heads${n}_floor]}"
+            echo "${p}_heads${n}_vs_trap_floor=$(awk -v a="${best[pair_heads${n}_$p]}" 'BEGIN{printf "%.3f", a}')"
+        done
+        for n in 2 4; do
+            nf_ratio "${p}_heads${n}_scaling_vs_floor" "${best[pair_heads${n}_$p]}" "${best[pair_heads1_$p]}"
         done
     done
-    nf_ratio gbinary_write_vs_trap_floor "${best[heads1_gbinary]}" "${best[heads1_floor]}"
+    echo "gbinary_write_vs_trap_floor=$(awk -v a="${best[pair_heads1_gbinary]}" 'BEGIN{printf "%.3f", a}')"
     nf_ratio single_gbinary_write_vs_trap_floor "${best[single_gbinary]}" "${best[single_floor]:-0}"
     nf_ratio shared_vs_single_head "${best[heads1_gbinary]}" "${best[single_gbinary]}"
     nf_ratio shared_vs_single_head_gternary "${best[heads1_gternary]}" "${best[single_gternary]}"
