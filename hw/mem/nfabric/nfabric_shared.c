@@ -242,24 +242,11 @@ static int nfabric_live_lock(int fd, unsigned h, short type)
     return fcntl(fd, F_OFD_SETLK, &fl);
 }
 
-/* Does another description than fd's hold a live byte of heads [0, n)? */
-static bool nfabric_live_any(int fd, unsigned n)
-{
-    struct flock fl;
-
-    memset(&fl, 0, sizeof(fl));
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = (off_t)NFABRIC_SHARED_LIVE_BYTE(0);
-    fl.l_len = n;
-    if (fcntl(fd, F_OFD_GETLK, &fl) != 0) {
-        return true;            /* cannot tell: never take it for dead */
-    }
-    return fl.l_type != F_UNLCK;
-}
-
-/* Does some process hold head h's live byte (is it attached)? */
-static bool nfabric_live_held(int fd, unsigned h)
+/*
+ * Does another description than fd's hold a live byte of heads [h, h + n)?
+ * When it cannot tell, yes: a head is never taken for dead on an error.
+ */
+static bool nfabric_live_held_range(int fd, unsigned h, unsigned n)
 {
     struct flock fl;
 
@@ -267,8 +254,20 @@ static bool nfabric_live_held(int fd, unsigned h)
     fl.l_type = F_WRLCK;
     fl.l_whence = SEEK_SET;
     fl.l_start = (off_t)NFABRIC_SHARED_LIVE_BYTE(h);
-    fl.l_len = 1;
+    fl.l_len = n;
     return fcntl(fd, F_OFD_GETLK, &fl) != 0 || fl.l_type != F_UNLCK;
+}
+
+/* Does another description than fd's hold a live byte of heads [0, n)? */
+static bool nfabric_live_any(int fd, unsigned n)
+{
+    return nfabric_live_held_range(fd, 0, n);
+}
+
+/* Does some process hold head h's live byte (is it attached)? */
+static bool nfabric_live_held(int fd, unsigned h)
+{
+    return nfabric_live_held_range(fd, h, 1);
 }
 
 static void nfabric_shared_reset_tables(NFabricShared *sh)
