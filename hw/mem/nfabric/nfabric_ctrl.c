@@ -175,6 +175,28 @@ static void nfabric_unlock_win(NFabricCtrl *s, unsigned i)
     }
 }
 
+/* The stripes of window i that n bytes at window offset off touch. */
+static bool nfabric_lock_span(NFabricCtrl *s, unsigned i, uint64_t off,
+                              unsigned n, uint64_t *held)
+{
+    *held = 0;
+    if (!s->shared) {
+        return true;
+    }
+    if (!nfabric_shared_lock_span(s->sh, s->lock_token, i, off, n, held)) {
+        nfabric_lock_failed(s, "window", (int)i);
+        return false;
+    }
+    return true;
+}
+
+static void nfabric_unlock_span(NFabricCtrl *s, unsigned i, uint64_t held)
+{
+    if (s->shared) {
+        nfabric_shared_unlock_span(s->sh, i, held);
+    }
+}
+
 /* ---- jobs: the fabric manager's assignment --------------------------- */
 
 #define NFABRIC_FM_TRIES        10000   /* copies before giving up */
@@ -1448,25 +1470,18 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                                                          dpa - s->view.base[i]),
                                    1);
             }
-            if (s->shared &&
-                !nfabric_shared_lock_span(sh, s->lock_token, i,
-                                          dpa - s->view.base[i], n, &held)) {
-                nfabric_lock_failed(s, "window", i);
+            if (!nfabric_lock_span(s, i, dpa - s->view.base[i], n, &held)) {
                 nfabric_access_refused(s, dpa, buf, len, write);
                 break;
             }
             if (nfabric_shared_gen(sh, s->view.job) != s->view.gen) {
                 /* Another head changed the table meanwhile: look again. */
-                if (s->shared) {
-                    nfabric_shared_unlock_span(sh, i, held);
-                }
+                nfabric_unlock_span(s, i, held);
                 continue;
             }
             path = s->view.cfg[i].path;
             nfabric_win_access(s, i, dpa, buf, n, write);
-            if (s->shared) {
-                nfabric_shared_unlock_span(sh, i, held);
-            }
+            nfabric_unlock_span(s, i, held);
         }
         served[path] += n;
         dpa += n;
