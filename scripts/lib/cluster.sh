@@ -1090,9 +1090,16 @@ nf_bench_cluster() {
         nf_vm_main --quiet --log "$dir/host0.log" --cpus 1 --mem 1G --timeout 900 \
             "${floor[@]}" --run "NFABRIC_RANK=0 NFABRIC_HOSTS=1 $cmd" >/dev/null 2>&1 ||
             nf_die "bench cluster: the single-head run failed (console: $dir/host0.log)"
+        local -A round=()
         while read -r p v _; do
             nf_mh_bench_keep "single_$p" "$v"
+            round[$p]=$v
         done < <(nf_mh_bench_figures "$dir" 1)
+        if [ -z "${round[floor]:-}" ] || [ -z "${round[gbinary]:-}" ]; then
+            nf_die "bench cluster: the single-head run printed no trapped-access floor (console: $dir/host0.log)"
+        fi
+        nf_mh_bench_keep pair_single_gbinary \
+            "$(awk -v a="${round[gbinary]}" -v b="${round[floor]}" 'BEGIN{printf "%.4f", a / b}')"
         for n in 1 2 4; do
             dir=$NF_BUILD/bench-cluster/heads$n
             nf_cluster_prepare "$dir" 256
@@ -1152,7 +1159,7 @@ nf_bench_cluster() {
         done
     done
     # How far each figure is from what any trapped access costs here.
-    echo "trap_floor_single_mbps=${best[single_floor]:-}"
+    echo "trap_floor_single_mbps=${best[single_floor]}"
     for n in 1 2 4; do
         echo "trap_floor_heads${n}_mbps=${best[heads${n}_floor]}"
     done
@@ -1171,7 +1178,7 @@ nf_bench_cluster() {
         done
     done
     echo "gbinary_write_vs_trap_floor=$(awk -v a="${best[pair_heads1_gbinary]}" 'BEGIN{printf "%.3f", a}')"
-    nf_ratio single_gbinary_write_vs_trap_floor "${best[single_gbinary]}" "${best[single_floor]:-0}"
+    echo "single_gbinary_write_vs_trap_floor=$(awk -v a="${best[pair_single_gbinary]}" 'BEGIN{printf "%.3f", a}')"
     nf_ratio shared_vs_single_head "${best[heads1_gbinary]}" "${best[single_gbinary]}"
     nf_ratio shared_vs_single_head_gternary "${best[heads1_gternary]}" "${best[single_gternary]}"
     for ((h = 0; h < 2; h++)); do
