@@ -1022,7 +1022,7 @@ nf_suite_multihost() {
 
 # ---- bench cluster ------------------------------------------------------------
 
-nf_register_bench cluster "aggregate G-Binary/G-Ternary contribution throughput, 1/2/4 heads vs the single-head device; --mib N --rounds N"
+nf_register_bench cluster "aggregate G-Binary/G-Ternary contribution throughput, 1/2/4 heads vs the single-head device and vs the trapped-access floor (edu) in the same VMs; --mib N --rounds N"
 
 # nf_mh_bench_figures DIR N: "PATH MBPS HOSTS MIN MAX" per path (gbinary,
 # gternary, floor: the trapped-access floor): all hosts' bytes over the
@@ -1064,7 +1064,8 @@ nf_bench_cluster() {
         --rounds) rounds=${2:?}; shift ;;
         -h|--help) echo "usage: scripts/nfabric bench cluster [--mib N] [--rounds N]"
                    echo "Each host writes N MiB (default 16) of packed data with 8-byte stores into one"
-                   echo "shared window, G-Binary then G-Ternary; best of --rounds (default 2)."
+                   echo "shared window, G-Binary then G-Ternary, then as many 8-byte stores into"
+                   echo "QEMU's edu device (the trapped-access floor); best of --rounds (default 2)."
                    echo "Then 2 heads of one device (no fabric manager: all plain memory mapped"
                    echo "directly) each time 256 MiB of plain 8-byte writes against guest RAM."
                    return 0 ;;
