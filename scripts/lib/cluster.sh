@@ -175,26 +175,6 @@ nf_cluster_wait_mark() {
     return 0
 }
 
-# nf_qmp SOCKET COMMAND-JSON: one QMP command; prints the reply.
-nf_qmp() {
-    python3 - "$1" "$2" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(30)
-s.connect(sys.argv[1])
-f = s.makefile("rw")
-json.loads(f.readline())                      # greeting
-f.write(json.dumps({"execute": "qmp_capabilities"}) + "\n"); f.flush()
-json.loads(f.readline())
-f.write(sys.argv[2] + "\n"); f.flush()
-while True:
-    r = json.loads(f.readline())
-    if "return" in r or "error" in r:
-        print(json.dumps(r))
-        sys.exit(0 if "return" in r else 1)
-PY
-}
-
 # nf_cluster_fm DIR N FM-ARGS...: the fabric manager's assignment for the
 # N heads of DIR's device (nfabric-state fm, docs/multihost.md "Jobs and
 # owners"), once every head attached; the hosts were started paused (-S):
@@ -212,35 +192,9 @@ nf_cluster_fm() {
     fi
     echo "$out"
     for ((r = 0; r < n; r++)); do
-        nf_qmp "$dir/qmp$r.sock" '{"execute": "cont"}' > /dev/null ||
+        nf_qmp "$dir/qmp$r.sock" cont > /dev/null ||
             { echo "cluster: host $r did not continue (QMP $dir/qmp$r.sock)" >&2; return 1; }
     done
-}
-
-# nf_qmp_ms SOCKET N [GAP]: connect, then time N query-status commands, GAP
-# seconds apart (default 0); print the slowest in ms (the client's start
-# and the handshake not included).
-nf_qmp_ms() {
-    python3 - "$1" "$2" "${3:-0}" <<'PY'
-import json, socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(30)
-s.connect(sys.argv[1])
-f = s.makefile("rw")
-json.loads(f.readline())
-f.write(json.dumps({"execute": "qmp_capabilities"}) + "\n"); f.flush()
-json.loads(f.readline())
-worst = 0.0
-for k in range(int(sys.argv[2])):
-    if k:
-        time.sleep(float(sys.argv[3]))
-    t = time.monotonic()
-    f.write(json.dumps({"execute": "query-status"}) + "\n"); f.flush()
-    while "return" not in json.loads(f.readline()):
-        pass
-    worst = max(worst, time.monotonic() - t)
-print(int(worst * 1000))
-PY
 }
 
 # nf_cluster_report DIR N: one line per host; returns non-zero if any failed.
@@ -431,7 +385,7 @@ nf_mh_reset() {
         echo "not ok - reset: host 1 never reached the middle of its round"
         pkill -F "$dir/host0.pid" 2>/dev/null; pkill -F "$dir/host1.pid" 2>/dev/null; wait; return 0
     fi
-    if reply=$(nf_qmp "$dir/qmp1.sock" '{"execute": "system_reset"}'); then
+    if reply=$(nf_qmp "$dir/qmp1.sock" system_reset); then
         echo "ok - reset: system_reset of host 1 mid-round ($reply)"
     else
         echo "not ok - reset: system_reset of host 1 failed: $reply"
@@ -598,13 +552,13 @@ nf_mh_jobs() {
         echo "not ok - jobs$n: the fabric manager's assignment was refused: $out"
     fi
     for ((r = 0; r < last; r++)); do
-        nf_qmp "$dir/qmp$r.sock" '{"execute": "cont"}' > /dev/null || true
+        nf_qmp "$dir/qmp$r.sock" cont > /dev/null || true
     done
     if ! nf_cluster_wait_mark "$dir" 0 300; then
         echo "not ok - jobs$n: the victims never got their data and round ready"
         nf_mh_stop "$dir" "$n"; return 0
     fi
-    nf_qmp "$dir/qmp$last.sock" '{"execute": "cont"}' > /dev/null || true
+    nf_qmp "$dir/qmp$last.sock" cont > /dev/null || true
     rc=$(nf_cluster_wait "$dir" "$last" 400)
     [ "$rc" = 0 ] || bad=1
     # The attack is over: job 0 gets window 14 (its hosts' sign).
@@ -649,7 +603,7 @@ nf_mh_reassign() {
     out=$("$st" fm "$dir/state" "${fm[@]}" 2>&1) || rc=$?
     nf_tap "$rc" "reassign$n: the fabric manager assigns job 0 (hosts 0-$((n - 2)), 0-16 MiB) and job 1 (host $last, 16-32 MiB)"
     for ((r = 0; r < n; r++)); do
-        nf_qmp "$dir/qmp$r.sock" '{"execute": "cont"}' > /dev/null || true
+        nf_qmp "$dir/qmp$r.sock" cont > /dev/null || true
     done
     if ! nf_cluster_wait_mark "$dir" "$last" 300; then
         echo "not ok - reassign$n: job 1 never enabled its window"
@@ -730,7 +684,7 @@ nf_mh_pause() {
         out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" "${fm[@]}" 2>&1) || rc=$?
         nf_tap "$rc" "$name: the fabric manager puts each host in a job of its own, host 1 (the one stopped) in job 1 ($out)"
         for ((r = 0; r < n; r++)); do
-            nf_qmp "$dir/qmp$r.sock" '{"execute": "cont"}' > /dev/null || true
+            nf_qmp "$dir/qmp$r.sock" cont > /dev/null || true
         done
     fi
     if ! nf_cluster_wait_mark "$dir" 1 300; then
@@ -763,7 +717,7 @@ nf_mh_pause() {
         # Every other host's QMP at once, 6 times 0.2 s apart.
         for ((r = 0; r < n; r++)); do
             [ "$r" = 1 ] && continue
-            { nf_qmp_ms "$dir/qmp$r.sock" 6 0.2 || echo 99999; } > "$dir/qmp$r.ms" &
+            { nf_machine qmp-ms "$dir/qmp$r.sock" 6 0.2 || echo 99999; } > "$dir/qmp$r.ms" &
             qpids+=("$!")
         done
         wait "${qpids[@]}" || true
@@ -821,7 +775,7 @@ nf_mh_own() {
         bad=1
     fi
     for ((r = 0; r < n; r++)); do
-        nf_qmp "$dir/qmp$r.sock" '{"execute": "cont"}' > /dev/null || true
+        nf_qmp "$dir/qmp$r.sock" cont > /dev/null || true
     done
     # While the heads run, their own ranges are not taken from them.
     out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" --none 2>&1) && rc=0 || rc=$?
@@ -944,9 +898,9 @@ nf_mh_refusals() {
         echo "not ok - head 1 joins the live head 0 (log: $dir/b.log)"
     fi
     local reply
-    reply=$(nf_qmp "$dir/a.qmp" '{"execute": "migrate", "arguments": {"uri": "exec:cat > /dev/null"}}' 2>&1) || true
+    reply=$(nf_qmp "$dir/a.qmp" migrate '{"uri": "exec:cat > /dev/null"}' 2>&1) || true
     if grep -q "cannot migrate" <<<"$reply"; then
-        echo "ok - migration of a head is refused: $(grep -o '"desc": "[^"]*"' <<<"$reply")"
+        echo "ok - migration of a head is refused: ${reply#QMP migrate: }"
     else
         echo "not ok - migration of a head is refused: $reply"
     fi

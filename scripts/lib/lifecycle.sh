@@ -51,84 +51,11 @@ for _p in fp32 gbinary gternary; do
 done
 unset _p
 
-# A minimal QMP client: nf_lc_qmp SOCKET COMMAND [ARGS-JSON] prints the
-# "return" value as JSON; exit status 1 (message on stderr) on an error.
-NF_LC_QMP_PY='
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(60)
-s.connect(sys.argv[1])
-f = s.makefile("rw")
-json.loads(f.readline())
-def call(cmd, args=None):
-    msg = {"execute": cmd}
-    if args is not None:
-        msg["arguments"] = args
-    f.write(json.dumps(msg) + "\n")
-    f.flush()
-    while True:
-        r = json.loads(f.readline())
-        if "event" not in r:
-            return r
-call("qmp_capabilities")
-r = call(sys.argv[2], json.loads(sys.argv[3]) if len(sys.argv) > 3 else None)
-if "error" in r:
-    sys.stderr.write("QMP %s: %s\n" % (sys.argv[2], r["error"].get("desc")))
-    sys.exit(1)
-print(json.dumps(r["return"], sort_keys=True))
-'
-nf_lc_qmp() {
-    python3 -c "$NF_LC_QMP_PY" "$@"
-}
-
-# nf_lc_hmp SOCKET "command line": an HMP command's output.
-nf_lc_hmp() {
-    nf_lc_qmp "$1" human-monitor-command "{\"command-line\": \"$2\"}" |
-        python3 -c 'import json,sys; sys.stdout.write(json.load(sys.stdin))'
-}
-
-# nf_lc_cm_regs SOCKET REGION: the CXL.cache/mem registers (4 KiB at +0x1000
-# of the component register block) of the MemoryRegion named REGION in the
-# system address space, e.g. the host bridge's HDM decoders.  One 4-byte
-# `xp` per register over one QMP connection: QEMU's cache/mem registers
-# answer 0 to the 8-byte accesses a longer `xp` would make.
-NF_LC_CM_PY='
-import json, re, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(60)
-s.connect(sys.argv[1])
-f = s.makefile("rw")
-json.loads(f.readline())
-def call(cmd, args=None):
-    msg = {"execute": cmd}
-    if args is not None:
-        msg["arguments"] = args
-    f.write(json.dumps(msg) + "\n")
-    f.flush()
-    while True:
-        r = json.loads(f.readline())
-        if "event" not in r:
-            return r
-def hmp(line):
-    return call("human-monitor-command", {"command-line": line})["return"]
-call("qmp_capabilities")
-m = re.search(r"^\s*([0-9a-f]+)-[0-9a-f]+ \(prio -?\d+, i/o\): " + re.escape(sys.argv[2]) + r"\r?$",
-              hmp("info mtree"), re.M)
-if not m:
-    sys.exit("no region " + sys.argv[2])
-base = int(m.group(1), 16) + 0x1000
-for off in range(0, 0x1000, 4):
-    sys.stdout.write(hmp("xp /1wx 0x%x" % (base + off)))
-'
-nf_lc_cm_regs() {
-    python3 -c "$NF_LC_CM_PY" "$@"
-}
-
 # nf_lc_figures SOCKET: "name=value" for every read-only figure of the device.
 nf_lc_figures() {
     local f v
     for f in "${NF_LC_FIGURES[@]}"; do
-        v=$(nf_lc_qmp "$1" qom-get "{\"path\": \"/machine/peripheral/$NF_LC_DEVICE_ID\", \"property\": \"$f\"}") ||
+        v=$(nf_qmp "$1" qom-get "{\"path\": \"/machine/peripheral/$NF_LC_DEVICE_ID\", \"property\": \"$f\"}") ||
             return 1
         printf '%s=%s\n' "$f" "$v"
     done
@@ -267,10 +194,10 @@ nf_lc_migration() {
     [ -S "$NF_LC_DIR/mig.sock" ] ||
         { nf_tap 1 "destination QEMU listens on $NF_LC_DIR/mig.sock (30 s)"; return; }
     rc=0
-    nf_lc_qmp "$NF_LC_DIR/mig-src.qmp" migrate "{\"uri\": \"unix:$NF_LC_DIR/mig.sock\"}" > /dev/null || rc=1
+    nf_qmp "$NF_LC_DIR/mig-src.qmp" migrate "{\"uri\": \"unix:$NF_LC_DIR/mig.sock\"}" > /dev/null || rc=1
     status=""
     for ((i = 0; i < 600 && rc == 0; i++)); do
-        info=$(nf_lc_qmp "$NF_LC_DIR/mig-src.qmp" query-migrate 2>/dev/null) || break
+        info=$(nf_qmp "$NF_LC_DIR/mig-src.qmp" query-migrate 2>/dev/null) || break
         status=$(python3 -c 'import json,sys; print(json.load(sys.stdin).get("status",""))' <<<"$info")
         case "$status" in completed|failed|cancelled) break ;; esac
         sleep 0.2
@@ -293,14 +220,14 @@ nf_lc_migration() {
     [ "$src_fig" = "$dst_fig" ] && [ "${src_gbw:-0}" -gt 0 ]
     nf_tap $? "every statistic and timing figure (${#NF_LC_FIGURES[@]}) equal on source and destination"
     [ "$src_fig" = "$dst_fig" ] || diff <(echo "$src_fig") <(echo "$dst_fig") | sed 's/^/# /'
-    src_pci=$(nf_lc_hmp "$NF_LC_DIR/mig-src.qmp" "info pci")
-    dst_pci=$(nf_lc_hmp "$NF_LC_DIR/mig-dst.qmp" "info pci")
+    src_pci=$(nf_machine hmp "$NF_LC_DIR/mig-src.qmp" "info pci")
+    dst_pci=$(nf_machine hmp "$NF_LC_DIR/mig-dst.qmp" "info pci")
     [ -n "$src_pci" ] && [ "$src_pci" = "$dst_pci" ] && grep -q 'secondary bus 13' <<<"$dst_pci"
     nf_tap $? "PCI state equal on the destination: cxl-rp bus numbers and windows, device BARs (info pci)"
     [ "$src_pci" = "$dst_pci" ] || diff <(echo "$src_pci") <(echo "$dst_pci") | head -20 | sed 's/^/# /'
     for r in pxb-cxl-host cxl-rp; do
-        src_regs=$(nf_lc_cm_regs "$NF_LC_DIR/mig-src.qmp" "$r") || src_regs=""
-        dst_regs=$(nf_lc_cm_regs "$NF_LC_DIR/mig-dst.qmp" "$r") || dst_regs=""
+        src_regs=$(nf_machine cm-regs "$NF_LC_DIR/mig-src.qmp" "$r") || src_regs=""
+        dst_regs=$(nf_machine cm-regs "$NF_LC_DIR/mig-dst.qmp" "$r") || dst_regs=""
         [ -n "$src_regs" ] && [ "$src_regs" = "$dst_regs" ]
         nf_tap $? "$r: CXL.cache/mem registers (HDM decoders) equal on the destination"
         [ "$src_regs" = "$dst_regs" ] || diff <(echo "$src_regs") <(echo "$dst_regs") | head -10 | sed 's/^/# /'
@@ -308,13 +235,13 @@ nf_lc_migration() {
     cmp -s "$s_mem" "$d_mem"
     nf_tap $? "device memory byte-identical on source and destination ($NF_LC_CXL_MEM, cmp)"
 
-    nf_lc_qmp "$NF_LC_DIR/mig-src.qmp" quit > /dev/null 2>&1
+    nf_qmp "$NF_LC_DIR/mig-src.qmp" quit > /dev/null 2>&1
     nf_lc_wait_exit "$src" 30
     rc=$?
     nf_tap $rc "source QEMU exited normally after the migration (status $rc)"
 
     # The destination runs on: the round continues there; then stop it.
-    nf_lc_qmp "$NF_LC_DIR/mig-dst.qmp" cont > /dev/null
+    nf_qmp "$NF_LC_DIR/mig-dst.qmp" cont > /dev/null
     sleep 3
     printf 'LCSTOP!!' | dd of="$d_mem" bs=1 seek=$((0x0fff0000)) conv=notrunc status=none
     if ! nf_lc_wait_for "$NF_LC_DIR/mig-dst.log" '^NFABRIC-EXIT=' 1 180 "$dst"; then
@@ -344,7 +271,7 @@ nf_lc_reboots() {
         'nfabric-lifecycle-check boot; rc=$?; case $rc in 10) echo LC-REBOOTING; reboot -f; sleep 60 ;; 11) echo LC-RESET-ME; sleep 300 ;; esac; exit $rc' ||
         { nf_tap 1 "QEMU started"; return; }
     if nf_lc_wait_for "$NF_LC_DIR/reboot.log" '^LC-RESET-ME' 1 180 "$vm"; then
-        nf_lc_qmp "$NF_LC_DIR/reboot.qmp" system_reset > /dev/null
+        nf_qmp "$NF_LC_DIR/reboot.qmp" system_reset > /dev/null
         nf_tap $? "QMP system_reset sent on the second boot"
     else
         nf_tap 1 "the guest rebooted itself and asked for system_reset (LC-RESET-ME)"
@@ -369,14 +296,14 @@ nf_lc_stock() {
         "memory-backend-ram,id=vmem0,share=on,size=1G" 'sleep 300' ||
         { nf_tap 1 "QEMU started"; return; }
     nf_lc_wait_for "$NF_LC_DIR/stock.log" '^NFABRIC-READY' 1 120 "$vm" &&
-        nf_lc_qmp "$NF_LC_DIR/stock.qmp" system_reset > /dev/null &&
+        nf_qmp "$NF_LC_DIR/stock.qmp" system_reset > /dev/null &&
         nf_lc_wait_for "$NF_LC_DIR/stock.log" '^NFABRIC-(NOT-)?READY' 2 120 "$vm" &&
         [ "$(tr -d '\r' < "$NF_LC_DIR/stock.log" | grep -c '^NFABRIC-READY')" = 2 ]
     nf_tap $? "stock cxl-type3: region and dax again after system_reset"
-    nf_lc_qmp "$NF_LC_DIR/stock.qmp" migrate '{"uri": "exec:cat > /dev/null"}' > /dev/null
+    nf_qmp "$NF_LC_DIR/stock.qmp" migrate '{"uri": "exec:cat > /dev/null"}' > /dev/null
     status=""
     for ((i = 0; i < 600; i++)); do
-        info=$(nf_lc_qmp "$NF_LC_DIR/stock.qmp" query-migrate 2>/dev/null) || break
+        info=$(nf_qmp "$NF_LC_DIR/stock.qmp" query-migrate 2>/dev/null) || break
         status=$(python3 -c 'import json,sys; print(json.load(sys.stdin).get("status",""))' <<<"$info")
         case "$status" in completed|failed|cancelled) break ;; esac
         sleep 0.2
@@ -384,7 +311,7 @@ nf_lc_stock() {
     [ "$status" = completed ]
     nf_tap $? "stock cxl-type3: migration of a 2 GiB guest completed (status ${status:-none})"
     [ "$status" = completed ] || sed 's/^/# /' "$NF_LC_DIR/stock.err" | tail -5
-    nf_lc_qmp "$NF_LC_DIR/stock.qmp" quit > /dev/null 2>&1
+    nf_qmp "$NF_LC_DIR/stock.qmp" quit > /dev/null 2>&1
     nf_lc_wait_exit "$vm" 30
     nf_tap $? "stock cxl-type3: QEMU exited normally"
 }

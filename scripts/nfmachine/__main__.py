@@ -1,0 +1,314 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""python3 -m nfmachine COMMAND: the machines scripts/nfabric boots.
+
+  vm [OPTIONS]                 `scripts/nfabric vm` (its --help)
+  args [OPTIONS]               the QEMU command line `vm` would launch, an
+                               argument a line (libvirt-xml's source)
+  qmp SOCKET NAME [ARGS-JSON]  one QMP command; prints its return (JSON)
+  hmp SOCKET LINE              one HMP command; prints its output
+  qmp-ms SOCKET N [GAP]        slowest of N query-status round trips (ms)
+  cm-regs SOCKET REGION        a component block's CXL.cache/mem registers
+
+scripts/nfabric runs it with the paths of the build in its environment
+(NF_QEMU_BIN, NF_QEMU_SRC, NF_GUEST_KERNEL, ...: scripts/lib/machine.sh).
+An error is reported with the command that failed; nothing exits silently.
+"""
+
+import os
+import shlex
+import subprocess
+import sys
+import traceback
+from typing import List, Optional
+
+from .topology import Topology, TopologyError, size_mib
+
+USAGE = """\
+usage: scripts/nfabric vm [OPTIONS]
+
+Boots the guest (build/guest/, built first if missing) under QEMU with the
+CXL topology q35 + pxb-cxl + cxl-rp + the device + one fixed memory window.
+
+Options:
+  --cpus N            vCPUs (default 2)
+  --mem SIZE          guest RAM (default 2G)
+  --cxl-mem SIZE      device memory, a multiple of 256M (default 256M)
+  --device NAME       cxl-neuron-fabric (default) or cxl-type3 (stock)
+  --device-props P    extra properties for the device, "k=v,k=v"
+  --rtl MODE          the low-bit datapath through its RTL (hw/rtl, built
+                      first): serve, or compare (RTL beside the engine, an
+                      access they differ on is dropped and reported); off
+  --devices N         N devices, each on its own root port of one host
+                      bridge (default 1; the guest's region is on mem0)
+  --mem-path FILE     device memory in FILE (memory-backend-file, share=on),
+                      e.g. one that other hosts map too (docs/multihost.md)
+  --hostfs            share the host's root file system read-only (virtio-9p);
+                      the guest mounts it at /host (chroot /host CMD runs the
+                      host's programs on the guest's device: docs/pytorch.md)
+  --net-listen SOCK   a virtio NIC on a point-to-point link to another VM,
+  --net-connect SOCK  over the unix socket SOCK (this VM listens / connects)
+  --ip ADDR/LEN       the guest's eth0 address (link-local: 169.254.0.0/16)
+  --reboot            a guest reboot or system_reset restarts the guest
+                      (default: QEMU exits, -no-reboot)
+  --run CMD           run CMD (sh -c) in the guest once the region is ready,
+                      then power off; exit with CMD's status
+  --timeout S         kill the guest after S seconds (exit 124); default 900
+                      with --run, none without
+  --append ARGS       extra kernel command-line arguments
+  --qemu-arg ARG      extra QEMU argument (repeatable)
+  --log FILE          also write the console to FILE (default build/guest/vm.log)
+  --quiet             do not copy the console to stdout (markers still parsed)
+
+Without --run the guest's console is on the terminal (Ctrl-] stops QEMU);
+leaving its shell powers off.  When standard input is not a terminal, it is
+read as the script to run (as with --run).  The machine is started through
+QEMU's own python/qemu (scripts/nfmachine, docs/guest.md).
+Prints "vm: boot-to-ready X s" (QEMU start to NFABRIC-READY) on stderr.
+Exit status: CMD's status; 124 on timeout; 125 if the guest stopped without
+reporting one; QEMU's status (with its message) if QEMU refused to start;
+2 for bad options.
+"""
+
+VALUED = ("--cpus", "--mem", "--cxl-mem", "--device", "--device-props", "--run",
+          "--timeout", "--append", "--qemu-arg", "--log", "--mem-path", "--devices",
+          "--net-listen", "--net-connect", "--ip", "--rtl")
+
+
+class UsageError(Exception):
+    """A bad option: exit status 2, the message and the usage."""
+
+
+def env(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise RuntimeError(f"{name} is not set (run this through scripts/nfabric)")
+    return value
+
+
+def nfabric(*args: str, capture: bool = False) -> str:
+    """A provisioning step of scripts/nfabric (it joins this run)."""
+    cmd = [os.path.join(env("NF_ROOT"), "scripts", "nfabric"), *args]
+    res = subprocess.run(cmd, stdout=subprocess.PIPE if capture else sys.stderr,
+                         text=True, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"{shlex.join(cmd)} failed with status {res.returncode}")
+    return (res.stdout or "").strip()
+
+
+class VmOptions:
+    def __init__(self, argv: List[str]):
+        self.topo = Topology()
+        self.timeout: Optional[int] = None
+        self.log = os.path.join(os.environ.get("NF_BUILD", "build"), "guest", "vm.log")
+        self.quiet = False
+        self.help = False
+        self.have_run = False
+        raw = {}
+        i = 0
+        while i < len(argv):
+            a = argv[i]
+            if a in ("-h", "--help"):
+                self.help = True
+                return
+            if a in VALUED:
+                if i + 1 >= len(argv):
+                    raise UsageError(f"{a} needs a value")
+                v = argv[i + 1]
+                if a == "--qemu-arg":
+                    self.topo.extra.append(v)
+                else:
+                    raw[a] = v
+                i += 2
+                continue
+            if a == "--quiet":
+                self.quiet = True
+            elif a == "--reboot":
+                self.topo.reboot = True
+            elif a == "--hostfs":
+                self.topo.hostfs = True
+            else:
+                raise UsageError(f'unknown argument "{a}"', True)
+            i += 1
+        self._apply(raw)
+
+    def _apply(self, raw) -> None:
+        t = self.topo
+        if "--cpus" in raw:
+            v = raw["--cpus"]
+            if not v.isdigit() or not 1 <= int(v) <= 64 or v.startswith("0"):
+                raise UsageError(f'--cpus must be 1..64, not "{v}"')
+            t.cpus = int(v)
+        if "--mem" in raw:
+            n = size_mib(raw["--mem"])
+            if n is None or n < 256:
+                raise UsageError(f'bad --mem "{raw["--mem"]}" (e.g. 2G, at least 256M)')
+            t.mem_mib = n
+        if "--cxl-mem" in raw:
+            n = size_mib(raw["--cxl-mem"])
+            if n is None or n < 256 or n % 256:
+                raise UsageError(f'bad --cxl-mem "{raw["--cxl-mem"]}" '
+                                 "(a multiple of 256M: CXL regions are)")
+            t.cxl_mib = n
+        if "--devices" in raw:
+            v = raw["--devices"]
+            if v not in [str(k) for k in range(1, 9)]:
+                raise UsageError(f'--devices must be 1..8, not "{v}"')
+            t.devices = int(v)
+        t.device = raw.get("--device", t.device)
+        t.props = raw.get("--device-props", "")
+        t.rtl = raw.get("--rtl", "off")
+        t.mem_path = raw.get("--mem-path")
+        t.net_listen = raw.get("--net-listen")
+        t.net_connect = raw.get("--net-connect")
+        t.ip = raw.get("--ip")
+        t.append = raw.get("--append", "")
+        self.log = raw.get("--log", self.log)
+        if "--run" in raw:
+            t.run = raw["--run"]
+            self.have_run = True
+        if "--timeout" in raw:
+            v = raw["--timeout"]
+            if not v.isdigit() or int(v) < 1 or v.startswith("0"):
+                raise UsageError(f'bad --timeout "{v}"')
+            self.timeout = int(v)
+        elif self.have_run:
+            self.timeout = 900
+        try:
+            t.check()
+        except TopologyError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def provision(opts: VmOptions) -> List[str]:
+    """QEMU with the device, the guest image and (for --rtl) the RTL
+    library, built by scripts/nfabric if missing; the QEMU arguments."""
+    t = opts.topo
+    qemu = env("NF_QEMU_BIN")
+    if not os.access(qemu, os.X_OK):
+        nfabric("setup", "--quiet")
+    if not os.access(qemu, os.X_OK):
+        raise RuntimeError(f"{qemu} is missing (run scripts/nfabric setup)")
+    devs = subprocess.run([qemu, "-nodefaults", "-device", "help"], capture_output=True,
+                          text=True, check=False).stdout
+    if f'name "{t.device}"' not in devs:
+        hint = "" if t.device == "cxl-type3" else ", or --device cxl-type3"
+        raise RuntimeError(f"{qemu} has no device {t.device} (run scripts/nfabric setup{hint})")
+    kernel, initrd = env("NF_GUEST_KERNEL"), env("NF_GUEST_INITRD")
+    if not (os.path.isfile(kernel) and os.path.isfile(initrd)):
+        nfabric("image")
+    if t.rtl != "off":
+        t.rtl_lib = nfabric("rtl-lib", capture=True).splitlines()[-1]
+    return t.qemu_args(shlex.split(os.environ.get("NF_FIRMWARE", "")), kernel, initrd)
+
+
+def qemu_python() -> None:
+    """QEMU's own python/ (qemu.machine, qemu.qmp) from the fetched source."""
+    path = os.path.join(env("NF_QEMU_SRC"), "python")
+    if not os.path.isdir(os.path.join(path, "qemu", "machine")):
+        raise RuntimeError(f"{path}/qemu/machine is missing (run scripts/nfabric setup)")
+    sys.path.insert(0, path)
+
+
+def cmd_vm(argv: List[str]) -> int:
+    opts = VmOptions(argv)
+    if opts.help:
+        sys.stdout.write(USAGE)
+        return 0
+    t = opts.topo
+    interactive = not opts.have_run and sys.stdin.isatty()
+    if not opts.have_run and not interactive:
+        # No terminal: standard input is the script the guest runs.
+        t.run = sys.stdin.read()
+        opts.have_run = True
+        opts.timeout = opts.timeout or 900
+        try:
+            t.check()
+        except TopologyError as exc:
+            raise UsageError(str(exc)) from None
+    args = provision(opts)
+    qemu_python()
+    from . import vm
+    vm.stop_on_signals()
+    os.makedirs(os.path.dirname(os.path.abspath(opts.log)), exist_ok=True)
+    temp = os.environ.get("TMPDIR") or "/tmp"
+    print(f"[nfabric] vm: {t.device}, {t.cpus} vCPUs, {t.mem_mib} MiB RAM,"
+          f" {t.cxl_mib} MiB CXL memory", file=sys.stderr)
+    if interactive:
+        return vm.interactive(env("NF_QEMU_BIN"), args, temp, opts.log)
+    logs = os.environ.get("NF_TEST_LOGS") or os.path.join(env("NF_BUILD"), "test-logs")
+    out = vm.boot(env("NF_QEMU_BIN"), args, temp, opts.log, quiet=opts.quiet,
+                  timeout=opts.timeout, have_run=opts.have_run,
+                  hang_s=float(os.environ.get("NF_VM_BOOT_HANG_S") or 120),
+                  hang_log=os.path.join(logs, "boot-hangs.log"))
+    return out.status
+
+
+def cmd_args(argv: List[str]) -> int:
+    opts = VmOptions(argv)
+    if opts.help:
+        sys.stdout.write(USAGE)
+        return 0
+    if opts.topo.rtl != "off":
+        opts.topo.rtl_lib = nfabric("rtl-lib", capture=True).splitlines()[-1]
+    args = opts.topo.qemu_args(shlex.split(os.environ.get("NF_FIRMWARE", "")),
+                               env("NF_GUEST_KERNEL"), env("NF_GUEST_INITRD"))
+    sys.stdout.write("".join(a + "\n" for a in args))
+    return 0
+
+
+def cmd_monitor(name: str, argv: List[str]) -> int:
+    qemu_python()
+    from . import qmp
+    want = {"qmp": (2, 3), "hmp": (2, 2), "qmp-ms": (2, 3), "cm-regs": (2, 2)}[name]
+    if not want[0] <= len(argv) <= want[1]:
+        raise UsageError(f"{name} takes {want[0]}..{want[1]} arguments, not {len(argv)}")
+    try:
+        if name == "qmp":
+            print(qmp.command(argv[0], argv[1], argv[2] if len(argv) > 2 else None))
+        elif name == "hmp":
+            with qmp.Monitor(argv[0]) as mon:
+                sys.stdout.write(mon.hmp(argv[1]))
+        elif name == "qmp-ms":
+            print(qmp.worst_latency_ms(argv[0], int(argv[1]),
+                                       float(argv[2]) if len(argv) > 2 else 0.0))
+        else:
+            sys.stdout.write(qmp.cachemem_regs(argv[0], argv[1]))
+    except qmp.QMPError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    except (OSError, EOFError) as exc:
+        print(f"{name}: {argv[0]}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: List[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(__doc__)
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    prog = "nfabric vm" if name == "vm" else f"nfmachine {name}"
+    try:
+        if name in ("vm", "args"):
+            return cmd_vm(rest) if name == "vm" else cmd_args(rest)
+        if name in ("qmp", "hmp", "qmp-ms", "cm-regs"):
+            return cmd_monitor(name, rest)
+        raise UsageError(f'unknown command "{name}"', True)
+    except UsageError as exc:
+        print(f"{prog}: {exc.args[0]}", file=sys.stderr)
+        if len(exc.args) > 1 and name in ("vm", "args"):
+            sys.stderr.write(USAGE)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001: reported, never silent
+        print(f"{prog}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"{prog}: the command was: nfmachine {shlex.join(argv)}", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,284 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Boot a guest on QEMU's own qemu.machine and watch it to the end.
+
+Every VM the project boots is started here: `GuestVM` is a QEMUMachine
+(QMP over a socket pair, the console over another, QEMU's own messages
+in its log, shutdown and clean-up as QEMU's functional tests have them)
+that copies the console to a log (and to stdout unless quiet), relays
+QEMU's messages to stderr as they come, and reads the guest's markers:
+NFABRIC-READY / NFABRIC-NOT-READY once the CXL region is set up and
+NFABRIC-EXIT=<status> when the guest's command ended (guest/init/init).
+
+`boot()` is the one loop: a deadline for the whole run, a boot that
+prints nothing for `hang_s` seconds is killed, reported and started once
+more, and the result is the guest command's status (docs/guest.md).
+"""
+
+import os
+import select
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import List, Optional
+
+from qemu.machine import QEMUMachine
+from qemu.machine.machine import VMLaunchFailure
+
+# Exit statuses of `scripts/nfabric vm` (its --help).
+TIMED_OUT = 124
+NO_STATUS = 125
+
+
+class GuestVM(QEMUMachine):
+    """A QEMUMachine whose console is read by boot() (never drained)."""
+
+    def __init__(self, binary: str, args: List[str], temp_dir: str, name: str):
+        super().__init__(binary, args, name=name, base_temp_dir=temp_dir)
+        self.set_console()
+
+    @property
+    def qemu_log_path(self) -> Optional[str]:
+        """QEMU's own stdout and stderr (while it runs)."""
+        return self._qemu_log_path
+
+
+@dataclass
+class Outcome:
+    status: int                   # what `vm` exits with
+    ready_s: Optional[float] = None
+    ready_line: str = ""
+    not_ready: bool = False
+    exit_status: Optional[int] = None
+    qemu_status: Optional[int] = None
+    hung: bool = False
+    qemu_message: str = ""
+
+
+class _Relay:
+    """Copies QEMU's log file to stderr as it grows."""
+
+    def __init__(self, path: Optional[str]):
+        self.f = open(path, "rb") if path else None
+        self.text = b""
+
+    def pump(self) -> None:
+        if self.f is None:
+            return
+        chunk = self.f.read()
+        if chunk:
+            self.text += chunk
+            sys.stderr.buffer.write(chunk)
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        self.pump()
+        if self.f is not None:
+            self.f.close()
+            self.f = None
+
+    def last_line(self) -> str:
+        lines = [l for l in self.text.decode(errors="replace").splitlines() if l.strip()]
+        return lines[-1] if lines else ""
+
+
+class _Console:
+    """Splits the console into lines; notes the markers."""
+
+    def __init__(self, log, quiet: bool, t0: float, out: Outcome):
+        self.log, self.quiet, self.t0, self.out = log, quiet, t0, out
+        self.buf = b""
+        self.seen = False
+
+    def feed(self, data: bytes) -> None:
+        self.seen = True
+        self.buf += data
+        *lines, self.buf = self.buf.split(b"\n")
+        for raw in lines:
+            self.line(raw)
+
+    def flush(self) -> None:
+        if self.buf:
+            self.line(self.buf)
+            self.buf = b""
+
+    def line(self, raw: bytes) -> None:
+        text = raw.rstrip(b"\r").decode(errors="replace")
+        if not self.quiet:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+        self.log.write(text + "\n")
+        self.log.flush()
+        if "NFABRIC-READY" in text or "NFABRIC-NOT-READY" in text:
+            self.out.ready_s = time.monotonic() - self.t0
+            self.out.ready_line = text
+            self.out.not_ready = "NFABRIC-NOT-READY" in text
+        elif text.startswith("NFABRIC-EXIT="):
+            try:
+                self.out.exit_status = int(text[len("NFABRIC-EXIT="):])
+            except ValueError:
+                self.out.exit_status = NO_STATUS
+
+
+def _qemu_status(vm: QEMUMachine) -> Optional[int]:
+    rc = vm.exitcode()
+    if rc is not None and rc < 0:
+        return 128 - rc        # killed by a signal: as a shell says it
+    return rc
+
+
+def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
+             quiet: bool, timeout: Optional[float], hang_s: float) -> Outcome:
+    out = Outcome(status=0)
+    t0 = time.monotonic()
+    vm = GuestVM(binary, args, temp_dir, f"vm-{os.getpid()}")
+    with open(log_path, "w", encoding="utf-8") as log:
+        console = _Console(log, quiet, t0, out)
+        try:
+            vm.launch()
+        except VMLaunchFailure as exc:
+            out.qemu_status = exc.exitcode if exc.exitcode is not None else 1
+            if out.qemu_status < 0:
+                out.qemu_status = 128 - out.qemu_status
+            text = exc.output or ""
+            sys.stderr.write(text)
+            lines = [l for l in text.splitlines() if l.strip()]
+            out.qemu_message = lines[-1] if lines else str(exc.__cause__ or exc)
+            return out
+        relay = _Relay(vm.qemu_log_path)
+        sock = vm.console_socket
+        try:
+            while True:
+                now = time.monotonic()
+                if timeout is not None and now - t0 >= timeout:
+                    out.status = TIMED_OUT
+                    vm.shutdown(hard=True)
+                    break
+                if not console.seen and now - t0 >= hang_s:
+                    out.hung = True
+                    vm.shutdown(hard=True)
+                    break
+                ready, _, _ = select.select([sock.fileno()], [], [], 0.2)
+                relay.pump()
+                if ready:
+                    data = sock.recv(65536)
+                    if not data:
+                        break          # QEMU closed the console: it exits
+                    console.feed(data)
+            console.flush()
+            if out.status != TIMED_OUT and not out.hung:
+                # The guest powered off (or QEMU stopped): let it finish.
+                try:
+                    vm.wait(timeout=30)
+                except Exception:     # noqa: BLE001 (AbnormalShutdown: killed)
+                    pass
+        finally:
+            vm.shutdown(hard=True)
+            relay.close()
+            out.qemu_message = relay.last_line()
+            out.qemu_status = _qemu_status(vm)
+    return out
+
+
+def boot(binary: str, args: List[str], temp_dir: str, log_path: str, *,
+         quiet: bool = False, timeout: Optional[float] = None,
+         hang_s: float = 120, hang_log: Optional[str] = None,
+         have_run: bool = True) -> Outcome:
+    """Launch the guest and watch it to the end, twice if its boot hangs."""
+    for attempt in (1, 2):
+        out = _attempt(binary, args, temp_dir, log_path, quiet, timeout, hang_s)
+        if not out.hung:
+            break
+        if hang_log:
+            os.makedirs(os.path.dirname(hang_log), exist_ok=True)
+            with open(hang_log, "a", encoding="utf-8") as f:
+                f.write(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) +
+                        f" boot hung (nothing on the console in {hang_s:g} s),"
+                        f" attempt {attempt}: {log_path}\n")
+        if attempt == 1:
+            print(f"vm: BOOT HUNG: the guest printed nothing in {hang_s:g} s;"
+                  " killed it, starting it once more", file=sys.stderr)
+        else:
+            print(f"vm: BOOT HUNG twice: the guest printed nothing in {hang_s:g} s"
+                  f" (console: {log_path})", file=sys.stderr)
+            out.status = TIMED_OUT
+            return out
+    return _verdict(out, log_path, timeout, have_run)
+
+
+def _verdict(out: Outcome, log_path: str, timeout: Optional[float],
+             have_run: bool) -> Outcome:
+    if out.ready_s is not None:
+        if out.not_ready:
+            print(f"vm: guest setup FAILED after {out.ready_s:.1f} s: {out.ready_line}",
+                  file=sys.stderr)
+        else:
+            rest = out.ready_line.split("NFABRIC-READY ", 1)[-1]
+            print(f"vm: boot-to-ready {out.ready_s:.1f} s ({rest})", file=sys.stderr)
+    if out.status == TIMED_OUT:
+        print(f"vm: timed out after {timeout:g} s (console: {log_path})", file=sys.stderr)
+        return out
+    if out.ready_s is None and out.qemu_status not in (0, None):
+        # QEMU refused to start (a bad option or property): say so, with
+        # its message, and exit with its status.
+        print(f"vm: QEMU exited with status {out.qemu_status} before the guest"
+              f" started: {out.qemu_message}", file=sys.stderr)
+        out.status = out.qemu_status
+        return out
+    if out.exit_status is None:
+        if have_run:
+            print(f"vm: the guest stopped without NFABRIC-EXIT (qemu status"
+                  f" {out.qemu_status}; console: {log_path})", file=sys.stderr)
+            out.status = NO_STATUS
+        else:
+            out.status = out.qemu_status or 0
+        return out
+    if out.exit_status != 0:
+        print(f"vm: guest command exited with status {out.exit_status}", file=sys.stderr)
+    out.status = out.exit_status
+    return out
+
+
+def interactive(binary: str, args: List[str], temp_dir: str, log_path: str) -> int:
+    """The guest's console on this terminal (raw), until the guest powers
+    off or Ctrl-] is typed (which stops QEMU)."""
+    import termios
+    import tty
+    vm = GuestVM(binary, args, temp_dir, f"vm-{os.getpid()}")
+    vm.launch()
+    sock = vm.console_socket
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    relay = _Relay(vm.qemu_log_path)
+    print("vm: the guest's console; Ctrl-] stops QEMU", file=sys.stderr)
+    try:
+        tty.setraw(fd)
+        with open(log_path, "wb") as log:
+            while True:
+                ready, _, _ = select.select([sock.fileno(), fd], [], [], 0.5)
+                relay.pump()
+                if sock.fileno() in ready:
+                    data = sock.recv(65536)
+                    if not data:
+                        break
+                    os.write(sys.stdout.fileno(), data)
+                    log.write(data)
+                if fd in ready:
+                    data = os.read(fd, 1024)
+                    if b"\x1d" in data:
+                        break
+                    sock.sendall(data)
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        vm.shutdown(hard=True)
+        relay.close()
+    return _qemu_status(vm) or 0
+
+
+def stop_on_signals() -> None:
+    """SIGTERM/SIGHUP end this process through Python's clean-up (the
+    machine's shutdown in a finally), not by the default action."""
+    def handler(signum, _frame):
+        raise SystemExit(128 + signum)
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, handler)
