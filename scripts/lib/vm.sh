@@ -8,10 +8,10 @@
 
 # nf_machine COMMAND ARGS...: python3 -m nfmachine (`nf_machine --help`).
 nf_machine() {
-    NF_ROOT=$NF_ROOT NF_BUILD=$NF_BUILD NF_QEMU_BIN=$NF_QEMU_BIN \
-    NF_QEMU_SRC=$NF_QEMU_SRC NF_GUEST_KERNEL=$NF_GUEST_KERNEL \
-    NF_GUEST_INITRD=$NF_GUEST_INITRD NF_FIRMWARE="${NF_FIRMWARE[*]}" \
-    PYTHONPATH=$NF_ROOT/scripts${PYTHONPATH:+:$PYTHONPATH} \
+    env NF_ROOT="$NF_ROOT" NF_BUILD="$NF_BUILD" NF_QEMU_BIN="$NF_QEMU_BIN" \
+        NF_QEMU_SRC="$NF_QEMU_SRC" NF_GUEST_KERNEL="$NF_GUEST_KERNEL" \
+        NF_GUEST_INITRD="$NF_GUEST_INITRD" NF_FIRMWARE="${NF_FIRMWARE[*]}" \
+        PYTHONPATH="$NF_ROOT/scripts${PYTHONPATH:+:$PYTHONPATH}" \
         /usr/bin/python3 -m nfmachine "$@"
 }
 
