@@ -5,7 +5,7 @@
 #
 # libvirt 11.3 (bookworm-backports) has no CXL XML: the CXL topology goes in
 # <qemu:commandline>, the domain boots the kernel directly, and its serial
-# console is a file.  The daemons are started here (no systemd as PID 1) and
+# console is a file; scripts/nfmachine/libvirt.py writes it.  The daemons are started here (no systemd as PID 1) and
 # stopped again.  docs/guest.md has the details.
 
 NF_LIBVIRT_DOMAIN=nfabric-guest
@@ -13,147 +13,12 @@ NF_LIBVIRT_URI=qemu:///system
 NF_LIBVIRT_PKGS=(libvirt-daemon-driver-qemu/bookworm-backports
     libvirt-clients/bookworm-backports libvirt-daemon/bookworm-backports)
 
-nf_libvirt_xml_usage() {
-    cat <<'USAGE'
-usage: scripts/nfabric libvirt-xml [OPTIONS]
-
-Prints a libvirt domain XML that boots the guest of `scripts/nfabric vm`
-(direct kernel boot, the CXL topology as QEMU arguments, serial console to
-a file).  Options:
-  --name NAME         domain name (default nfabric-guest)
-  --cpus N            vCPUs (default 2)
-  --mem SIZE          guest RAM (default 2G)
-  --cxl-mem SIZE      device memory, a multiple of 256M (default 256M)
-  --device NAME       cxl-neuron-fabric (default) or cxl-type3
-  --run CMD           command the guest runs once the region is ready, then
-                      powers off (default: nfabric-test)
-  --serial FILE       serial console log (default build/guest/libvirt-serial.log)
-  -o, --output FILE   write the XML to FILE instead of stdout
-  --hosts N           N domains NAME-0 .. NAME-(N-1), each a host with its own
-                      head of one shared device (docs/multihost.md): needs
-                      -o DIR; writes DIR/NAME-R.xml, the device memory file
-                      DIR/mem and state file DIR/state are shared, consoles
-                      go to DIR/NAME-R-serial.log; CMD runs with NFABRIC_RANK
-                      and NFABRIC_HOSTS set
-USAGE
-}
-
-nf_xml_escape() {
-    local s=$1
-    s=${s//&/&amp;}
-    s=${s//</&lt;}
-    s=${s//>/&gt;}
-    s=${s//\'/&apos;}
-    s=${s//\"/&quot;}
-    printf '%s' "$s"
-}
-
-# nf_libvirt_xml NAME CPUS MEM_MIB CXL_MIB DEVICE CMD SERIAL [PROPS MEM_PATH]
-nf_libvirt_xml() {
-    local name=$1 cpus=$2 mem=$3 cxl=$4 device=$5 cmd=$6 serial=$7 a fmw
-    local props=${8:-} mem_path=${9:-}
-    fmw=$(( cxl > 4096 ? cxl : 4096 ))
-    local cmdline="console=ttyS0 quiet loglevel=3 panic=-1"
-    [ -n "$cmd" ] && cmdline="$cmdline nfabric.run=$(printf '%s' "$cmd" | base64 -w0)"
-    cat <<XML
-<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
-  <name>$(nf_xml_escape "$name")</name>
-  <description>NEURON-Fabric guest (scripts/nfabric libvirt-xml)</description>
-  <memory unit='MiB'>$mem</memory>
-  <vcpu>$cpus</vcpu>
-  <os>
-    <type arch='x86_64' machine='q35'>hvm</type>
-    <kernel>$(nf_xml_escape "$NF_GUEST_KERNEL")</kernel>
-    <initrd>$(nf_xml_escape "$NF_GUEST_INITRD")</initrd>
-    <cmdline>$(nf_xml_escape "$cmdline")</cmdline>
-  </os>
-  <features>
-    <acpi/>
-    <apic/>
-  </features>
-  <cpu mode='maximum'>
-    <feature policy='disable' name='hypervisor'/>
-  </cpu>
-  <clock offset='utc'/>
-  <on_poweroff>destroy</on_poweroff>
-  <on_reboot>destroy</on_reboot>
-  <on_crash>destroy</on_crash>
-  <devices>
-    <emulator>$(nf_xml_escape "$NF_QEMU_BIN")</emulator>
-    <serial type='file'>
-      <source path='$(nf_xml_escape "$serial")'/>
-      <target port='0'/>
-    </serial>
-    <controller type='usb' model='none'/>
-    <memballoon model='none'/>
-  </devices>
-  <qemu:commandline>
-XML
-    {
-        # shellcheck disable=SC2086
-        printf '%s\n' "${NF_FIRMWARE[@]}" -machine cxl=on
-        nf_vm_cxl_args "$device" "$cxl" "$fmw" "$props" "$mem_path"
-    } | sed 's/^-M$/-machine/' | while IFS= read -r a; do
-        printf "    <qemu:arg value='%s'/>\n" "$(nf_xml_escape "$a")"
-    done
-    cat <<XML
-  </qemu:commandline>
-</domain>
-XML
-}
-
+# nf_libvirt_xml_main [OPTIONS]: the domain XML, from the same description
+# of the machine as `vm` (scripts/nfmachine/libvirt.py; --help).
 nf_libvirt_xml_main() {
-    local name=$NF_LIBVIRT_DOMAIN cpus=2 mem=2G cxlmem=256M device=cxl-neuron-fabric
-    local cmd=nfabric-test serial=$NF_BUILD/guest/libvirt-serial.log out="" hosts=""
-    while [ $# -gt 0 ]; do
-        case "$1" in
-        -h|--help) nf_libvirt_xml_usage; return 0 ;;
-        --name|--cpus|--mem|--cxl-mem|--device|--run|--serial|-o|--output|--hosts)
-            [ $# -ge 2 ] || { echo "nfabric libvirt-xml: $1 needs a value" >&2; return 2; }
-            case "$1" in
-            --name) name=$2 ;; --cpus) cpus=$2 ;; --mem) mem=$2 ;;
-            --cxl-mem) cxlmem=$2 ;; --device) device=$2 ;; --run) cmd=$2 ;;
-            --serial) serial=$2 ;; -o|--output) out=$2 ;; --hosts) hosts=$2 ;;
-            esac
-            shift ;;
-        *) echo "nfabric libvirt-xml: unknown argument \"$1\"" >&2; nf_libvirt_xml_usage >&2; return 2 ;;
-        esac
-        shift
-    done
-    local mem_mib cxl_mib
-    [[ "$cpus" =~ ^[1-9][0-9]*$ ]] || { echo "nfabric libvirt-xml: bad --cpus \"$cpus\"" >&2; return 2; }
-    mem_mib=$(nf_size_mib "$mem")
-    { [ -n "$mem_mib" ] && [ "$mem_mib" -ge 256 ]; } || { echo "nfabric libvirt-xml: bad --mem \"$mem\"" >&2; return 2; }
-    cxl_mib=$(nf_size_mib "$cxlmem")
-    { [ -n "$cxl_mib" ] && [ "$cxl_mib" -ge 256 ] && [ $((cxl_mib % 256)) -eq 0 ]; } ||
-        { echo "nfabric libvirt-xml: bad --cxl-mem \"$cxlmem\" (a multiple of 256M)" >&2; return 2; }
-    case "$device" in
-    cxl-neuron-fabric|cxl-type3) ;;
-    *) echo "nfabric libvirt-xml: --device must be cxl-neuron-fabric or cxl-type3" >&2; return 2 ;;
-    esac
-    case "$serial" in /*) ;; *) serial=$PWD/$serial ;; esac
-    if [ -n "$hosts" ]; then
-        { [[ "$hosts" =~ ^[0-9]+$ ]] && [ "$hosts" -ge 1 ] && [ "$hosts" -le 16 ]; } ||
-            { echo "nfabric libvirt-xml: --hosts must be 1..16, not \"$hosts\"" >&2; return 2; }
-        [ -n "$out" ] || { echo "nfabric libvirt-xml: --hosts needs -o DIR" >&2; return 2; }
-        [ "$device" = cxl-neuron-fabric ] ||
-            { echo "nfabric libvirt-xml: --hosts needs --device cxl-neuron-fabric" >&2; return 2; }
-        mkdir -p "$out" || return 1
-        out=$(cd "$out" && pwd)
-        local r
-        for ((r = 0; r < hosts; r++)); do
-            nf_libvirt_xml "$name-$r" "$cpus" "$mem_mib" "$cxl_mib" "$device" \
-                "export NFABRIC_RANK=$r NFABRIC_HOSTS=$hosts; $cmd" "$out/$name-$r-serial.log" \
-                "shared-state=$out/state,head=$r,heads=$hosts" "$out/mem" > "$out/$name-$r.xml"
-            echo "$out/$name-$r.xml"
-        done
-        return 0
-    fi
-    if [ -n "$out" ]; then
-        nf_libvirt_xml "$name" "$cpus" "$mem_mib" "$cxl_mib" "$device" "$cmd" "$serial" > "$out"
-    else
-        nf_libvirt_xml "$name" "$cpus" "$mem_mib" "$cxl_mib" "$device" "$cmd" "$serial"
-    fi
+    local rc=0
+    nf_machine libvirt-xml "$@" || rc=$?
+    return "$rc"
 }
 
 # ---- installing and running libvirt ---------------------------------------

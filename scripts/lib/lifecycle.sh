@@ -30,7 +30,9 @@
 
 nf_register_suite 47 lifecycle "live migration mid-round (1 GiB guest), two warm resets, stock cxl-type3 reset + migration"
 
-NF_LC_DEVICE_ID=cxl-vmem0
+NF_LC_DEVICE_ID="cxl-vmem0"
+# The QEMU pid file of each guest the suite started, by its vm's pid.
+declare -A NF_LC_PIDFILE=()
 # Sizes of the migration test (1): guest RAM must exceed device memory to
 # reach the bug of patch 0005; device memory a multiple of 256M.
 NF_LC_MEM=${NF_LIFECYCLE_MEM:-1G}
@@ -40,7 +42,7 @@ NF_LC_CXL_MEM=${NF_LIFECYCLE_CXL_MEM:-256M}
 # CXL.mem goes through it, so the migration also needs the bridge's
 # registers (patch 0008).
 # shellcheck disable=SC2054  # the commas are QEMU's option syntax
-NF_LC_RP1=(-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3)
+NF_LC_RP1=(--qemu-arg -device --qemu-arg cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3)
 # The device's read-only figures (hw/mem/nfabric/cxl_nfabric.c).
 NF_LC_FIGURES=(timing-total-ps timing-exposed-ppm timing-runtime-ps
                timing-queued-ps timing-link-busy-ps)
@@ -78,8 +80,18 @@ nf_lc_wait_for() {
     return 1
 }
 
-# nf_lc_wait_exit PID SECONDS: wait for a QEMU we started; its exit status
-# (124 if it had to be killed).
+# nf_lc_stop PID: stop the QEMU of the guest whose `vm` runs as PID (by
+# QEMU's pid file: `vm` then reports and exits), and wait for PID.
+nf_lc_stop() {
+    local pidf=${NF_LC_PIDFILE[$1]:-}
+    if [ -n "$pidf" ] && [ -s "$pidf" ]; then
+        pkill -F "$pidf" 2>/dev/null || true
+    fi
+    wait "$1" 2>/dev/null || true
+}
+
+# nf_lc_wait_exit PID SECONDS: wait for a guest we started; QEMU's exit
+# status (124 if it had to be stopped).
 nf_lc_wait_exit() {
     local pid=$1 secs=$2 i rc=0
     for ((i = 0; i < secs * 5; i++)); do
@@ -87,42 +99,39 @@ nf_lc_wait_exit() {
         sleep 0.2
     done
     if kill -0 "$pid" 2>/dev/null; then
-        kill "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
+        nf_lc_stop "$pid"
         return 124
     fi
     wait "$pid" 2>/dev/null || rc=$?
     return $rc
 }
 
-# nf_lc_start VAR NAME DEVICE MEM BACKEND CMD [QEMU ARGS...]: start QEMU in
-# the background (console in $NF_LC_DIR/NAME.log, QMP on NAME.qmp, QEMU's
-# own output in NAME.err); the PID goes to VAR.
+# nf_lc_start VAR NAME DEVICE MEM CXL-MEM MEM-FILE CMD [vm options...]:
+# boot a guest in the background through `vm` (scripts/nfmachine: the
+# machine every guest boots on), 1 vCPU, exiting with QEMU's status;
+# console in $NF_LC_DIR/NAME.log, QMP on NAME.qmp, QEMU's pid in NAME.pid,
+# vm's and QEMU's messages in NAME.err; the device memory in MEM-FILE
+# (shared, to compare) or RAM if empty.  The vm's pid goes to VAR.
 nf_lc_start() {
-    local var=$1 name=$2 dev=$3 mem=$4 backend=$5 cmd=$6 b64
-    shift 6
-    b64=$(printf '%s' "$cmd" | base64 -w0)
-    rm -f "$NF_LC_DIR/$name.log" "$NF_LC_DIR/$name.qmp"
-    timeout -k 5 600 "$NF_QEMU_BIN" "${NF_FIRMWARE[@]}" -nodefaults -M q35,cxl=on \
-        -cpu max,-hypervisor -m "$mem,maxmem=8G,slots=4" -smp 1 \
-        -display none -nic none -serial "file:$NF_LC_DIR/$name.log" \
-        -qmp "unix:$NF_LC_DIR/$name.qmp,server=on,wait=off" \
-        -kernel "$NF_GUEST_KERNEL" -initrd "$NF_GUEST_INITRD" \
-        -append "console=ttyS0 quiet loglevel=3 panic=-1 nfabric.run=$b64" \
-        -object "$backend" \
-        -device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1 \
-        -device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2 \
-        -device "$dev,bus=rp0,volatile-memdev=vmem0,id=$NF_LC_DEVICE_ID" \
-        -M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G \
-        "$@" > "$NF_LC_DIR/$name.err" 2>&1 < /dev/null &
+    local var=$1 name=$2 dev=$3 mem=$4 cxl=$5 file=$6 cmd=$7 i d=$NF_LC_DIR
+    local opts=()
+    shift 7
+    [ -z "$file" ] || opts=(--mem-path "$file")
+    rm -f "$d/$name.log" "$d/$name.qmp" "$d/$name.pid"
+    nf_vm_main --quiet --qemu-status --timeout 600 --cpus 1 --mem "$mem" \
+        --cxl-mem "$cxl" --device "$dev" "${opts[@]}" --log "$d/$name.log" \
+        --qemu-arg -qmp --qemu-arg "unix:$d/$name.qmp,server=on,wait=off" \
+        --qemu-arg -pidfile --qemu-arg "$d/$name.pid" \
+        --run "$cmd" "$@" > "$d/$name.err" 2>&1 < /dev/null &
     printf -v "$var" '%s' "$!"
     NF_LC_PIDS+=("$!")
-    local i
-    for ((i = 0; i < 50; i++)); do
-        [ -S "$NF_LC_DIR/$name.qmp" ] && return 0
+    NF_LC_PIDFILE[$!]=$d/$name.pid
+    for ((i = 0; i < 150; i++)); do
+        [ -S "$d/$name.qmp" ] && return 0
+        kill -0 "$!" 2>/dev/null || break
         sleep 0.1
     done
-    echo "# $name: no QMP socket after 5 s: $(cat "$NF_LC_DIR/$name.err")"
+    echo "# $name: no QMP socket after 15 s: $(tail -3 "$d/$name.err")"
     return 1
 }
 
@@ -143,9 +152,8 @@ nf_lc_reap() {
     local p
     for p in "${NF_LC_PIDS[@]}"; do
         if kill -0 "$p" 2>/dev/null; then
-            echo "# stopping QEMU (pid $p) left by a failed test"
-            kill "$p" 2>/dev/null || true
-            wait "$p" 2>/dev/null || true
+            echo "# stopping the guest (vm pid $p) left by a failed test"
+            nf_lc_stop "$p"
         fi
     done
     NF_LC_PIDS=()
@@ -169,20 +177,18 @@ nf_lc_migration() {
     rm -f "$s_mem" "$d_mem"
     echo "# 1. live migration: guest RAM $NF_LC_MEM, device memory $NF_LC_CXL_MEM, G-Binary round + FP32 writer running"
     # shellcheck disable=SC2016  # the command runs in the guest: its $rc
-    nf_lc_start src mig-src cxl-neuron-fabric "$NF_LC_MEM" \
-        "memory-backend-file,id=vmem0,share=on,mem-path=$s_mem,size=$NF_LC_CXL_MEM" \
+    nf_lc_start src mig-src cxl-neuron-fabric "$NF_LC_MEM" "$NF_LC_CXL_MEM" "$s_mem" \
         'nfabric-lifecycle-check migrate; rc=$?; nfabricctl info && nfabricctl windows || rc=1; exit $rc' \
-        -no-reboot "${NF_LC_RP1[@]}" || { nf_tap 1 "source QEMU started"; return; }
+        "${NF_LC_RP1[@]}" || { nf_tap 1 "source QEMU started"; return; }
     if ! nf_lc_wait_for "$NF_LC_DIR/mig-src.log" '^LC-MIGRATE-READY' 1 120 "$src"; then
         nf_tap 1 "source guest runs the round (LC-MIGRATE-READY)"
         tail -20 "$NF_LC_DIR/mig-src.log" | sed 's/^/# /'
         return
     fi
     rm -f "$NF_LC_DIR/mig.sock"
-    nf_lc_start dst mig-dst cxl-neuron-fabric "$NF_LC_MEM" \
-        "memory-backend-file,id=vmem0,share=on,mem-path=$d_mem,size=$NF_LC_CXL_MEM" \
+    nf_lc_start dst mig-dst cxl-neuron-fabric "$NF_LC_MEM" "$NF_LC_CXL_MEM" "$d_mem" \
         'echo the destination never boots this' \
-        -no-reboot "${NF_LC_RP1[@]}" -S -incoming "unix:$NF_LC_DIR/mig.sock" ||
+        "${NF_LC_RP1[@]}" --qemu-arg -S --qemu-arg -incoming --qemu-arg "unix:$NF_LC_DIR/mig.sock" ||
         { nf_tap 1 "destination QEMU started"; return; }
     # QEMU listens for the incoming migration only once the machine is
     # made, well after its QMP socket appears (seconds on a busy machine).
@@ -266,9 +272,9 @@ nf_lc_reboots() {
     local vm n
     echo "# 2. warm reset: guest reboot -f, then QMP system_reset, in one QEMU run"
     # shellcheck disable=SC2016  # the command runs in the guest: its $rc
-    nf_lc_start vm reboot cxl-neuron-fabric 1G \
-        "memory-backend-ram,id=vmem0,share=on,size=256M" \
-        'nfabric-lifecycle-check boot; rc=$?; case $rc in 10) echo LC-REBOOTING; reboot -f; sleep 60 ;; 11) echo LC-RESET-ME; sleep 300 ;; esac; exit $rc' ||
+    nf_lc_start vm reboot cxl-neuron-fabric 1G 256M "" \
+        'nfabric-lifecycle-check boot; rc=$?; case $rc in 10) echo LC-REBOOTING; reboot -f; sleep 60 ;; 11) echo LC-RESET-ME; sleep 300 ;; esac; exit $rc' \
+        --reboot ||
         { nf_tap 1 "QEMU started"; return; }
     if nf_lc_wait_for "$NF_LC_DIR/reboot.log" '^LC-RESET-ME' 1 180 "$vm"; then
         nf_qmp "$NF_LC_DIR/reboot.qmp" system_reset > /dev/null
@@ -292,8 +298,7 @@ nf_lc_reboots() {
 nf_lc_stock() {
     local vm info status i
     echo "# 3. stock cxl-type3: system_reset, then migration of a 2 GiB guest with 1 GiB of device memory"
-    nf_lc_start vm stock cxl-type3 2G \
-        "memory-backend-ram,id=vmem0,share=on,size=1G" 'sleep 300' ||
+    nf_lc_start vm stock cxl-type3 2G 1G "" 'sleep 300' ||
         { nf_tap 1 "QEMU started"; return; }
     nf_lc_wait_for "$NF_LC_DIR/stock.log" '^NFABRIC-READY' 1 120 "$vm" &&
         nf_qmp "$NF_LC_DIR/stock.qmp" system_reset > /dev/null &&
@@ -320,6 +325,7 @@ nf_suite_lifecycle() {
     (
         NF_LC_DIR=$NF_BUILD/lifecycle
         NF_LC_PIDS=()
+        NF_LC_PIDFILE=()
         NF_LC_SHM=()
         rm -rf "$NF_LC_DIR"
         mkdir -p "$NF_LC_DIR"

@@ -3,7 +3,8 @@
 
   vm [OPTIONS]                 `scripts/nfabric vm` (its --help)
   args [OPTIONS]               the QEMU command line `vm` would launch, an
-                               argument a line (libvirt-xml's source)
+                               argument a line
+  libvirt-xml [OPTIONS]        `scripts/nfabric libvirt-xml` (its --help)
   qmp SOCKET NAME [ARGS-JSON]  one QMP command; prints its return (JSON)
   hmp SOCKET LINE              one HMP command; prints its output
   qmp-ms SOCKET N [GAP]        slowest of N query-status round trips (ms)
@@ -58,6 +59,8 @@ Options:
   --qemu-arg ARG      extra QEMU argument (repeatable)
   --log FILE          also write the console to FILE (default build/guest/vm.log)
   --quiet             do not copy the console to stdout (markers still parsed)
+  --qemu-status       exit with QEMU's status instead of the guest command's
+                      (a guest stopped over QMP: a migration's source)
 
 Without --run the guest's console is on the terminal (Ctrl-] stops QEMU);
 leaving its shell powers off.  When standard input is not a terminal, it is
@@ -67,6 +70,29 @@ Prints "vm: boot-to-ready X s" (QEMU start to NFABRIC-READY) on stderr.
 Exit status: CMD's status; 124 on timeout; 125 if the guest stopped without
 reporting one; QEMU's status (with its message) if QEMU refused to start;
 2 for bad options.
+"""
+
+LIBVIRT_USAGE = """\
+usage: scripts/nfabric libvirt-xml [OPTIONS]
+
+Prints a libvirt domain XML that boots the guest of `scripts/nfabric vm`
+(direct kernel boot, the CXL topology as QEMU arguments, serial console to
+a file).  Options:
+  --name NAME         domain name (default nfabric-guest)
+  --cpus N            vCPUs (default 2)
+  --mem SIZE          guest RAM (default 2G)
+  --cxl-mem SIZE      device memory, a multiple of 256M (default 256M)
+  --device NAME       cxl-neuron-fabric (default) or cxl-type3
+  --run CMD           command the guest runs once the region is ready, then
+                      powers off (default: nfabric-test)
+  --serial FILE       serial console log (default build/guest/libvirt-serial.log)
+  -o, --output FILE   write the XML to FILE instead of stdout
+  --hosts N           N domains NAME-0 .. NAME-(N-1), each a host with its own
+                      head of one shared device (docs/multihost.md): needs
+                      -o DIR; writes DIR/NAME-R.xml, the device memory file
+                      DIR/mem and state file DIR/state are shared, consoles
+                      go to DIR/NAME-R-serial.log; CMD runs with NFABRIC_RANK
+                      and NFABRIC_HOSTS set
 """
 
 VALUED = ("--cpus", "--mem", "--cxl-mem", "--device", "--device-props", "--run",
@@ -103,6 +129,7 @@ class VmOptions:
         self.quiet = False
         self.help = False
         self.have_run = False
+        self.qemu_status = False
         raw = {}
         i = 0
         while i < len(argv):
@@ -126,6 +153,8 @@ class VmOptions:
                 self.topo.reboot = True
             elif a == "--hostfs":
                 self.topo.hostfs = True
+            elif a == "--qemu-status":
+                self.qemu_status = True
             else:
                 raise UsageError(f'unknown argument "{a}"', True)
             i += 1
@@ -236,10 +265,15 @@ def cmd_vm(argv: List[str]) -> int:
     if interactive:
         return vm.interactive(env("NF_QEMU_BIN"), args, temp, opts.log)
     logs = os.environ.get("NF_TEST_LOGS") or os.path.join(env("NF_BUILD"), "test-logs")
+    # A destination of a migration prints nothing until it has run: no
+    # boot-hang watch for it.
+    hang_s = None if "-incoming" in t.extra else float(
+        os.environ.get("NF_VM_BOOT_HANG_S") or 120)
     out = vm.boot(env("NF_QEMU_BIN"), args, temp, opts.log, quiet=opts.quiet,
-                  timeout=opts.timeout, have_run=opts.have_run,
-                  hang_s=float(os.environ.get("NF_VM_BOOT_HANG_S") or 120),
-                  hang_log=os.path.join(logs, "boot-hangs.log"))
+                  timeout=opts.timeout, have_run=opts.have_run and not opts.qemu_status,
+                  hang_s=hang_s, hang_log=os.path.join(logs, "boot-hangs.log"))
+    if opts.qemu_status and out.status != vm.TIMED_OUT:
+        return out.qemu_status or 0
     return out.status
 
 
@@ -253,6 +287,64 @@ def cmd_args(argv: List[str]) -> int:
     args = opts.topo.qemu_args(shlex.split(os.environ.get("NF_FIRMWARE", "")),
                                env("NF_GUEST_KERNEL"), env("NF_GUEST_INITRD"))
     sys.stdout.write("".join(a + "\n" for a in args))
+    return 0
+
+
+def cmd_libvirt_xml(argv: List[str]) -> int:
+    from .libvirt import domain_xml
+    valued = ("--name", "--cpus", "--mem", "--cxl-mem", "--device", "--run",
+              "--serial", "-o", "--output", "--hosts")
+    o = {"--name": "nfabric-guest", "--run": "nfabric-test",
+         "--serial": os.path.join(env("NF_BUILD"), "guest", "libvirt-serial.log")}
+    vm_argv: List[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-h", "--help"):
+            sys.stdout.write(LIBVIRT_USAGE)
+            return 0
+        if a not in valued:
+            raise UsageError(f'unknown argument "{a}"', True)
+        if i + 1 >= len(argv):
+            raise UsageError(f"{a} needs a value")
+        o["--output" if a == "-o" else a] = argv[i + 1]
+        if a in ("--cpus", "--mem", "--cxl-mem", "--device"):
+            vm_argv += [a, argv[i + 1]]
+        i += 2
+    topo = VmOptions(vm_argv).topo
+    serial = os.path.abspath(o["--serial"])
+    out = o.get("--output")
+    common = dict(emulator=env("NF_QEMU_BIN"), kernel=env("NF_GUEST_KERNEL"),
+                  initrd=env("NF_GUEST_INITRD"),
+                  firmware=shlex.split(os.environ.get("NF_FIRMWARE", "")))
+    if "--hosts" not in o:
+        topo.run = o["--run"] or None
+        xml = domain_xml(topo, o["--name"], serial, **common)
+        if out:
+            with open(out, "w", encoding="utf-8") as f:
+                f.write(xml)
+        else:
+            sys.stdout.write(xml)
+        return 0
+    hosts = o["--hosts"]
+    if not hosts.isdigit() or not 1 <= int(hosts) <= 16:
+        raise UsageError(f'--hosts must be 1..16, not "{hosts}"')
+    if not out:
+        raise UsageError("--hosts needs -o DIR")
+    if topo.device != "cxl-neuron-fabric":
+        raise UsageError("--hosts needs --device cxl-neuron-fabric")
+    n = int(hosts)
+    os.makedirs(out, exist_ok=True)
+    out = os.path.abspath(out)
+    topo.mem_path = os.path.join(out, "mem")
+    for r in range(n):
+        name = f"{o['--name']}-{r}"
+        topo.props = f"shared-state={out}/state,head={r},heads={n}"
+        topo.run = f"export NFABRIC_RANK={r} NFABRIC_HOSTS={n}; {o['--run']}"
+        path = os.path.join(out, name + ".xml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(domain_xml(topo, name, os.path.join(out, name + "-serial.log"), **common))
+        print(path)
     return 0
 
 
@@ -287,10 +379,12 @@ def main(argv: List[str]) -> int:
         sys.stdout.write(__doc__)
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
-    prog = "nfabric vm" if name == "vm" else f"nfmachine {name}"
+    prog = f"nfabric {name}" if name in ("vm", "libvirt-xml") else f"nfmachine {name}"
     try:
         if name in ("vm", "args"):
             return cmd_vm(rest) if name == "vm" else cmd_args(rest)
+        if name == "libvirt-xml":
+            return cmd_libvirt_xml(rest)
         if name in ("qmp", "hmp", "qmp-ms", "cm-regs"):
             return cmd_monitor(name, rest)
         raise UsageError(f'unknown command "{name}"', True)
@@ -298,6 +392,8 @@ def main(argv: List[str]) -> int:
         print(f"{prog}: {exc.args[0]}", file=sys.stderr)
         if len(exc.args) > 1 and name in ("vm", "args"):
             sys.stderr.write(USAGE)
+        elif len(exc.args) > 1 and name == "libvirt-xml":
+            sys.stderr.write(LIBVIRT_USAGE)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -128,7 +128,7 @@ def _qemu_status(vm: QEMUMachine) -> Optional[int]:
 
 
 def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
-             quiet: bool, timeout: Optional[float], hang_s: float) -> Outcome:
+             quiet: bool, timeout: Optional[float], hang_s: Optional[float]) -> Outcome:
     out = Outcome(status=0)
     t0 = time.monotonic()
     vm = GuestVM(binary, args, temp_dir, f"vm-{os.getpid()}")
@@ -154,7 +154,7 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
                     out.status = TIMED_OUT
                     vm.shutdown(hard=True)
                     break
-                if not console.seen and now - t0 >= hang_s:
+                if hang_s is not None and not console.seen and now - t0 >= hang_s:
                     out.hung = True
                     vm.shutdown(hard=True)
                     break
@@ -182,7 +182,7 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
 
 def boot(binary: str, args: List[str], temp_dir: str, log_path: str, *,
          quiet: bool = False, timeout: Optional[float] = None,
-         hang_s: float = 120, hang_log: Optional[str] = None,
+         hang_s: Optional[float] = 120, hang_log: Optional[str] = None,
          have_run: bool = True) -> Outcome:
     """Launch the guest and watch it to the end, twice if its boot hangs."""
     for attempt in (1, 2):
