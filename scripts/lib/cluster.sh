@@ -933,7 +933,6 @@ nf_mh_refusals() {
         "$file" "shared-state=$dir/state.junk,head=0,heads=2"
 }
 
-nf_register_suite 45 multihost "several hosts, one shared device: 2 and 4 VMs, hammer, SIGKILL, reset, a truncated state, Sanitize of another host, a hostile host in its own job, a stopped host, plain memory at RAM speed (own ranges, the map protocol), refusals"
 nf_suite_multihost() {
     nf_image_main >&2
     echo "# (d) refusals and joining, QEMU alone"
@@ -972,6 +971,23 @@ nf_suite_multihost() {
     echo "#     enabled over memory every host had mapped (map protocol), 2 and 3 hosts"
     nf_mh_run direct2 2 "nfabric-multihost direct --bytes 64" --cpus 1 --mem 768M
     nf_mh_run direct3 3 "nfabric-multihost direct --bytes 32" --cpus 1 --mem 512M
+    echo "# (o) the Python example of docs/guest.md: two heads started from Python"
+    nf_mh_example
+}
+
+# (o) scripts/nfmachine/example_cluster.py, as a user runs it: two hosts,
+# one shared device, a G-Binary round each host checks.
+nf_mh_example() {
+    local dir=$NF_BUILD/test-logs/multihost/example out rc=0
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    out=$(cd "$NF_ROOT" && PYTHONPATH=scripts:$NF_QEMU_SRC/python /usr/bin/python3 \
+          -m nfmachine.example_cluster --qemu "$NF_QEMU_BIN" --guest "$NF_GUEST" \
+          --logs "$dir" 2>&1) || rc=$?
+    printf '# %s\n' "${out//$'\n'/$'\n'# }"
+    nf_mh_tap "$dir" 2
+    [ "$rc" = 0 ] && [ "$(grep -c '^host [01]: status 0,' <<<"$out")" = 2 ]
+    nf_tap $? "example_cluster.py: 2 heads booted from Python, both exit 0 (consoles: $dir)"
 }
 
 # ---- bench cluster ------------------------------------------------------------

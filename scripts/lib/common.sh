@@ -128,18 +128,8 @@ nf_require_root() {
 
 # Registries filled by the libraries (scripts/lib/*.sh are sourced in name
 # order, so these live here).
-declare -gA NF_SUITE_ORDER NF_SUITE_DESC NF_SUITE_NOSETUP NF_BENCH_DESC
-
-# nf_register_suite ORDER NAME "description": see scripts/lib/test.sh.
-nf_register_suite() {
-    NF_SUITE_ORDER[$2]=$1
-    NF_SUITE_DESC[$2]=$3
-}
-
-# nf_suite_needs_no_setup NAME: `test NAME` alone does not run the set-up.
-nf_suite_needs_no_setup() {
-    NF_SUITE_NOSETUP[$1]=1
-}
+# (The test suites are registered in tests/meson.build.)
+declare -gA NF_BENCH_DESC
 
 # nf_register_bench NAME "description": see scripts/lib/bench.sh.
 nf_register_bench() {

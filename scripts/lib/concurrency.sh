@@ -6,7 +6,6 @@
 # arrive: counts, read-back and statistics equal the guest's reference.
 # The device serialises accesses under the BQL (docs/device.md).
 
-nf_register_suite 35 concurrency "4 vCPUs, 4 worker processes writing the same windows: no contribution lost"
 # The guest's CPU count and, when fewer than 4 came up, what its kernel said
 # about bringing them up (an application processor that does not answer in
 # time on an overloaded host is refused by the kernel, not by the device).

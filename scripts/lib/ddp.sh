@@ -77,7 +77,6 @@ nf_ddp_vm_run() {
         --timeout 900 --dir "$dir" --run "chroot /host /bin/sh $(printf %q "$script")"
 }
 
-nf_register_suite 49 pools "jobs across pools (several devices joined over torch.distributed), host heads: P x H DDP training equal bit for bit to one device with P x H heads in every mode and option, the vote exchange, a pool's device refusing, a rank killed mid-step, a pool that never joins"
 nf_suite_pools() {
     local rc=0
     nf_ddp_prepare
@@ -129,7 +128,6 @@ nf_pools_vm_check() {
     return $rc
 }
 
-nf_register_suite 48 ddp "PyTorch DDP hooks: aggregated buckets vs a reference, DDP runs through the device (host heads, and 2 VMs = host bit for bit)"
 nf_suite_ddp() {
     local d=$NF_BUILD/test-logs/ddp rc=0 out
     nf_ddp_prepare

@@ -14,7 +14,6 @@ nf_guest_run() {
 }
 
 # ---- guest: every guest check (a)-(f) in one boot --------------------------
-nf_register_suite 30 guest "guest checks: FP32, G-Binary, G-Ternary, mixed, bad configs, stats; System RAM; two devices and an interleaved region"
 nf_suite_guest() {
     local log=$NF_BUILD/test-logs/guest-console.log rc=0
     mkdir -p "$(dirname "$log")"

@@ -153,7 +153,6 @@ nf_driver_kmsg_check() {
 }
 
 # ---- driver: nfabric.ko, and the guest checks through it (three boots) ----
-nf_register_suite 32 driver "nfabric.ko: guest checks through it, the block found in the Register Locator (a device without it refused), every ioctl and bad argument, hostile mappings, privileges (root and nobody), stale code, concurrent openers, unbind while open, reload; System RAM and interleaved regions; rounds on 2 hosts; clean kernel logs"
 nf_suite_driver() {
     local log=$NF_BUILD/test-logs/driver-console.log rc=0 cmd
     mkdir -p "$(dirname "$log")"
@@ -203,7 +202,6 @@ nfabric-drvtest; c=$?
 }
 
 # ---- fallback: the guest checks without the driver (sysfs resource0) ------
-nf_register_suite 33 fallback "guest checks without nfabric.ko: libnfabric maps sysfs resource0"
 nf_suite_fallback() {
     local log=$NF_BUILD/test-logs/fallback-console.log rc=0 cmd
     mkdir -p "$(dirname "$log")"
@@ -218,7 +216,6 @@ NFABRIC_ACCESS=resource0 nfabric-test; b=$?
 }
 
 # ---- pybind: the Python binding's integer arguments (host, no VM) ---------
-nf_register_suite 34 pybind "Python binding: every integer argument of every public function against its C type's range; waits end when the head fails; libnfabric.so's versioned symbols (host, no VM)"
 nf_suite_pybind() {
     local rc=0
     nf_need python3-numpy
@@ -269,7 +266,6 @@ nf_checkpatch() {
 }
 
 # ---- driver72: nfabric.ko for the newest kernel line, in a sid root -------
-nf_register_suite 36 driver72 "nfabric.ko for the newest kernel line (7.2, sid's headers and gcc 16) built in a sid root of its own: no warning with W=1, no undefined symbol, its vermagic and license; checkpatch.pl over its sources; skipped only when sid's mirror did not serve a file"
 nf_suite_driver72() {
     local out=$NF_BUILD/test-logs/driver72 kpkg kver root ko vm lic cc rc=0
     # This suite's own line, whatever pair the run is for (a subshell).

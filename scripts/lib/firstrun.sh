@@ -9,7 +9,6 @@
 
 NF_CHECKOUT_COPY="/root/nfabric checkout test"
 
-nf_register_suite 12 checkout "a checkout under /root with a space in its path: commands, build path, error report, empty cache, --hostfs guest"
 
 # nf_checkout_copy DEST: the files of this checkout (tracked, and new ones
 # not ignored), as they are in the work tree, copied to DEST.

@@ -29,7 +29,6 @@ NF_FUZZ_CFLAGS=(-std=c11 -g -O2 -Wall -Wextra -fno-sanitize-recover=undefined
 NF_FUZZ_OPTS=(-max_len=1024 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
 
 nf_register_bench fuzz "libFuzzer on the controller model + random device sequences (qtest); --seconds N --jobs N --sequences N"
-nf_register_suite 25 fuzz "fuzzing: controller model (libFuzzer, ASan/UBSan), corpus replay, device sequences (qtest)"
 
 # The model's pure-C sources (everything the device builds but its QEMU glue).
 nf_fuzz_model_srcs() {

@@ -161,7 +161,6 @@ nf_libvirt_cluster() {
 }
 
 # ---- libvirt: the guest checks in a libvirt-managed domain ----------------
-nf_register_suite 40 libvirt "libvirt: define, start and check the guest domain, then remove it"
 nf_suite_libvirt() {
     local n=0 rc=0 d=$NF_BUILD/libvirt xml serial t0 st=""
     local vs=(virsh -c "$NF_LIBVIRT_URI")

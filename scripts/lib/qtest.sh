@@ -3,7 +3,6 @@
 # The `qtest` suite: the device's qtests and QEMU's own cxl-test, built in
 # QEMU's tree, and the device's command-line validation.
 
-nf_register_suite 20 qtest "qtests (nfabric-test, QEMU's cxl-test) and device options"
 
 NF_QTESTS=(tests/qtest/nfabric-test tests/qtest/nfabric-migration-test
            tests/qtest/nfabric-fuzz-test tests/qtest/cxl-test)

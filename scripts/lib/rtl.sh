@@ -311,7 +311,6 @@ nf_rtl_stat_sum() {
 
 # ---- the suite ------------------------------------------------------------
 
-nf_register_suite 15 rtl "RTL datapath (hw/rtl): lint, Verilator vs the C engine (exhaustive lanes, random lines, record replay), latency = timing depth, mutants, synthesis"
 
 nf_suite_rtl() {
     local t0 tb tbs lat out rc=0 rc2 rec kind

@@ -205,7 +205,6 @@ nf_host_check() {
 
 # ---- suite `isolation`: runs side by side, and a run that was killed -------
 
-nf_register_suite 55 isolation "the demo leaves nothing behind; two checkouts' clusters at once, two test runs of one checkout at once, two host DDP jobs at once, a killed run's leftovers removed by the next run"
 
 # nf_iso_leftovers CHECKOUT-ID: what runs of that checkout left (processes,
 # /dev/shm and temporary entries); nothing if none.

@@ -177,7 +177,6 @@ GP
 }
 
 # ---- suite ---------------------------------------------------------------
-nf_register_suite 50 train "nfabric-train: host determinism and traffic, guest device run = host engine run"
 
 # Runs compared between the host (engine) and the guest (device).
 NF_TRAIN_CHECK_RUNS=(

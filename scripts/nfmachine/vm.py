@@ -18,9 +18,11 @@ import os
 import select
 import signal
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Set, Tuple
 
 from qemu.machine import QEMUMachine
 from qemu.machine.machine import VMLaunchFailure
@@ -36,6 +38,35 @@ class GuestVM(QEMUMachine):
     def __init__(self, binary: str, args: List[str], temp_dir: str, name: str):
         super().__init__(binary, args, name=name, base_temp_dir=temp_dir)
         self.set_console()
+
+    def launch(self) -> None:
+        super().launch()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+
+    def _post_shutdown(self) -> None:
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        super()._post_shutdown()
+
+
+# The guests launched and not yet reaped, for kill_all().
+_LIVE: Set[GuestVM] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_all() -> None:
+    """SIGKILL every guest still running (their watchers then see the
+    console close and reap them)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for vm in live:
+        pid = vm.get_pid()
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     @property
     def qemu_log_path(self) -> Optional[str]:
@@ -128,10 +159,11 @@ def _qemu_status(vm: QEMUMachine) -> Optional[int]:
 
 
 def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
-             quiet: bool, timeout: Optional[float], hang_s: Optional[float]) -> Outcome:
+             quiet: bool, timeout: Optional[float], hang_s: Optional[float],
+             name: str) -> Outcome:
     out = Outcome(status=0)
     t0 = time.monotonic()
-    vm = GuestVM(binary, args, temp_dir, f"vm-{os.getpid()}")
+    vm = GuestVM(binary, args, temp_dir, name)
     with open(log_path, "w", encoding="utf-8") as log:
         console = _Console(log, quiet, t0, out)
         try:
@@ -183,10 +215,12 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
 def boot(binary: str, args: List[str], temp_dir: str, log_path: str, *,
          quiet: bool = False, timeout: Optional[float] = None,
          hang_s: Optional[float] = 120, hang_log: Optional[str] = None,
-         have_run: bool = True) -> Outcome:
-    """Launch the guest and watch it to the end, twice if its boot hangs."""
+         have_run: bool = True, label: str = "vm") -> Outcome:
+    """Launch the guest and watch it to the end, twice if its boot hangs.
+    Messages start with LABEL ("vm", or "host 1" in a cluster)."""
+    name = f"{label.replace(' ', '')}-{os.getpid()}"
     for attempt in (1, 2):
-        out = _attempt(binary, args, temp_dir, log_path, quiet, timeout, hang_s)
+        out = _attempt(binary, args, temp_dir, log_path, quiet, timeout, hang_s, name)
         if not out.hung:
             break
         if hang_log:
@@ -196,45 +230,64 @@ def boot(binary: str, args: List[str], temp_dir: str, log_path: str, *,
                         f" boot hung (nothing on the console in {hang_s:g} s),"
                         f" attempt {attempt}: {log_path}\n")
         if attempt == 1:
-            print(f"vm: BOOT HUNG: the guest printed nothing in {hang_s:g} s;"
+            print(f"{label}: BOOT HUNG: the guest printed nothing in {hang_s:g} s;"
                   " killed it, starting it once more", file=sys.stderr)
         else:
-            print(f"vm: BOOT HUNG twice: the guest printed nothing in {hang_s:g} s"
+            print(f"{label}: BOOT HUNG twice: the guest printed nothing in {hang_s:g} s"
                   f" (console: {log_path})", file=sys.stderr)
             out.status = TIMED_OUT
             return out
-    return _verdict(out, log_path, timeout, have_run)
+    return _verdict(out, log_path, timeout, have_run, label)
+
+
+def boot_all(binary: str, guests: List[Tuple[List[str], str]], temp_dir: str, *,
+             timeout: Optional[float] = None, hang_s: Optional[float] = 120,
+             hang_log: Optional[str] = None) -> List[Outcome]:
+    """Boot several guests at once (each a (QEMU args, console log) pair:
+    the hosts of a cluster), watch each as boot() does, and return their
+    outcomes in order.  Their consoles go to their logs only; messages
+    say "host R"."""
+    with ThreadPoolExecutor(max_workers=len(guests)) as pool:
+        runs = [pool.submit(boot, binary, args, temp_dir, log, quiet=True,
+                            timeout=timeout, hang_s=hang_s, hang_log=hang_log,
+                            label=f"host {r}")
+                for r, (args, log) in enumerate(guests)]
+        try:
+            return [f.result() for f in runs]
+        except BaseException:
+            kill_all()        # SIGTERM or Ctrl-C: none outlives this
+            raise
 
 
 def _verdict(out: Outcome, log_path: str, timeout: Optional[float],
-             have_run: bool) -> Outcome:
+             have_run: bool, label: str) -> Outcome:
     if out.ready_s is not None:
         if out.not_ready:
-            print(f"vm: guest setup FAILED after {out.ready_s:.1f} s: {out.ready_line}",
+            print(f"{label}: guest setup FAILED after {out.ready_s:.1f} s: {out.ready_line}",
                   file=sys.stderr)
         else:
             rest = out.ready_line.split("NFABRIC-READY ", 1)[-1]
-            print(f"vm: boot-to-ready {out.ready_s:.1f} s ({rest})", file=sys.stderr)
+            print(f"{label}: boot-to-ready {out.ready_s:.1f} s ({rest})", file=sys.stderr)
     if out.status == TIMED_OUT:
-        print(f"vm: timed out after {timeout:g} s (console: {log_path})", file=sys.stderr)
+        print(f"{label}: timed out after {timeout:g} s (console: {log_path})", file=sys.stderr)
         return out
     if out.ready_s is None and out.qemu_status not in (0, None):
         # QEMU refused to start (a bad option or property): say so, with
         # its message, and exit with its status.
-        print(f"vm: QEMU exited with status {out.qemu_status} before the guest"
+        print(f"{label}: QEMU exited with status {out.qemu_status} before the guest"
               f" started: {out.qemu_message}", file=sys.stderr)
         out.status = out.qemu_status
         return out
     if out.exit_status is None:
         if have_run:
-            print(f"vm: the guest stopped without NFABRIC-EXIT (qemu status"
+            print(f"{label}: the guest stopped without NFABRIC-EXIT (qemu status"
                   f" {out.qemu_status}; console: {log_path})", file=sys.stderr)
             out.status = NO_STATUS
         else:
             out.status = out.qemu_status or 0
         return out
     if out.exit_status != 0:
-        print(f"vm: guest command exited with status {out.exit_status}", file=sys.stderr)
+        print(f"{label}: guest command exited with status {out.exit_status}", file=sys.stderr)
     out.status = out.exit_status
     return out
 

@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""TAP: the machine descriptions of scripts/nfmachine, without booting.
+
+Run by the unit suite:  PYTHONPATH=scripts:QEMU_SRC/python python3 THIS
+Checks the QEMU command line and the libvirt XML each description makes,
+every refusal of a bad option, and that QEMU's own python/qemu still has
+what vm.py builds on.
+"""
+
+import base64
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+from nfmachine import __main__ as cli
+from nfmachine.libvirt import QEMU_NS, domain_xml
+from nfmachine.topology import Topology, TopologyError, size_mib
+
+FW = ["-L", "/usr/share/seabios"]
+N = 0
+FAILED = 0
+
+
+def ok(cond, name, detail=""):
+    global N, FAILED
+    N += 1
+    if not cond:
+        FAILED += 1
+    print(f"{'ok' if cond else 'not ok'} {N} - {name}")
+    if not cond and detail:
+        for line in str(detail).splitlines():
+            print(f"#   {line}")
+
+
+def args_of(**kw):
+    return Topology(**kw).qemu_args(FW, "/k", "/i")
+
+
+def after(args, flag):
+    return [args[i + 1] for i, a in enumerate(args) if a == flag]
+
+
+def refused(name, want, **kw):
+    try:
+        Topology(**kw).check()
+    except TopologyError as exc:
+        ok(want in str(exc), f"refused: {name}", f"message: {exc}")
+        return
+    ok(False, f"refused: {name}", "accepted")
+
+
+def cli_refused(name, argv, want):
+    try:
+        cli.VmOptions(argv)
+    except cli.UsageError as exc:
+        ok(want in exc.args[0], f"vm refuses {name}", f"message: {exc.args[0]}")
+        return
+    ok(False, f"vm refuses {name}", "accepted")
+
+
+def main():
+    a = args_of()
+    devs = after(a, "-device")
+    ok(a[:2] == FW and "q35,cxl=on" in after(a, "-M"), "firmware first, q35 with cxl=on", a)
+    ok(devs == ["pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1",
+                "cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2",
+                "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,id=cxl-vmem0"],
+       "one host bridge, root port and device (id cxl-vmem0)", devs)
+    ok(after(a, "-object") == ["memory-backend-ram,id=vmem0,share=on,size=256M"],
+       "256 MiB of RAM-backed device memory", after(a, "-object"))
+    ok("cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4096M" in after(a, "-M"),
+       "one 4 GiB fixed memory window on the host bridge")
+    ok("-no-reboot" in a and "-no-reboot" not in args_of(reboot=True),
+       "-no-reboot unless --reboot")
+    ok(after(a, "-m") == ["2048M,maxmem=4096M,slots=4"] and after(a, "-smp") == ["2"],
+       "2 vCPUs, 2 GiB of RAM (room for 2 GiB hot-added)")
+
+    a = args_of(devices=3, cxl_mib=2048)
+    devs = [d for d in after(a, "-device") if d.startswith("cxl-")]
+    ok(len(devs) == 6 and "cxl-rp,port=2,bus=cxl.1,id=rp2,chassis=0,slot=4" in devs
+       and "cxl-neuron-fabric,bus=rp2,volatile-memdev=vmem2,id=cxl-vmem2" in devs,
+       "3 devices: a root port each, slots 2..4", devs)
+    ok("cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=6144M" in after(a, "-M"),
+       "the window covers every device's memory (3 x 2 GiB)")
+
+    a = args_of(mem_path="/dev/shm/a,b", props="shared-state=/s,head=1,heads=2")
+    ok(after(a, "-object") == ["memory-backend-file,id=vmem0,share=on,"
+                               "mem-path=/dev/shm/a,,b,size=256M"],
+       "--mem-path: a shared file backend, a comma in the path written twice",
+       after(a, "-object"))
+    ok(after(a, "-device")[-1].endswith(",id=cxl-vmem0,shared-state=/s,head=1,heads=2"),
+       "device properties after the id")
+    a = args_of(rtl="compare", rtl_lib="/x/libnfrtl.so", props="clock-mhz=100")
+    ok(after(a, "-device")[-1].endswith("id=cxl-vmem0,rtl=compare,rtl-lib=/x/libnfrtl.so,"
+                                        "clock-mhz=100"),
+       "--rtl: rtl and rtl-lib before the other properties", after(a, "-device")[-1])
+    try:
+        args_of(rtl="serve")
+        ok(False, "--rtl without the library's path refused")
+    except TopologyError:
+        ok(True, "--rtl without the library's path refused")
+
+    run = "nfabric-test; echo 'a,b' \"$x\""
+    t = Topology(run=run, hostfs=True, ip="169.254.0.2/16", net_connect="/r/n.sock",
+                 append="foo=1")
+    words = t.kernel_cmdline().split()
+    b64 = [w.split("=", 1)[1] for w in words if w.startswith("nfabric.run=")]
+    ok(words[:4] == ["console=ttyS0", "quiet", "loglevel=3", "panic=-1"]
+       and len(b64) == 1 and base64.b64decode(b64[0]).decode() == run
+       and "nfabric.hostfs=1" in words and "nfabric.ip=169.254.0.2/16" in words
+       and words[-1] == "foo=1", "kernel command line: the run command (base64), "
+       "hostfs, ip, extra arguments last", words)
+    a = t.qemu_args(FW, "/k", "/i")
+    ok(after(a, "-netdev") == ["stream,id=n0,server=off,reconnect-ms=200,addr.type=unix,"
+                               "addr.path=/r/n.sock"]
+       and "virtio-net-pci,netdev=n0,romfile=" in after(a, "-device")
+       and "virtio-9p-pci,fsdev=hostfs,mount_tag=hostfs" in after(a, "-device"),
+       "net-connect: a stream netdev on a unix socket; hostfs: virtio-9p", a)
+    a = args_of(net_listen="/r/n.sock", extra=["-S", "-pidfile", "/p"])
+    ok(after(a, "-netdev")[0].startswith("stream,id=n0,server=on,")
+       and a[-3:] == ["-S", "-pidfile", "/p"], "net-listen: server=on; extra arguments last")
+
+    refused("--cpus 0", "--cpus", cpus=0)
+    refused("--cpus 65", "--cpus", cpus=65)
+    refused("--mem 255M", "--mem", mem_mib=255)
+    refused("--cxl-mem 384M", "multiple of 256M", cxl_mib=384)
+    refused("--ip outside 169.254/16", "link-local", ip="10.0.0.1/16", net_listen="/s")
+    refused("--ip without a link", "--ip needs", ip="169.254.0.1/16")
+    refused("--net-listen and --net-connect", "exclude", net_listen="/a", net_connect="/b")
+    refused("--devices 9", "--devices", devices=9)
+    refused("--mem-path with 2 devices", "--mem-path takes one device", devices=2,
+            mem_path="/m")
+    refused("--device virtio-blk", "--device must be", device="virtio-blk")
+    refused("--rtl fast", "--rtl must be", rtl="fast")
+    refused("--rtl serve on cxl-type3", "--rtl needs", rtl="serve", device="cxl-type3")
+    refused("a run command too long", "too long", run="x" * 2000)
+
+    ok([size_mib(s) for s in ("256", "256M", "2G", "2g", "1T", "262144K", "1000K", "x", "2GB")]
+       == [256, 256, 2048, 2048, 1048576, 256, None, None, 2048], "sizes: K/M/G/T, plain MiB")
+
+    cli_refused("an unknown option", ["--bogus"], 'unknown argument "--bogus"')
+    cli_refused("an option without its value", ["--mem"], "--mem needs a value")
+    cli_refused("--cpus 1x", ["--cpus", "1x"], '--cpus must be 1..64, not "1x"')
+    cli_refused("--mem 100M", ["--mem", "100M"], 'bad --mem "100M"')
+    cli_refused("--timeout 0", ["--run", "true", "--timeout", "0"], 'bad --timeout "0"')
+    o = cli.VmOptions(["--run", "true"])
+    ok(o.timeout == 900 and cli.VmOptions([]).timeout is None,
+       "vm: --run defaults to a 900 s timeout, none without")
+
+    t = Topology(run="nfabric-test", mem_path="/d/mem", props="shared-state=/d/state,head=0,heads=2")
+    root = ET.fromstring(domain_xml(t, "g-0", "/d/s.log", "/q", "/k", "/i", FW))
+    qargs = [e.get("value") for e in root.iter(f"{{{QEMU_NS}}}arg")]
+    want = FW + ["-machine", "cxl=on"] + ["-machine" if x == "-M" else x for x in t.cxl_args()]
+    ok(qargs == want, "libvirt XML: the Topology's CXL arguments in <qemu:commandline>",
+       f"{qargs}\n{want}")
+    ok(root.findtext("os/cmdline") == t.kernel_cmdline() and root.findtext("name") == "g-0"
+       and root.find("devices/serial/source").get("path") == "/d/s.log"
+       and root.findtext("memory") == "2048" and root.findtext("vcpu") == "2",
+       "libvirt XML: the kernel command line, name, serial file, memory and vCPUs")
+
+    # What vm.py builds on in QEMU's own python/qemu (the fetched source).
+    try:
+        from qemu.machine import QEMUMachine
+        from qemu.qmp.legacy import QEMUMonitorProtocol
+        m = QEMUMachine("/bin/false", base_temp_dir="/nonexistent")
+        have = all(hasattr(QEMUMachine, x)
+                   for x in ("set_console", "console_socket", "launch", "shutdown",
+                             "wait", "exitcode", "get_pid", "_post_shutdown"))
+        have = have and hasattr(m, "_qemu_log_path")
+        have = have and all(hasattr(QEMUMonitorProtocol, x)
+                            for x in ("connect", "cmd", "settimeout", "close"))
+        ok(have, "QEMU's python/qemu has QEMUMachine's and QEMUMonitorProtocol's "
+           "methods vm.py and qmp.py use")
+    except ImportError as exc:
+        ok(False, "QEMU's python/qemu importable", exc)
+
+    print(f"1..{N}")
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
