@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # `scripts/nfabric demo` and the `guest` test suite: boot the guest once and
-# run the guest programs' functional checks (guest/tests/) against the
+# run the guest programs' functional checks (tests/guest/) against the
 # device.  docs/guest.md describes the checks.
 
 # nf_guest_run LOG CMD [vm options...]: build the image, boot, run CMD,

@@ -323,7 +323,7 @@ nf_suite_driver72() {
         rc=1
     fi
     # The kernel's own style check over the module's sources (the user-space
-    # test in guest/kernel/test/ is QEMU-style C, not kernel code).
+    # test in tests/driver/ is QEMU-style C, not kernel code).
     local cp files=()
     cp=$(nf_checkpatch)
     mapfile -t files < <(cd "$NF_ROOT/guest/kernel" && ls ./*.c ./*.h uapi/*.h compat/*.h)

@@ -26,8 +26,8 @@ NF_GUEST_MODULES="cxl_acpi cxl_pci cxl_mem cxl_port dax device_dax dax_cxl
 # be auto-loaded and take the region's dax device first if depmod knew it.
 NF_GUEST_MODULES_EXTRA="kmem"
 # Guest programs copied from the host build.
-# Static guest programs, relative to build/host/guest/; each goes to /usr/bin.
-NF_GUEST_PROGRAMS="nfabricctl nfabric-test nfabric-bench nfabric-membind nfabric-multihost nfabric-drvtest nfabric-lifecycle-check train/static/nfabric-train"
+# Static guest programs, relative to build/host/; each goes to /usr/bin.
+NF_GUEST_PROGRAMS="guest/nfabricctl guest/nfabric-bench guest/nfabric-membind tests/guest/nfabric-test tests/guest/nfabric-multihost tests/driver/nfabric-drvtest tests/guest/nfabric-lifecycle-check guest/train/static/nfabric-train"
 
 nf_image_usage() {
     cat <<'USAGE'
@@ -36,7 +36,7 @@ usage: scripts/nfabric image [--force]
 Builds build/guest/vmlinuz and build/guest/initramfs.cpio.gz from Debian
 packages (kernel and its headers from bookworm-backports, busybox-static,
 ndctl 81 built from trixie's source), the driver nfabric.ko (guest/kernel/)
-and the guest programs (build/host/guest/).  Repeatable: only what changed is
+and the guest programs (build/host/guest/, build/host/tests/).  Repeatable: only what changed is
 rebuilt.  --force unpacks the kernel again and rewrites the initramfs.
 USAGE
 }
@@ -232,8 +232,8 @@ nf_image_main() {
     nf_host_build
     local p
     for p in $NF_GUEST_PROGRAMS; do
-        [ -x "$NF_HOST_BUILD/guest/$p" ] || nf_die "image: $NF_HOST_BUILD/guest/$p was not built"
-        readelf -l "$NF_HOST_BUILD/guest/$p" 2>/dev/null | grep -q INTERP &&
+        [ -x "$NF_HOST_BUILD/$p" ] || nf_die "image: $NF_HOST_BUILD/$p was not built"
+        readelf -l "$NF_HOST_BUILD/$p" 2>/dev/null | grep -q INTERP &&
             nf_die "image: $p is not a static binary"
     done
 
@@ -277,7 +277,7 @@ nf_image_main() {
     mkdir -p "$root"
     cp -a "$parts/base/." "$parts/modules-$kver/." "$parts/ndctl/." "$root/"
     for p in $NF_GUEST_PROGRAMS; do
-        cp "$NF_HOST_BUILD/guest/$p" "$root/usr/bin/${p##*/}"
+        cp "$NF_HOST_BUILD/$p" "$root/usr/bin/${p##*/}"
     done
     install -m 755 "$NF_ROOT/guest/init/init" "$root/init"
     # The driver: /init loads it after the CXL modules (nfabric.driver=0: not).
