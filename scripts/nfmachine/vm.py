@@ -39,6 +39,11 @@ class GuestVM(QEMUMachine):
         super().__init__(binary, args, name=name, base_temp_dir=temp_dir)
         self.set_console()
 
+    @property
+    def qemu_log_path(self) -> Optional[str]:
+        """QEMU's own stdout and stderr (while it runs)."""
+        return self._qemu_log_path
+
     def launch(self) -> None:
         super().launch()
         with _LIVE_LOCK:
@@ -177,9 +182,10 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
             lines = [l for l in text.splitlines() if l.strip()]
             out.qemu_message = lines[-1] if lines else str(exc.__cause__ or exc)
             return out
-        relay = _Relay(vm.qemu_log_path)
-        sock = vm.console_socket
+        relay = None
         try:
+            relay = _Relay(vm.qemu_log_path)
+            sock = vm.console_socket
             while True:
                 now = time.monotonic()
                 if timeout is not None and now - t0 >= timeout:
@@ -205,9 +211,10 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
                 except Exception:     # noqa: BLE001 (AbnormalShutdown: killed)
                     pass
         finally:
-            vm.shutdown(hard=True)
-            relay.close()
-            out.qemu_message = relay.last_line()
+            vm.shutdown(hard=True)     # whatever happened: no QEMU outlives this
+            if relay is not None:
+                relay.close()
+                out.qemu_message = relay.last_line()
             out.qemu_status = _qemu_status(vm)
     return out
 
@@ -297,14 +304,15 @@ def interactive(binary: str, args: List[str], temp_dir: str, log_path: str) -> i
     off or Ctrl-] is typed (which stops QEMU)."""
     import termios
     import tty
-    vm = GuestVM(binary, args, temp_dir, f"vm-{os.getpid()}")
-    vm.launch()
-    sock = vm.console_socket
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
-    relay = _Relay(vm.qemu_log_path)
+    vm = GuestVM(binary, args, temp_dir, f"vm-{os.getpid()}")
+    vm.launch()
+    relay = None
     print("vm: the guest's console; Ctrl-] stops QEMU", file=sys.stderr)
     try:
+        relay = _Relay(vm.qemu_log_path)
+        sock = vm.console_socket
         tty.setraw(fd)
         with open(log_path, "wb") as log:
             while True:
@@ -324,7 +332,8 @@ def interactive(binary: str, args: List[str], temp_dir: str, log_path: str) -> i
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
         vm.shutdown(hard=True)
-        relay.close()
+        if relay is not None:
+            relay.close()
     return _qemu_status(vm) or 0
 
 

@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""TAP: scripts/nfmachine/vm.py's watch of a guest, against a stand-in QEMU.
+
+Run by the unit suite:  PYTHONPATH=scripts:QEMU_SRC/python python3 THIS
+fake_qemu.py speaks QMP (through QEMU's own qemu.qmp on this side) and
+writes the console markers; each case checks boot()'s verdict: the guest
+command's status, QEMU's refusal with its message, a timeout, a boot hang
+started once more, QEMU's messages relayed, and that no process is left.
+"""
+
+import contextlib
+import io
+import os
+import sys
+import tempfile
+import time
+
+from nfmachine import vm
+
+FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_qemu.py")
+N = 0
+FAILED = 0
+
+
+def ok(cond, name, detail=""):
+    global N, FAILED
+    N += 1
+    if not cond:
+        FAILED += 1
+    print(f"{'ok' if cond else 'not ok'} {N} - {name}")
+    if not cond and detail:
+        for line in str(detail).splitlines():
+            print(f"#   {line}")
+
+
+def run(mode, tmp, **kw):
+    """boot() the stand-in in MODE; (outcome, its stderr, the console log)."""
+    os.environ["FAKE_QEMU_MODE"] = mode
+    log = os.path.join(tmp, f"{mode}.log")
+    err = io.StringIO()
+    t = time.monotonic()
+    with contextlib.redirect_stderr(err):
+        # QEMU's relayed messages are written to stderr's buffer directly.
+        out = vm.boot(FAKE, ["-nodefaults"], tmp, log, quiet=True, **kw)
+    with open(log, encoding="utf-8") as f:
+        console = f.read()
+    return out, err.getvalue(), console, time.monotonic() - t
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="nfmachine-test-") as tmp:
+        out, err, console, _ = run("exit3", tmp, timeout=60)
+        ok(out.status == 3 and out.exit_status == 3 and out.qemu_status == 0,
+           "the guest command's status (NFABRIC-EXIT=3) is vm's", out)
+        ok(out.ready_s is not None and "vm: boot-to-ready" in err
+           and "region=region0" in err, "NFABRIC-READY read: boot-to-ready printed", err)
+        ok(console.splitlines() == ["booting", "NFABRIC-READY uptime=0.1s region=region0",
+                                    "NFABRIC-EXIT=3", "reboot: Power down"],
+           "the console in the log, CRs dropped, the last line without a newline kept",
+           console)
+        ok("vm: guest command exited with status 3" in err, "a non-zero status is said", err)
+
+        out, err, _, _ = run("noexit", tmp, timeout=60)
+        ok(out.status == vm.NO_STATUS and "stopped without NFABRIC-EXIT" in err,
+           "a guest that stops without a status: 125, said", err)
+
+        out, err, _, _ = run("refuse", tmp, timeout=60)
+        ok(out.status == 1 and "vm: QEMU exited with status 1 before the guest started: "
+           "qemu-system-x86_64: -device cxl-neuron-fabric,clock-mhz=0: property "
+           "'clock-mhz' must be in" in err,
+           "QEMU's refusal: its status and its message", err)
+
+        out, err, _, secs = run("forever", tmp, timeout=2)
+        ok(out.status == vm.TIMED_OUT and "vm: timed out after 2 s" in err and secs < 15,
+           f"--timeout: killed, 124, said ({secs:.1f} s)", err)
+
+        hangs = os.path.join(tmp, "hangs.log")
+        out, err, _, secs = run("silent", tmp, timeout=60, hang_s=1, hang_log=hangs)
+        with open(hangs, encoding="utf-8") as f:
+            noted = f.read().splitlines()
+        ok(out.status == vm.TIMED_OUT and err.count("BOOT HUNG") == 2
+           and "starting it once more" in err and len(noted) == 2
+           and "attempt 1" in noted[0] and "attempt 2" in noted[1],
+           f"a boot that prints nothing: killed, started once more, 124 after the"
+           f" second, both noted ({secs:.1f} s)", err)
+
+        out, err, _, _ = run("silent", tmp, timeout=2, hang_s=None)
+        ok(out.status == vm.TIMED_OUT and "BOOT HUNG" not in err,
+           "no hang watch (a migration's destination): only the timeout", err)
+
+        # QEMU's own messages reach stderr: through sys.stderr.buffer, so
+        # catch them at the file descriptor.
+        r, w = os.pipe()
+        saved = os.dup(2)
+        os.dup2(w, 2)
+        try:
+            sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", closefd=False), write_through=True)
+            os.environ["FAKE_QEMU_MODE"] = "warn"
+            out = vm.boot(FAKE, [], tmp, os.path.join(tmp, "warn.log"), quiet=True, timeout=60)
+            sys.stderr.flush()
+        finally:
+            os.dup2(saved, 2)
+            os.close(w)
+            sys.stderr = sys.__stderr__
+        relayed = os.read(r, 65536).decode()
+        os.close(r)
+        ok(out.status == 0 and "qemu-system-x86_64: warning: fake warning" in relayed,
+           "QEMU's messages relayed to stderr while it runs", relayed)
+
+        # An error inside the watch (here: the relay) stops the QEMU.
+        orig = vm._Relay
+
+        class Broken(orig):
+            def __init__(self, path):
+                raise RuntimeError("broken relay")
+        vm._Relay = Broken
+        try:
+            run("forever", tmp, timeout=60)
+            raised = False
+        except RuntimeError:
+            raised = True
+        finally:
+            vm._Relay = orig
+        left = [p for p in os.listdir("/proc") if p.isdigit() and _is_fake(p)]
+        ok(raised and not left, "an error while watching is raised, and its QEMU is stopped",
+           f"raised={raised} left={left}")
+
+        # Several guests at once (a cluster): each one's verdict, in order.
+        os.environ["FAKE_QEMU_MODE"] = "exit3"
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            outs = vm.boot_all(FAKE, [([], os.path.join(tmp, f"h{r}.log")) for r in range(3)],
+                               tmp, timeout=60)
+        ok([o.status for o in outs] == [3, 3, 3] and err.getvalue().count("host 2: ") == 2,
+           "boot_all: three guests, each status 3, messages by host", err.getvalue())
+
+        ok(not vm._LIVE, "no guest left registered (every one reaped)", vm._LIVE)
+        left = [p for p in os.listdir("/proc") if p.isdigit() and _is_fake(p)]
+        ok(not left, "no stand-in QEMU process left", left)
+        ok(not [d for d in os.listdir(tmp) if d.startswith("qemu-machine-")],
+           "QEMUMachine's temporary directories removed", os.listdir(tmp))
+    print(f"1..{N}")
+    return 1 if FAILED else 0
+
+
+def _is_fake(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return FAKE.encode() in f.read()
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(main())
