@@ -321,6 +321,10 @@ def interactive(binary: str, args: List[str], temp_dir: str, log_path: str) -> i
                 if sock.fileno() in ready:
                     data = sock.recv(65536)
                     if not data:
+                        try:           # the guest powered off: QEMU exits
+                            vm.wait(timeout=30)
+                        except Exception:     # noqa: BLE001 (killed after 30 s)
+                            pass
                         break
                     os.write(sys.stdout.fileno(), data)
                     log.write(data)
