@@ -36,14 +36,6 @@
 #define ARENA           (1024 * 1024ull)    /* windows live in the first MiB */
 #define NW              NFABRIC_NUM_WINDOWS
 
-#define NF_CMDLINE \
-    "-machine q35,cxl=on -m 128M " \
-    "-object memory-backend-ram,id=vmem0,size=256M " \
-    "-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1 " \
-    "-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2 " \
-    "-device cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,id=nf0 " \
-    "-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G "
-
 typedef struct Win {
     bool on;
     uint64_t base, size, counters;

@@ -28,14 +28,6 @@
 #include "hw/pci/pci_regs.h"
 #include "hw/mem/nfabric_regs.h"
 
-#define NF_CMDLINE \
-    "-machine q35,cxl=on -m 128M " \
-    "-object memory-backend-ram,id=vmem0,size=256M " \
-    "-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1 " \
-    "-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2 " \
-    "-device cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,id=nf0 " \
-    "-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G "
-
 /* The rounds. */
 #define GB_WIN          2
 #define GB_BASE         0x200000ull
@@ -122,22 +114,22 @@ static void nf_start(NF *nf)
 
 static uint32_t rd32(NF *nf, uint32_t off)
 {
-    return qtest_readl(nf->qts, nf->regs + off);
+    return nf_regs_rd32(nf->qts, nf->regs, off);
 }
 
 static uint64_t rd64(NF *nf, uint32_t off)
 {
-    return qtest_readq(nf->qts, nf->regs + off);
+    return nf_regs_rd64(nf->qts, nf->regs, off);
 }
 
 static void wr32(NF *nf, uint32_t off, uint32_t v)
 {
-    qtest_writel(nf->qts, nf->regs + off, v);
+    nf_regs_wr32(nf->qts, nf->regs, off, v);
 }
 
 static void wr64(NF *nf, uint32_t off, uint64_t v)
 {
-    qtest_writeq(nf->qts, nf->regs + off, v);
+    nf_regs_wr64(nf->qts, nf->regs, off, v);
 }
 
 static uint32_t win_set(NF *nf, int i, uint64_t base, uint64_t size,

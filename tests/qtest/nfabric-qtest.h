@@ -12,6 +12,22 @@
 #include "libqtest.h"
 #include "hw/pci/pci_regs.h"
 
+/*
+ * The machine every NEURON-Fabric qtest boots (the one scripts/nfmachine
+ * boots guests on, without the guest): q35 with CXL, host bridge cxl.1,
+ * root port rp0, the device nf0 on 256 MiB in BACKEND (an -object for
+ * id vmem0), PROPS more device properties ("" or ",k=v,...").
+ */
+#define NF_QTEST_MACHINE(backend, props) \
+    "-machine q35,cxl=on -m 128M " \
+    "-object " backend " " \
+    "-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1 " \
+    "-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2 " \
+    "-device cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,id=nf0" props " " \
+    "-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G "
+#define NF_QTEST_RAM    "memory-backend-ram,id=vmem0,size=256M"
+#define NF_CMDLINE      NF_QTEST_MACHINE(NF_QTEST_RAM, "")
+
 #define MEM_SIZE        (256 * 1024 * 1024ull)
 #define RP_BUS          12
 #define DEV_BUS         13
@@ -71,6 +87,29 @@ static inline uint64_t find_cfmw_base(QTestState *qts)
         line++;
     }
     return g_ascii_strtoull(line, NULL, 16);
+}
+
+/* The device's registers at REGS (BAR0 + the register block's offset). */
+static inline uint32_t nf_regs_rd32(QTestState *qts, uint64_t regs, uint32_t off)
+{
+    return qtest_readl(qts, regs + off);
+}
+
+static inline uint64_t nf_regs_rd64(QTestState *qts, uint64_t regs, uint32_t off)
+{
+    return qtest_readq(qts, regs + off);
+}
+
+static inline void nf_regs_wr32(QTestState *qts, uint64_t regs, uint32_t off,
+                                uint32_t val)
+{
+    qtest_writel(qts, regs + off, val);
+}
+
+static inline void nf_regs_wr64(QTestState *qts, uint64_t regs, uint32_t off,
+                                uint64_t val)
+{
+    qtest_writeq(qts, regs + off, val);
 }
 
 #endif /* NFABRIC_QTEST_H */

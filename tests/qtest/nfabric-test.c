@@ -18,14 +18,6 @@
 #include "hw/mem/nfabric_timing.h"
 #include "hw/mem/nfabric_record.h"
 
-#define NF_CMDLINE \
-    "-machine q35,cxl=on -m 128M " \
-    "-object memory-backend-ram,id=vmem0,size=256M " \
-    "-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1 " \
-    "-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2 " \
-    "-device cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,id=nf0 " \
-    "-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G "
-
 typedef struct NF {
     QTestState *qts;
     uint64_t regs;      /* BAR0 + NFABRIC_REGS_OFFSET */
@@ -37,22 +29,22 @@ typedef struct NF {
 
 static uint32_t rd32(NF *nf, uint32_t off)
 {
-    return qtest_readl(nf->qts, nf->regs + off);
+    return nf_regs_rd32(nf->qts, nf->regs, off);
 }
 
 static uint64_t rd64(NF *nf, uint32_t off)
 {
-    return qtest_readq(nf->qts, nf->regs + off);
+    return nf_regs_rd64(nf->qts, nf->regs, off);
 }
 
-static void wr32(NF *nf, uint32_t off, uint32_t val)
+static void wr32(NF *nf, uint32_t off, uint32_t v)
 {
-    qtest_writel(nf->qts, nf->regs + off, val);
+    nf_regs_wr32(nf->qts, nf->regs, off, v);
 }
 
-static void wr64(NF *nf, uint32_t off, uint64_t val)
+static void wr64(NF *nf, uint32_t off, uint64_t v)
 {
-    qtest_writeq(nf->qts, nf->regs + off, val);
+    nf_regs_wr64(nf->qts, nf->regs, off, v);
 }
 
 /* Program window i and try to enable it; returns the window's ERROR. */
@@ -1106,13 +1098,8 @@ static void test_head_info(void)
     nf_stop(&nf);
 
     args = g_strdup_printf(
-        "-machine q35,cxl=on -m 128M "
-        "-object memory-backend-file,id=vmem0,share=on,mem-path=%s,size=256M "
-        "-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1 "
-        "-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2 "
-        "-device cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,id=nf0,"
-        "shared-state=%s,head=0,heads=1 "
-        "-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G", mem, state);
+        NF_QTEST_MACHINE("memory-backend-file,id=vmem0,share=on,mem-path=%s,size=256M",
+                         ",shared-state=%s,head=0,heads=1"), mem, state);
     nf.qts = qtest_init(args);
     nf_bringup(&nf);
     g_assert_cmphex(rd32(&nf, NFABRIC_REG_HEAD_INFO), ==,
