@@ -1,118 +1,29 @@
 # shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# `scripts/nfabric cluster`: several hosts (one QEMU each) with one shared
-# NEURON-Fabric device: each host's device is a head of the same device
-# (shared-state=FILE, head=R, heads=N) over the same device memory file.
-# Also the `multihost` test suite and `bench cluster`.  docs/multihost.md.
+# `scripts/nfabric cluster` (scripts/nfmachine/cluster.py): several hosts
+# (one QEMU each) with one shared NEURON-Fabric device: each host's device
+# is a head of the same device (shared-state=FILE, head=R, heads=N) over the
+# same device memory file.  Here: the `multihost` test suite and `bench
+# cluster`, whose hosts are started one by one.  docs/multihost.md.
 
-nf_cluster_usage() {
-    cat <<'USAGE'
-usage: scripts/nfabric cluster --hosts N --run CMD [OPTIONS]
-
-Boots N guests (hosts), each with its own head of one shared
-cxl-neuron-fabric device, runs CMD in every guest with NFABRIC_RANK (its
-head, 0..N-1) and NFABRIC_HOSTS (N) in the environment, and exits non-zero
-if any guest failed; each host's result is reported by rank.
-
-Options:
-  --hosts N           number of hosts (1..16)
-  --run CMD           the command every host runs (sh -c)
-  --cpus N            vCPUs per host (default 1)
-  --mem SIZE          guest RAM per host (default 1G)
-  --cxl-mem SIZE      shared device memory (default 256M)
-  --timeout S         kill a host after S seconds (default 600)
-  --dir DIR           state file, memory file, consoles host<R>.log and
-                      QMP sockets qmp<R>.sock (default build/cluster)
-  --stagger S         start host r after r*S seconds (default 0)
-  --device-props P    extra device properties for every head
-  --fm "ARGS"         jobs set by a fabric manager before the guests run:
-                      the hosts start paused, ARGS go to `nfabric-state fm
-                      STATE` once every head attached (e.g. "--job 0
-                      --heads 0 --windows 0-7 --mem 0+128M --job 1 --heads
-                      1 --windows 8-15 --mem 128M+128M"), then they run
-  --hostfs            every guest mounts the host's root file system at /host
-                      (read-only; chroot /host runs the host's Python/PyTorch)
-  --net               a link between the 2 hosts (unix socket, virtio NIC):
-                      host r is 169.254.0.(r+1)/16 on eth0 (2 hosts only)
-  --net-hub DIR       instead: every host joins the hub whose ports are the
-                      unix sockets DIR/portK.sock (scripts/lib/nethub.py,
-                      started by the caller), K = FIRST + r, as
-                      169.254.0.(K+1)/16 on eth0: several clusters on one
-                      network (scripts/nfabric pools)
-  --net-first FIRST   with --net-hub: this cluster's first port (default 0)
-  --keep              keep the device's state and memory files after the
-                      hosts end (named in the output; `scripts/nfabric
-                      clean` removes them); by default they are removed
-USAGE
-
-}
-
-# nf_cluster_busy DIR: print the heads and QEMU processes of an earlier
-# cluster in DIR that still run (their state and memory must not be
-# deleted under them); true if there are any.  Two witnesses: the state
-# file's live bytes (an OFD lock per attached head, whatever process holds
-# it: nfabric-state --live) and the pid files of DIR's hosts.
+# A cluster's device files (its memory and state, links in DIR to the
+# run's /dev/shm): scripts/nfmachine/cluster.py, which the cluster command
+# uses too.  nf_cluster_busy DIR prints what of an earlier cluster in DIR
+# still runs (true if anything does); nf_cluster_prepare DIR CXL_MIB makes
+# a fresh device (waiting up to 15 s for such hosts to end, else dying);
+# nf_cluster_release DIR removes it (its hosts have ended).
 nf_cluster_busy() {
-    local dir=$1 f pid live="" pids=()
-    if [ -e "$dir/state" ] && [ -x "$NF_HOST_BUILD/bench/nfabric-state" ]; then
-        live=$("$NF_HOST_BUILD/bench/nfabric-state" --live "$dir/state" 2>/dev/null |
-               sed -n 's/^live_heads=//p')
-        [ "$live" = 0x0 ] && live=""
-    fi
-    for f in "$dir"/host*.pid; do
-        [ -f "$f" ] || continue
-        pid=$(cat "$f" 2>/dev/null) || continue
-        [[ "$pid" =~ ^[0-9]+$ ]] || continue
-        if kill -0 "$pid" 2>/dev/null &&
-           tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "shared-state=$dir/state"; then
-            pids+=("$pid")
-        fi
-    done
-    [ -n "$live" ] || [ ${#pids[@]} -gt 0 ] || return 1
-    echo "heads attached to $dir/state: ${live:-none known}; QEMU processes: ${pids[*]:-none known}"
+    nf_machine cluster-files busy "$1"
 }
 
-# nf_cluster_prepare DIR CXL_MIB: a fresh state file and memory file.
-# Never under running hosts: if hosts of an earlier cluster in DIR still
-# run (nf_cluster_busy), wait up to 15 s for them to end, then give up.
 nf_cluster_prepare() {
-    local dir=$1 cxl=$2 busy t
-    mkdir -p "$dir"
-    for ((t = 0; t <= 15; t++)); do
-        busy=$(nf_cluster_busy "$dir") || break
-        [ "$t" -lt 15 ] && sleep 1
-    done
-    [ -z "$busy" ] || nf_die "cluster: $dir is in use by running hosts ($busy): stop them or use another --dir; their state and memory are left alone"
-    rm -f "$dir"/host*.log "$dir"/host*.rc "$dir"/host*.pid "$dir"/qmp*.sock
-    nf_cluster_release "$dir"
-    # The files themselves live on tmpfs (/dev/shm): a file on disk would be
-    # written back and write-protected again by the page cache now and then.
-    # They are the run's (NF_RUN_SHM, removed when it ends at the latest),
-    # or, with --keep, this checkout's until `scripts/nfabric clean`.
-    local shm key
-    key=$(printf '%s' "$(cd "$dir" && pwd)" | md5sum | cut -c1-12)
-    shm=$NF_RUN_SHM/cluster-$key
-    [ "${NF_CLUSTER_KEEP:-0}" = 0 ] || shm=/dev/shm/nfabric-$NF_CHECKOUT_ID-kept-cluster-$key
-    rm -rf "$shm"
-    mkdir -p "$shm"
-    truncate -s "${cxl}M" "$shm/mem" || nf_die "cluster: cannot create $shm/mem"
-    ln -s "$shm/mem" "$dir/mem"
-    ln -s "$shm/state" "$dir/state"
+    mkdir -p "$1"
+    nf_machine cluster-files prepare "$1" "$2" ||
+        nf_die "cluster: no device files in $1 (above)"
 }
 
-# nf_cluster_release DIR: remove the state and memory files of DIR's
-# device (what its links point to: the run's, or a kept cluster's of this
-# checkout) and the links.  Its hosts must have ended.
 nf_cluster_release() {
-    local dir=$1 f shm
-    for f in "$dir/mem" "$dir/state"; do
-        [ -L "$f" ] || { rm -f "$f"; continue; }
-        shm=$(dirname "$(readlink "$f")")
-        case $shm in
-        "$NF_RUN_SHM"/cluster-*|/dev/shm/nfabric-"$NF_CHECKOUT_ID"-kept-cluster-*) rm -rf "$shm" ;;
-        esac
-        rm -f "$f"
-    done
+    nf_machine cluster-files release "$1"
 }
 
 # nf_cluster_boot DIR R N CMD CXL_MIB [vm options...]: start host R in the
@@ -126,30 +37,13 @@ nf_cluster_boot() {
         rc=0
         nf_vm_main --quiet --log "$dir/host$r.log" --cxl-mem "${cxl}M" \
             --mem-path "$dir/mem" \
-            --device-props "shared-state=$dir/state,head=$r,heads=$n${NF_CLUSTER_PROPS:+,$NF_CLUSTER_PROPS}" \
+            --device-props "shared-state=$dir/state,head=$r,heads=$n" \
             --qemu-arg -pidfile --qemu-arg "$dir/host$r.pid" \
             --qemu-arg -qmp --qemu-arg "unix:$dir/qmp$r.sock,server=on,wait=off" \
             --run "export NFABRIC_RANK=$r NFABRIC_HOSTS=$n; $cmd" "$@" \
             > "$dir/host$r.out" 2>&1 || rc=$?
         echo "$rc" > "$dir/host$r.rc"
     ) &
-}
-
-# nf_cluster_net_args DIR R: with NF_CLUSTER_NET=1, host R's end of the
-# point-to-point link between hosts 0 and 1 (a unix socket in DIR).
-nf_cluster_net_args() {
-    if [ -n "${NF_CLUSTER_HUB:-}" ]; then
-        local k=$((${NF_CLUSTER_HUB_FIRST:-0} + $2))
-        echo "--net-connect $NF_CLUSTER_HUB/port$k.sock --ip 169.254.0.$((k + 1))/16"
-        return 0
-    fi
-    [ "${NF_CLUSTER_NET:-0}" = 1 ] || return 0
-    if [ "$2" = 0 ]; then
-        rm -f "$1/net.sock"
-        echo "--net-listen $1/net.sock --ip 169.254.0.1/16"
-    else
-        echo "--net-connect $1/net.sock --ip 169.254.0.$(($2 + 1))/16"
-    fi
 }
 
 # nf_cluster_wait DIR R [TIMEOUT]: wait for host R's status; print it.
@@ -175,28 +69,6 @@ nf_cluster_wait_mark() {
     return 0
 }
 
-# nf_cluster_fm DIR N FM-ARGS...: the fabric manager's assignment for the
-# N heads of DIR's device (nfabric-state fm, docs/multihost.md "Jobs and
-# owners"), once every head attached; the hosts were started paused (-S):
-# each is then continued.  Returns non-zero (saying why) if it could not.
-nf_cluster_fm() {
-    local dir=$1 n=$2 r out
-    shift 2
-    for ((r = 0; r < n; r++)); do
-        nf_cluster_wait_attached "$dir" "$r" ||
-            { echo "cluster: head $r of $dir/state did not attach in 60 s" >&2; return 1; }
-    done
-    if ! out=$("$NF_HOST_BUILD/bench/nfabric-state" fm "$dir/state" "$@" 2>&1); then
-        echo "cluster: the fabric manager's assignment was refused: $out" >&2
-        return 1
-    fi
-    echo "$out"
-    for ((r = 0; r < n; r++)); do
-        nf_qmp "$dir/qmp$r.sock" cont > /dev/null ||
-            { echo "cluster: host $r did not continue (QMP $dir/qmp$r.sock)" >&2; return 1; }
-    done
-}
-
 # nf_cluster_report DIR N: one line per host; returns non-zero if any failed.
 nf_cluster_report() {
     local dir=$1 n=$2 r rc bad=0 why
@@ -218,105 +90,9 @@ nf_cluster_report() {
 }
 
 nf_cluster_main() {
-    local NF_CLUSTER_NET=${NF_CLUSTER_NET:-0} NF_CLUSTER_HUB="" NF_CLUSTER_HUB_FIRST=0
-    local n="" cmd="" have_run=0 cpus=1 mem=1G cxlmem=256M timeout=600
-    local dir="" stagger=0 props="" extra=() fm="" fmargs=() keep=0
-    while [ $# -gt 0 ]; do
-        case "$1" in
-        -h|--help) nf_cluster_usage; return 0 ;;
-        --hosts|--run|--cpus|--mem|--cxl-mem|--timeout|--dir|--stagger|--device-props|--fm|--net-hub|--net-first)
-            [ $# -ge 2 ] || { echo "nfabric cluster: $1 needs a value" >&2; return 2; }
-            case "$1" in
-            --hosts) n=$2 ;;
-            --run) cmd=$2; have_run=1 ;;
-            --cpus) cpus=$2 ;;
-            --mem) mem=$2 ;;
-            --cxl-mem) cxlmem=$2 ;;
-            --timeout) timeout=$2 ;;
-            --dir) dir=$2 ;;
-            --stagger) stagger=$2 ;;
-            --device-props) props=$2 ;;
-            --fm) fm=$2 ;;
-            --net-hub) NF_CLUSTER_HUB=$2 ;;
-            --net-first) NF_CLUSTER_HUB_FIRST=$2 ;;
-            esac
-            shift ;;
-        --hostfs) extra+=(--hostfs) ;;
-        --net) NF_CLUSTER_NET=1 ;;
-        --keep) keep=1 ;;
-        *) echo "nfabric cluster: unknown argument \"$1\"" >&2; nf_cluster_usage >&2; return 2 ;;
-        esac
-        shift
-    done
-    if ! [[ "$n" =~ ^[0-9]+$ ]] || [ "$n" -lt 1 ] || [ "$n" -gt 16 ]; then
-        echo "nfabric cluster: --hosts must be 1..16, not \"$n\"" >&2
-        return 2
-    fi
-    [ "$have_run" = 1 ] || { echo "nfabric cluster: --run CMD is required" >&2; return 2; }
-    [ "${NF_CLUSTER_NET:-0}" = 0 ] || [ "$n" = 2 ] ||
-        { echo "nfabric cluster: --net links 2 hosts (a point-to-point link), not $n" >&2; return 2; }
-    if [ -n "${NF_CLUSTER_HUB:-}" ]; then
-        [ "${NF_CLUSTER_NET:-0}" = 0 ] ||
-            { echo "nfabric cluster: --net and --net-hub exclude each other" >&2; return 2; }
-        [ -d "$NF_CLUSTER_HUB" ] ||
-            { echo "nfabric cluster: --net-hub $NF_CLUSTER_HUB: no such directory" >&2; return 2; }
-        if ! [[ "${NF_CLUSTER_HUB_FIRST:-0}" =~ ^[0-9]+$ ]] || [ $((${NF_CLUSTER_HUB_FIRST:-0} + n)) -gt 16 ]; then
-            echo "nfabric cluster: --net-first ${NF_CLUSTER_HUB_FIRST:-0}: ports 0..15, this cluster needs $n" >&2
-            return 2
-        fi
-    fi
-    [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || { echo "nfabric cluster: bad --timeout \"$timeout\"" >&2; return 2; }
-    [[ "$stagger" =~ ^[0-9]+$ ]] || { echo "nfabric cluster: bad --stagger \"$stagger\"" >&2; return 2; }
-    local cxl_mib
-    cxl_mib=$(nf_size_mib "$cxlmem")
-    if [ -z "$cxl_mib" ] || [ "$cxl_mib" -lt 256 ] || [ $((cxl_mib % 256)) -ne 0 ]; then
-        echo "nfabric cluster: bad --cxl-mem \"$cxlmem\" (a multiple of 256M)" >&2
-        return 2
-    fi
-    [ -x "$NF_QEMU_BIN" ] || nf_setup_main --quiet
-    nf_image_ensure
-    if [ -z "$dir" ]; then
-        # build/cluster, unless another run of this checkout uses it now.
-        dir=$NF_BUILD/cluster
-        if nf_cluster_busy "$dir" > /dev/null; then
-            dir=$NF_BUILD/cluster-$NF_RUN_ID
-            nf_log "cluster: $NF_BUILD/cluster is in use by another run: this one is in $dir"
-        fi
-    fi
-    NF_CLUSTER_KEEP=$keep nf_cluster_prepare "$dir" "$cxl_mib"
-    nf_log "cluster: $n hosts, one shared device (${cxl_mib} MiB, state $dir/state)"
-    local r t0=$EPOCHREALTIME
-    local net=()
-    if [ -n "$fm" ]; then
-        read -r -a fmargs <<<"$fm"
-        extra+=(--qemu-arg -S)
-    fi
-    for ((r = 0; r < n; r++)); do
-        read -r -a net <<<"$(nf_cluster_net_args "$dir" "$r")"
-        NF_CLUSTER_PROPS=$props nf_cluster_boot "$dir" "$r" "$n" "$cmd" "$cxl_mib" \
-            --cpus "$cpus" --mem "$mem" --timeout "$timeout" "${extra[@]}" \
-            "${net[@]}"
-        [ "$stagger" -gt 0 ] && [ -z "$fm" ] && sleep "$stagger"
-    done
-    if [ -n "$fm" ] && ! nf_cluster_fm "$dir" "$n" "${fmargs[@]}"; then
-        for ((r = 0; r < n; r++)); do
-            pkill -F "$dir/host$r.pid" 2>/dev/null || true
-        done
-        wait
-        nf_die "cluster: no fabric manager assignment: the hosts were stopped (logs in $dir)"
-    fi
-    for ((r = 0; r < n; r++)); do
-        nf_cluster_wait "$dir" "$r" $((timeout + 60)) > /dev/null
-    done
-    wait
-    printf 'cluster: %d hosts finished in %.1f s\n' "$n" \
-        "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{print b-a}')"
-    if [ "$keep" = 1 ]; then
-        echo "cluster: kept the device's state and memory: $(readlink "$dir/state") and $(readlink "$dir/mem") (scripts/nfabric clean removes them)"
-    else
-        nf_cluster_release "$dir"
-    fi
-    nf_cluster_report "$dir" "$n"
+    local rc=0
+    nf_machine cluster "$@" || rc=$?
+    return "$rc"
 }
 
 # ---- the multihost suite ----------------------------------------------------

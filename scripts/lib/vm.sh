@@ -11,6 +11,7 @@ nf_machine() {
     env NF_ROOT="$NF_ROOT" NF_BUILD="$NF_BUILD" NF_QEMU_BIN="$NF_QEMU_BIN" \
         NF_QEMU_SRC="$NF_QEMU_SRC" NF_GUEST_KERNEL="$NF_GUEST_KERNEL" \
         NF_GUEST_INITRD="$NF_GUEST_INITRD" NF_FIRMWARE="${NF_FIRMWARE[*]}" \
+        NF_HOST_BUILD="$NF_HOST_BUILD" NF_CHECKOUT_ID="$NF_CHECKOUT_ID" \
         PYTHONPATH="$NF_ROOT/scripts${PYTHONPATH:+:$PYTHONPATH}" \
         /usr/bin/python3 -m nfmachine "$@"
 }

@@ -5,6 +5,9 @@
   args [OPTIONS]               the QEMU command line `vm` would launch, an
                                argument a line
   libvirt-xml [OPTIONS]        `scripts/nfabric libvirt-xml` (its --help)
+  cluster [OPTIONS]            `scripts/nfabric cluster` (its --help)
+  cluster-files prepare DIR MIB [--keep] | release DIR | busy DIR
+                               a cluster's device files (the multihost suite)
   qmp SOCKET NAME [ARGS-JSON]  one QMP command; prints its return (JSON)
   hmp SOCKET LINE              one HMP command; prints its output
   qmp-ms SOCKET N [GAP]        slowest of N query-status round trips (ms)
@@ -290,6 +293,48 @@ def cmd_args(argv: List[str]) -> int:
     return 0
 
 
+def cmd_cluster(argv: List[str]) -> int:
+    from . import cluster
+    opts = cluster.Options(argv, UsageError)
+    if opts.help:
+        sys.stdout.write(cluster.USAGE)
+        return 0
+    vm_opts = VmOptions(["--cpus", opts.cpus, "--mem", opts.mem,
+                         "--cxl-mem", f"{opts.cxl_mib}M", "--run", opts.cmd])
+    provision(vm_opts)                    # QEMU, the image: built if missing
+    qemu_python()
+    from . import vm
+    vm.stop_on_signals()
+    try:
+        return cluster.run(opts, vm_opts.topo, shlex.split(os.environ.get("NF_FIRMWARE", "")),
+                           env("NF_GUEST_KERNEL"), env("NF_GUEST_INITRD"), env("NF_QEMU_BIN"))
+    except cluster.ClusterError as exc:
+        print(f"nfabric cluster: {exc}", file=sys.stderr)
+        return 1
+
+
+def cmd_cluster_files(argv: List[str]) -> int:
+    """cluster-files prepare DIR MIB [--keep] | release DIR | busy DIR: the
+    device files of a cluster in DIR, for the multihost suite's own hosts."""
+    from . import cluster
+    try:
+        if len(argv) >= 3 and argv[0] == "prepare" and argv[2].isdigit():
+            cluster.prepare(argv[1], int(argv[2]), keep="--keep" in argv[3:])
+        elif len(argv) == 2 and argv[0] == "release":
+            cluster.release(argv[1])
+        elif len(argv) == 2 and argv[0] == "busy":
+            why = cluster.busy(argv[1])
+            if not why:
+                return 1
+            print(why)
+        else:
+            raise UsageError("usage: cluster-files prepare DIR MIB [--keep] | release DIR | busy DIR")
+    except cluster.ClusterError as exc:
+        print(f"nfabric cluster: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_libvirt_xml(argv: List[str]) -> int:
     from .libvirt import domain_xml
     valued = ("--name", "--cpus", "--mem", "--cxl-mem", "--device", "--run",
@@ -379,8 +424,12 @@ def main(argv: List[str]) -> int:
         sys.stdout.write(__doc__)
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
-    prog = f"nfabric {name}" if name in ("vm", "libvirt-xml") else f"nfmachine {name}"
+    prog = f"nfabric {name}" if name in ("vm", "libvirt-xml", "cluster") else f"nfmachine {name}"
     try:
+        if name == "cluster":
+            return cmd_cluster(rest)
+        if name == "cluster-files":
+            return cmd_cluster_files(rest)
         if name in ("vm", "args"):
             return cmd_vm(rest) if name == "vm" else cmd_args(rest)
         if name == "libvirt-xml":
@@ -394,6 +443,9 @@ def main(argv: List[str]) -> int:
             sys.stderr.write(USAGE)
         elif len(exc.args) > 1 and name == "libvirt-xml":
             sys.stderr.write(LIBVIRT_USAGE)
+        elif len(exc.args) > 1 and name == "cluster":
+            from .cluster import USAGE as CLUSTER_USAGE
+            sys.stderr.write(CLUSTER_USAGE)
         return 2
     except KeyboardInterrupt:
         return 130

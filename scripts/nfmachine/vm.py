@@ -247,23 +247,45 @@ def boot(binary: str, args: List[str], temp_dir: str, log_path: str, *,
     return _verdict(out, log_path, timeout, have_run, label)
 
 
-def boot_all(binary: str, guests: List[Tuple[List[str], str]], temp_dir: str, *,
-             timeout: Optional[float] = None, hang_s: Optional[float] = 120,
-             hang_log: Optional[str] = None) -> List[Outcome]:
-    """Boot several guests at once (each a (QEMU args, console log) pair:
-    the hosts of a cluster), watch each as boot() does, and return their
-    outcomes in order.  Their consoles go to their logs only; messages
-    say "host R"."""
-    with ThreadPoolExecutor(max_workers=len(guests)) as pool:
-        runs = [pool.submit(boot, binary, args, temp_dir, log, quiet=True,
-                            timeout=timeout, hang_s=hang_s, hang_log=hang_log,
-                            label=f"host {r}")
-                for r, (args, log) in enumerate(guests)]
+class BootAll:
+    """Several guests booted at once (each a (QEMU args, console log) pair:
+    the hosts of a cluster), each watched as boot() does in a thread of its
+    own, guest r started DELAYS[r] seconds after the first; results() waits
+    for their outcomes, in order.  Their consoles go to their logs only;
+    messages say "host R"."""
+
+    def __init__(self, binary: str, guests: List[Tuple[List[str], str]], temp_dir: str, *,
+                 timeout: Optional[float] = None, hang_s: Optional[float] = 120,
+                 hang_log: Optional[str] = None, delays: Optional[List[float]] = None):
+        self.pool = ThreadPoolExecutor(max_workers=len(guests))
+        self.runs = [self.pool.submit(self._one, (delays or [0] * len(guests))[r],
+                                      binary, args, temp_dir, log, timeout, hang_s,
+                                      hang_log, r)
+                     for r, (args, log) in enumerate(guests)]
+
+    @staticmethod
+    def _one(delay, binary, args, temp_dir, log, timeout, hang_s, hang_log, r):
+        if delay:
+            time.sleep(delay)
+        return boot(binary, args, temp_dir, log, quiet=True, timeout=timeout,
+                    hang_s=hang_s, hang_log=hang_log, label=f"host {r}")
+
+    def results(self) -> List[Outcome]:
         try:
-            return [f.result() for f in runs]
+            return [f.result() for f in self.runs]
         except BaseException:
             kill_all()        # SIGTERM or Ctrl-C: none outlives this
             raise
+        finally:
+            self.pool.shutdown(wait=True)
+
+
+def boot_all(binary: str, guests: List[Tuple[List[str], str]], temp_dir: str, *,
+             timeout: Optional[float] = None, hang_s: Optional[float] = 120,
+             hang_log: Optional[str] = None) -> List[Outcome]:
+    """BootAll(...).results(): boot the guests at once, their outcomes."""
+    return BootAll(binary, guests, temp_dir, timeout=timeout, hang_s=hang_s,
+                   hang_log=hang_log).results()
 
 
 def _verdict(out: Outcome, log_path: str, timeout: Optional[float],

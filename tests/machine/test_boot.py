@@ -133,6 +133,14 @@ def main():
                                tmp, timeout=60)
         ok([o.status for o in outs] == [3, 3, 3] and err.getvalue().count("host 2: ") == 2,
            "boot_all: three guests, each status 3, messages by host", err.getvalue())
+        t = time.monotonic()
+        with contextlib.redirect_stderr(io.StringIO()):
+            outs = vm.BootAll(FAKE, [([], os.path.join(tmp, f"d{r}.log")) for r in range(2)],
+                              tmp, timeout=60, delays=[0, 1.5]).results()
+        secs = time.monotonic() - t
+        ok([o.status for o in outs] == [3, 3] and secs >= 1.5
+           and outs[1].ready_s is not None,
+           f"BootAll with a delay (--stagger): the second guest starts 1.5 s later ({secs:.1f} s)")
 
         ok(not vm._LIVE, "no guest left registered (every one reaped)", vm._LIVE)
         left = [p for p in os.listdir("/proc") if p.isdigit() and _is_fake(p)]

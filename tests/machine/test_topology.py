@@ -158,6 +158,59 @@ def main():
        and root.findtext("memory") == "2048" and root.findtext("vcpu") == "2",
        "libvirt XML: the kernel command line, name, serial file, memory and vCPUs")
 
+    # The cluster command's options and hosts (nfmachine/cluster.py).
+    from nfmachine import cluster
+
+    def cl_refused(name, argv, want):
+        try:
+            cluster.Options(argv, cli.UsageError)
+        except cli.UsageError as exc:
+            ok(want in exc.args[0], f"cluster refuses {name}", exc.args[0])
+            return
+        ok(False, f"cluster refuses {name}", "accepted")
+    cl_refused("no --hosts", ["--run", "x"], '--hosts must be 1..16, not ""')
+    cl_refused("--hosts 17", ["--hosts", "17", "--run", "x"], "--hosts must be 1..16")
+    cl_refused("no --run", ["--hosts", "2"], "--run CMD is required")
+    cl_refused("--net with 3 hosts", ["--hosts", "3", "--run", "x", "--net"], "--net links 2 hosts")
+    cl_refused("--cxl-mem 300M", ["--hosts", "2", "--run", "x", "--cxl-mem", "300M"], "bad --cxl-mem")
+    cl_refused("--timeout 0", ["--hosts", "2", "--run", "x", "--timeout", "0"], "bad --timeout")
+    cl_refused("--net-hub not a directory", ["--hosts", "2", "--run", "x", "--net-hub", "/nonexistent"],
+               "no such directory")
+    o = cluster.Options(["--hosts", "2", "--run", "agg", "--net", "--fm", "--job 0 --heads 0",
+                         "--device-props", "clock-mhz=10"], cli.UsageError)
+    base = Topology(cpus=1, mem_mib=1024)
+    h1 = cluster.host_topology(o, "/c", 1, base).qemu_args(FW, "/k", "/i")
+    ok(after(h1, "-device")[-1].endswith("id=cxl-vmem0,shared-state=/c/state,head=1,heads=2,"
+                                        "clock-mhz=10")
+       and after(h1, "-object") == ["memory-backend-file,id=vmem0,share=on,mem-path=/c/mem,"
+                                    "size=256M"]
+       and after(h1, "-netdev")[0].endswith("addr.path=/c/net.sock")
+       and "server=off" in after(h1, "-netdev")[0]
+       and after(h1, "-pidfile") == ["/c/host1.pid"]
+       and after(h1, "-qmp") == ["unix:/c/qmp1.sock,server=on,wait=off"] and "-S" in h1,
+       "cluster host 1: a head of the shared device, the link's client end, pid file, "
+       "QMP socket, paused for the fabric manager", h1)
+    ok("nfabric.ip=169.254.0.2/16" in h1[h1.index("-append") + 1]
+       and "NFABRIC_RANK=1 NFABRIC_HOSTS=2" in base64.b64decode(
+           [w for w in h1[h1.index("-append") + 1].split() if w.startswith("nfabric.run=")][0]
+           .split("=", 1)[1]).decode(),
+       "cluster host 1: its address and rank in the guest")
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["NF_RUN_SHM"] = os.path.join(tmp, "shm")
+        os.makedirs(os.environ["NF_RUN_SHM"])
+        d = os.path.join(tmp, "c")
+        cluster.prepare(d, 256)
+        mem = os.path.realpath(os.path.join(d, "mem"))
+        made = (os.path.getsize(mem) == 256 << 20
+                and mem.startswith(os.environ["NF_RUN_SHM"] + "/cluster-")
+                and os.readlink(os.path.join(d, "state")) == os.path.join(os.path.dirname(mem), "state"))
+        cluster.release(d)
+        ok(made and not os.path.exists(os.path.dirname(mem))
+           and not os.path.lexists(os.path.join(d, "mem")),
+           "cluster device files: 256 MiB of memory and the state's link in the run's"
+           " shared memory, all removed by release")
+
     # What vm.py builds on in QEMU's own python/qemu (the fetched source).
     try:
         from qemu.machine import QEMUMachine
