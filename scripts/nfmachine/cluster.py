@@ -307,7 +307,7 @@ def run(opts: Options, base: Topology, firmware: List[str], kernel: str, initrd:
         try:
             fabric_manager(opts, d, qmp)
         except (ClusterError, qmp.QMPError, OSError) as exc:
-            vm.kill_all()
+            vm.stop_all()
             watch.results()
             raise ClusterError(f"no fabric manager assignment ({exc}): the hosts were"
                                f" stopped (logs in {d})") from None

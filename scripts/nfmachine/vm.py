@@ -45,9 +45,13 @@ class GuestVM(QEMUMachine):
         return self._qemu_log_path
 
     def launch(self) -> None:
-        super().launch()
+        # Known before QEMU starts, so that stop_all() reaches a guest
+        # whose launch is under way (it kills the process once it exists).
         with _LIVE_LOCK:
+            if _STOPPING.is_set():
+                raise Stopped("the guests are being stopped")
             _LIVE.add(self)
+        super().launch()
 
     def _post_shutdown(self) -> None:
         with _LIVE_LOCK:
@@ -55,28 +59,40 @@ class GuestVM(QEMUMachine):
         super()._post_shutdown()
 
 
-# The guests launched and not yet reaped, for kill_all().
+class Stopped(RuntimeError):
+    """stop_all() was called: no guest is started any more."""
+
+
+# The guests launched and not yet reaped, for stop_all().
 _LIVE: Set[GuestVM] = set()
 _LIVE_LOCK = threading.Lock()
+_STOPPING = threading.Event()
 
 
-def kill_all() -> None:
-    """SIGKILL every guest still running (their watchers then see the
-    console close and reap them)."""
+def _signal_all(sig: int) -> None:
     with _LIVE_LOCK:
         live = list(_LIVE)
     for vm in live:
-        pid = vm.get_pid()
-        if pid:
+        popen = vm._popen                      # pylint: disable=protected-access
+        if popen is not None and popen.poll() is None:
             try:
-                os.kill(pid, signal.SIGKILL)
+                popen.send_signal(sig)
             except ProcessLookupError:
                 pass
 
-    @property
-    def qemu_log_path(self) -> Optional[str]:
-        """QEMU's own stdout and stderr (while it runs)."""
-        return self._qemu_log_path
+
+def stop_all() -> None:
+    """Stop every guest: SIGTERM (QEMU exits cleanly, removing its pid file
+    and sockets), SIGKILL to what still runs 5 s later; no guest is
+    started or started again meanwhile (a boot being retried gives up).
+    Their watchers see the console close and reap them."""
+    _STOPPING.set()
+    _signal_all(signal.SIGTERM)
+    t = threading.Timer(5, _signal_all, (signal.SIGKILL,))
+    t.daemon = True
+    t.start()
+
+
 
 
 @dataclass
@@ -88,6 +104,7 @@ class Outcome:
     exit_status: Optional[int] = None
     qemu_status: Optional[int] = None
     hung: bool = False
+    stopped: bool = False         # by stop_all()
     qemu_message: str = ""
 
 
@@ -156,6 +173,13 @@ class _Console:
                 self.out.exit_status = NO_STATUS
 
 
+def _say(text: str) -> None:
+    """One message line on stderr, written at once (the watchers of a
+    cluster's hosts write from threads of their own)."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
 def _qemu_status(vm: QEMUMachine) -> Optional[int]:
     rc = vm.exitcode()
     if rc is not None and rc < 0:
@@ -173,6 +197,9 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
         console = _Console(log, quiet, t0, out)
         try:
             vm.launch()
+        except Stopped:
+            out.stopped = True
+            return out
         except VMLaunchFailure as exc:
             out.qemu_status = exc.exitcode if exc.exitcode is not None else 1
             if out.qemu_status < 0:
@@ -192,7 +219,8 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
                     out.status = TIMED_OUT
                     vm.shutdown(hard=True)
                     break
-                if hang_s is not None and not console.seen and now - t0 >= hang_s:
+                if (hang_s is not None and not console.seen and now - t0 >= hang_s
+                        and not _STOPPING.is_set()):
                     out.hung = True
                     vm.shutdown(hard=True)
                     break
@@ -212,6 +240,7 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
                     pass
         finally:
             vm.shutdown(hard=True)     # whatever happened: no QEMU outlives this
+            out.stopped = _STOPPING.is_set()
             if relay is not None:
                 relay.close()
                 out.qemu_message = relay.last_line()
@@ -228,7 +257,8 @@ def boot(binary: str, args: List[str], temp_dir: str, log_path: str, *,
     name = f"{label.replace(' ', '')}-{os.getpid()}"
     for attempt in (1, 2):
         out = _attempt(binary, args, temp_dir, log_path, quiet, timeout, hang_s, name)
-        if not out.hung:
+        if not out.hung or _STOPPING.is_set():
+            out.hung = False
             break
         if hang_log:
             os.makedirs(os.path.dirname(hang_log), exist_ok=True)
@@ -237,11 +267,11 @@ def boot(binary: str, args: List[str], temp_dir: str, log_path: str, *,
                         f" boot hung (nothing on the console in {hang_s:g} s),"
                         f" attempt {attempt}: {log_path}\n")
         if attempt == 1:
-            print(f"{label}: BOOT HUNG: the guest printed nothing in {hang_s:g} s;"
-                  " killed it, starting it once more", file=sys.stderr)
+            _say(f"{label}: BOOT HUNG: the guest printed nothing in {hang_s:g} s;"
+                  " killed it, starting it once more")
         else:
-            print(f"{label}: BOOT HUNG twice: the guest printed nothing in {hang_s:g} s"
-                  f" (console: {log_path})", file=sys.stderr)
+            _say(f"{label}: BOOT HUNG twice: the guest printed nothing in {hang_s:g} s"
+                  f" (console: {log_path})")
             out.status = TIMED_OUT
             return out
     return _verdict(out, log_path, timeout, have_run, label)
@@ -274,10 +304,11 @@ class BootAll:
         try:
             return [f.result() for f in self.runs]
         except BaseException:
-            kill_all()        # SIGTERM or Ctrl-C: none outlives this
+            stop_all()        # SIGTERM or Ctrl-C: none outlives this
             raise
         finally:
             self.pool.shutdown(wait=True)
+            _STOPPING.clear()
 
 
 def boot_all(binary: str, guests: List[Tuple[List[str], str]], temp_dir: str, *,
@@ -290,33 +321,36 @@ def boot_all(binary: str, guests: List[Tuple[List[str], str]], temp_dir: str, *,
 
 def _verdict(out: Outcome, log_path: str, timeout: Optional[float],
              have_run: bool, label: str) -> Outcome:
+    if out.stopped and out.exit_status is None:
+        _say(f"{label}: stopped with the others (console: {log_path})")
+        out.status = NO_STATUS
+        return out
     if out.ready_s is not None:
         if out.not_ready:
-            print(f"{label}: guest setup FAILED after {out.ready_s:.1f} s: {out.ready_line}",
-                  file=sys.stderr)
+            _say(f"{label}: guest setup FAILED after {out.ready_s:.1f} s: {out.ready_line}")
         else:
             rest = out.ready_line.split("NFABRIC-READY ", 1)[-1]
-            print(f"{label}: boot-to-ready {out.ready_s:.1f} s ({rest})", file=sys.stderr)
+            _say(f"{label}: boot-to-ready {out.ready_s:.1f} s ({rest})")
     if out.status == TIMED_OUT:
-        print(f"{label}: timed out after {timeout:g} s (console: {log_path})", file=sys.stderr)
+        _say(f"{label}: timed out after {timeout:g} s (console: {log_path})")
         return out
     if out.ready_s is None and out.qemu_status not in (0, None):
         # QEMU refused to start (a bad option or property): say so, with
         # its message, and exit with its status.
-        print(f"{label}: QEMU exited with status {out.qemu_status} before the guest"
-              f" started: {out.qemu_message}", file=sys.stderr)
+        _say(f"{label}: QEMU exited with status {out.qemu_status} before the guest"
+              f" started: {out.qemu_message}")
         out.status = out.qemu_status
         return out
     if out.exit_status is None:
         if have_run:
-            print(f"{label}: the guest stopped without NFABRIC-EXIT (qemu status"
-                  f" {out.qemu_status}; console: {log_path})", file=sys.stderr)
+            _say(f"{label}: the guest stopped without NFABRIC-EXIT (qemu status"
+                  f" {out.qemu_status}; console: {log_path})")
             out.status = NO_STATUS
         else:
             out.status = out.qemu_status or 0
         return out
     if out.exit_status != 0:
-        print(f"{label}: guest command exited with status {out.exit_status}", file=sys.stderr)
+        _say(f"{label}: guest command exited with status {out.exit_status}")
     out.status = out.exit_status
     return out
 
@@ -331,7 +365,7 @@ def interactive(binary: str, args: List[str], temp_dir: str, log_path: str) -> i
     vm = GuestVM(binary, args, temp_dir, f"vm-{os.getpid()}")
     vm.launch()
     relay = None
-    print("vm: the guest's console; Ctrl-] stops QEMU", file=sys.stderr)
+    _say("vm: the guest's console; Ctrl-] stops QEMU")
     try:
         relay = _Relay(vm.qemu_log_path)
         sock = vm.console_socket

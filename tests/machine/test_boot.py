@@ -142,6 +142,23 @@ def main():
            and outs[1].ready_s is not None,
            f"BootAll with a delay (--stagger): the second guest starts 1.5 s later ({secs:.1f} s)")
 
+        # stop_all() while guests wait (a refused fabric manager): every one
+        # stops at once, none is started again as a hung boot.
+        os.environ["FAKE_QEMU_MODE"] = "silent"
+        t = time.monotonic()
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            watch = vm.BootAll(FAKE, [([], os.path.join(tmp, f"s{r}.log")) for r in range(2)],
+                               tmp, timeout=60, hang_s=3)
+            time.sleep(1)
+            vm.stop_all()
+            outs = watch.results()
+        secs = time.monotonic() - t
+        ok(all(o.status == vm.NO_STATUS for o in outs) and secs < 8
+           and "BOOT HUNG" not in err.getvalue() and not vm._STOPPING.is_set()
+           and err.getvalue().count("stopped with the others") == 2,
+           f"stop_all: both waiting guests stopped ({secs:.1f} s), no boot retried", err.getvalue())
+
         ok(not vm._LIVE, "no guest left registered (every one reaped)", vm._LIVE)
         left = [p for p in os.listdir("/proc") if p.isdigit() and _is_fake(p)]
         ok(not left, "no stand-in QEMU process left", left)
