@@ -312,6 +312,9 @@ def run(opts: Options, base: Topology, firmware: List[str], kernel: str, initrd:
             raise ClusterError(f"no fabric manager assignment ({exc}): the hosts were"
                                f" stopped (logs in {d})") from None
     outs = watch.results()
+    for r, out in enumerate(outs):           # each host's status, for callers
+        with open(os.path.join(d, f"host{r}.rc"), "w", encoding="utf-8") as f:
+            f.write(f"{out.status}\n")
     print(f"cluster: {opts.hosts} hosts finished in {time.monotonic() - t0:.1f} s")
     if opts.keep:
         print(f"cluster: kept the device's state and memory: {os.readlink(d + '/state')}"
