@@ -1,17 +1,13 @@
 # shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # `scripts/nfabric bench NAME`: each benchmark is a function nf_bench_NAME
-# defined by one of the libraries, registered with a one-line description
-# by `nf_register_bench NAME "what"`.  Benchmarks print key=value lines.
-
-nf_register_bench engine "aggregation engine throughput vs scalar reference and memcpy (host)"
+# defined by one of the libraries and registered, with a one-line
+# description, in bench/meson.build.  Benchmarks print key=value lines.
 
 nf_bench_engine() {
     nf_host_build
     "$NF_HOST_BUILD/bench/nfabric-bench-engine" "$@"
 }
-
-nf_register_bench heads "the shared device's memory path without a VM: 1, 2, 4, 8 processes, each a head, writing one G-Binary and one G-Ternary window (host), best of rounds; also each head into elements of its own (apart); --seconds S --procs LIST --rounds N"
 
 nf_bench_heads() {
     local path
@@ -32,10 +28,10 @@ nf_bench_main() {
         echo "usage: scripts/nfabric bench NAME [ARGS...]"
         echo
         echo "Benchmarks (each prints key=value lines):"
-        local k
-        for k in $(printf '%s\n' "${!NF_BENCH_DESC[@]}" | sort); do
-            printf '  %-10s %s\n' "$k" "${NF_BENCH_DESC[$k]}"
-        done
+        local k desc
+        while read -r k desc; do
+            printf '  %-10s %s\n' "$k" "$desc"
+        done < <(nf_meson_table "$NF_ROOT/bench/meson.build" nf_benchmarks)
         [ -n "$name" ] && return 0
         return 2
     fi

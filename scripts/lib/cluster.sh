@@ -768,8 +768,6 @@ nf_mh_example() {
 
 # ---- bench cluster ------------------------------------------------------------
 
-nf_register_bench cluster "aggregate G-Binary/G-Ternary contribution throughput, 1/2/4 heads vs the single-head device and vs the trapped-access floor (edu) in the same VMs; --mib N --rounds N"
-
 # nf_mh_bench_figures DIR N: "PATH MBPS HOSTS MIN MAX" per path (gbinary,
 # gternary, floor: the trapped-access floor): all hosts' bytes over the
 # slowest host's time (the hosts start together at a barrier), and the

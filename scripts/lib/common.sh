@@ -128,13 +128,8 @@ nf_require_root() {
 
 # Registries filled by the libraries (scripts/lib/*.sh are sourced in name
 # order, so these live here).
-# (The test suites are registered in tests/meson.build.)
-declare -gA NF_BENCH_DESC
-
-# nf_register_bench NAME "description": see scripts/lib/bench.sh.
-nf_register_bench() {
-    NF_BENCH_DESC[$1]=$2
-}
+# (The test suites are registered in tests/meson.build, the benchmarks
+# in bench/meson.build.)
 
 # nf_newest_dir DIR PATTERN: the path of the newest (version order)
 # directory in DIR whose name matches PATTERN, or nothing, with status 0,

@@ -236,8 +236,6 @@ nf_suite_ddp() {
     return $rc
 }
 
-nf_register_bench ddp "PyTorch DDP: 4 ranks on the host, accuracy and traffic of every mode on Fashion-MNIST; the hard configuration; the paper's architectures; then 2 VMs, exchange_speedup_vs_gloo; --steps N --vm-steps N --parts LIST"
-
 nf_bench_ddp() {
     local steps=400 d=$NF_BUILD/bench-ddp mode shards key json opts vm_steps=20
     local parts=host,hard,archs,vm part
@@ -388,8 +386,6 @@ nf_bench_ddp_vm() {
         'BEGIN{printf "exchange_speedup_vs_gloo=%.3f\n", (b > 0 ? a / b : 0)}'
 }
 
-nf_register_bench archs "the paper's architectures (ResNet-18 10/100 classes, DistilBERT-sized) through the hooks, 2 host heads: gradient traffic of every mode vs the paper's 3.6-5.4 %, the layers the admission keeps on FP32; --steps N --budget-pct P"
-
 nf_bench_archs() {
     local steps=3 budget=5.0 d=$NF_BUILD/bench-archs port spec mode arch json opts name
     while [ $# -gt 0 ]; do
@@ -455,8 +451,6 @@ PY
     rm -f "$NF_RUN_SHM/bench-archs.state" "$NF_RUN_SHM/bench-archs.mem"
 }
 
-nf_register_bench ef "error feedback study: G-Binary and G-Ternary, EF off/worker/server/both, IID and non-IID, several seeds, 4 host ranks (mean, spread); --seeds N --steps N"
-
 nf_bench_ef() {
     local seeds=3 steps=300 d=$NF_BUILD/bench-ef
     while [ $# -gt 0 ]; do
@@ -492,8 +486,6 @@ nf_ddp_study() {
         nf_die "bench $study: the study failed (runs in $d/runs)"
 }
 
-nf_register_bench hard "the hard configuration (100 classes: two Fashion-MNIST images side by side): fp32, gbinary, gternary, layer_aware, no error feedback, several seeds, 4 host ranks; acc_MODE_hard=, recovered_pct_hard=; --seeds N --steps N"
-
 nf_bench_hard() {
     local seeds=3 steps=300 d=$NF_BUILD/bench-hard
     while [ $# -gt 0 ]; do
@@ -516,7 +508,6 @@ nf_bench_hard() {
 }
 
 # ---- bench pools: jobs across pools (docs/pools.md) -----------------------
-nf_register_bench pools "jobs of P pools x H host ranks (P in 1,2,4,8, H 4; up to 32 ranks): accuracy of the counts and the vote exchange against one device, bytes per step per tier against FP32 allreduce, step time, exactness; docs/img/pools.png; --pools LIST --heads H --seeds N --steps N"
 nf_bench_pools() {
     local d=$NF_BUILD/bench-pools
     case "${1:-}" in

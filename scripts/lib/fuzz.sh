@@ -28,8 +28,6 @@ NF_FUZZ_CFLAGS=(-std=c11 -g -O2 -Wall -Wextra -fno-sanitize-recover=undefined
 # libFuzzer options of every run: inputs up to 1 KiB (200 operations).
 NF_FUZZ_OPTS=(-max_len=1024 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
 
-nf_register_bench fuzz "libFuzzer on the controller model + random device sequences (qtest); --seconds N --jobs N --sequences N"
-
 # The model's pure-C sources (everything the device builds but its QEMU glue).
 nf_fuzz_model_srcs() {
     find "$NF_ROOT/hw/mem/nfabric" -maxdepth 1 -name 'nfabric_*.c' | sort

@@ -5,8 +5,6 @@
 # stock cxl-type3 and on the NEURON-Fabric device's paths: the same QEMU
 # binary, the same guest, two boots.  key=value lines on stdout.
 
-nf_register_bench guest "guest user-space MB/s on stock cxl-type3 and on the device's FP32/G-Binary/G-Ternary paths (two boots)"
-
 nf_bench_guest_usage() {
     cat <<'USAGE'
 usage: scripts/nfabric bench guest [--bytes N] [--reps R] [--rounds K]

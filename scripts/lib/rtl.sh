@@ -389,8 +389,6 @@ nf_suite_rtl() {
 
 # ---- the bench --------------------------------------------------------------
 
-nf_register_bench rtl "RTL datapath: full equivalence run, Yosys synth_xilinx (512-bit), synth_ice40 + nextpnr-ice40 (largest fitting slice); --quick, --no-pnr"
-
 nf_bench_rtl_usage() {
     cat <<'USAGE'
 usage: scripts/nfabric bench rtl [--quick] [--lines N] [--parts LIST]

@@ -14,21 +14,28 @@
 # one failure, so a crash is never a pass, and a suite meson did not run
 # counts as one too.
 
-# nf_suite_table: "NAME SETUP DESCRIPTION" per suite in the order they run,
-# read from tests/meson.build's table (so that --list and --help need no
-# configured build).
-nf_suite_table() {
-    /usr/bin/python3 - "$NF_ROOT/tests/meson.build" <<'PY'
+# nf_meson_table FILE VAR: the rows of the table VAR of meson.build FILE
+# (a list of lists of strings and booleans), a line each, fields separated
+# by spaces (booleans as 1/0, the last field the rest of the line), so that
+# listing needs no configured build.
+nf_meson_table() {
+    /usr/bin/python3 - "$1" "$2" <<'PY'
 import ast, re, sys
 text = open(sys.argv[1]).read()
-m = re.search(r"^nf_suites = (\[.*?^\])", text, re.S | re.M)
+m = re.search(r"^" + sys.argv[2] + r" = (\[.*?^\])", text, re.S | re.M)
 if not m:
-    sys.exit(f"{sys.argv[1]}: no nf_suites table")
+    sys.exit(f"{sys.argv[1]}: no {sys.argv[2]} table")
 rows = ast.literal_eval(re.sub(r"\b(true|false)\b", lambda b: b.group(1).title(),
                                re.sub(r"#[^\n]*", "", m.group(1))))
-for name, setup, desc in rows:
-    print(name, int(setup), desc)
+for row in rows:
+    print(" ".join(str(int(f)) if isinstance(f, bool) else f for f in row))
 PY
+}
+
+# nf_suite_table: "NAME SETUP DESCRIPTION" per suite in the order they run
+# (tests/meson.build).
+nf_suite_table() {
+    nf_meson_table "$NF_ROOT/tests/meson.build" nf_suites
 }
 
 nf_test_usage() {

@@ -6,8 +6,6 @@
 # Prints two tables and key=value lines; draws build/bench/timing/*.png.
 # docs/timing.md explains the model and the figures.
 
-nf_register_bench timing "timing model: exposed datapath overhead vs offered load and depth, PNG plots (host)"
-
 NF_TIMING_LOADS="0.05 0.1 0.15 0.2 0.25 0.3 0.35 0.4 0.5 0.6 0.7 0.8 0.9 0.95 1.0 1.05 1.1 1.2"
 NF_TIMING_DEPTHS="0 1 2 3 4 5 6 8 10 12 14 16 20 24 28 32"
 

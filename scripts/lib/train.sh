@@ -45,8 +45,6 @@ nf_train_kv() {
 }
 
 # ---- bench ---------------------------------------------------------------
-nf_register_bench train "nfabric-train host study: accuracy and gradient traffic per mode, easy and hard (plots)"
-
 nf_bench_train_usage() {
     cat <<'USAGE'
 usage: scripts/nfabric bench train [--seed N] [--no-plots] [-- NFABRIC-TRAIN-ARGS...]
