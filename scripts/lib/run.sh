@@ -223,12 +223,14 @@ nf_suite_isolation() {
     rm -rf "$d"
     mkdir -p "$d"
     # A second checkout: a copy of this one with a build directory of its
-    # own whose QEMU, guest image and host programs are this one's (links).
+    # own whose QEMU (build and source), guest image and host programs are
+    # this one's (links).
     copy=$NF_RUN_TMP/second-checkout
     second=$NF_RUN_TMP/second-build
     nf_checkout_copy "$copy"
     mkdir -p "$second"
     ln -s "$NF_QEMU_BUILD" "$second/qemu-build"
+    ln -s "$NF_QEMU_SRC" "$second/qemu-src"      # its python/qemu: scripts/nfmachine
     ln -s "$NF_BUILD/guest" "$second/guest"
     ln -s "$NF_HOST_BUILD" "$second/host"
     ck2=$(printf '%s' "$copy" | md5sum | cut -c1-12)
