@@ -93,8 +93,6 @@ def stop_all() -> None:
     t.start()
 
 
-
-
 @dataclass
 class Outcome:
     status: int                   # what `vm` exits with
@@ -210,6 +208,7 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
             out.qemu_message = lines[-1] if lines else str(exc.__cause__ or exc)
             return out
         relay = None
+        told = False                         # of stop_all()
         try:
             relay = _Relay(vm.qemu_log_path)
             sock = vm.console_socket
@@ -219,8 +218,10 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
                     out.status = TIMED_OUT
                     vm.shutdown(hard=True)
                     break
-                if (hang_s is not None and not console.seen and now - t0 >= hang_s
-                        and not _STOPPING.is_set()):
+                if _STOPPING.is_set() and not told:
+                    told = True              # launched as stop_all() ran
+                    _signal_all(signal.SIGTERM)
+                if hang_s is not None and not console.seen and now - t0 >= hang_s:
                     out.hung = True
                     vm.shutdown(hard=True)
                     break
