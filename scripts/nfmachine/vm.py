@@ -119,7 +119,11 @@ class _Relay:
         chunk = self.f.read()
         if chunk:
             self.text += chunk
-            sys.stderr.buffer.write(chunk)
+            out = getattr(sys.stderr, "buffer", None)
+            if out is not None:
+                out.write(chunk)
+            else:                    # a text stream (a caller's redirection)
+                sys.stderr.write(chunk.decode(errors="replace"))
             sys.stderr.flush()
 
     def close(self) -> None:

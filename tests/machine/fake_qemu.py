@@ -83,6 +83,7 @@ def main():
         con.sendall(b"NFABRIC-EXIT=%d\r\n" % (3 if mode == "exit3" else 0))
     con.sendall(b"reboot: Power down")        # no newline: the last line
     con.close()
+    time.sleep(0.2)               # QEMU takes a moment to exit after that
     return 0
 
 
