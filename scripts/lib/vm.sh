@@ -27,17 +27,3 @@ nf_vm_main() {
 nf_qmp() {
     nf_machine qmp "$@"
 }
-
-# nf_size_mib SIZE: SIZE (K/M/G/T suffix, plain = MiB) in MiB; empty if bad.
-nf_size_mib() {
-    local s=$1 n unit
-    [[ "$s" =~ ^([0-9]+)([KkMmGgTt]?)[Bb]?$ ]] || return 0
-    n=${BASH_REMATCH[1]}
-    unit=${BASH_REMATCH[2]^^}
-    case "$unit" in
-    K) if [ $((n % 1024)) -eq 0 ]; then echo $((n / 1024)); fi ;;
-    ""|M) echo "$n" ;;
-    G) echo $((n * 1024)) ;;
-    T) echo $((n * 1024 * 1024)) ;;
-    esac
-}
