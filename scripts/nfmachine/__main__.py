@@ -25,6 +25,7 @@ import sys
 import traceback
 from typing import List, Optional
 
+from .options import scan
 from .topology import Topology, TopologyError, size_mib
 
 USAGE = """\
@@ -133,34 +134,18 @@ class VmOptions:
         self.help = False
         self.have_run = False
         self.qemu_status = False
-        raw = {}
-        i = 0
-        while i < len(argv):
-            a = argv[i]
-            if a in ("-h", "--help"):
-                self.help = True
-                return
-            if a in VALUED:
-                if i + 1 >= len(argv):
-                    raise UsageError(f"{a} needs a value")
-                v = argv[i + 1]
-                if a == "--qemu-arg":
-                    self.topo.extra.append(v)
-                else:
-                    raw[a] = v
-                i += 2
-                continue
-            if a == "--quiet":
-                self.quiet = True
-            elif a == "--reboot":
-                self.topo.reboot = True
-            elif a == "--hostfs":
-                self.topo.hostfs = True
-            elif a == "--qemu-status":
-                self.qemu_status = True
-            else:
-                raise UsageError(f'unknown argument "{a}"', True)
-            i += 1
+        scanned = scan(argv, VALUED, ("--quiet", "--reboot", "--hostfs", "--qemu-status"),
+                       UsageError)
+        if scanned is None:
+            self.help = True
+            return
+        values, flags = scanned
+        self.topo.extra = values.pop("--qemu-arg", [])
+        raw = {k: v[-1] for k, v in values.items()}
+        self.quiet = "--quiet" in flags
+        self.topo.reboot = "--reboot" in flags
+        self.topo.hostfs = "--hostfs" in flags
+        self.qemu_status = "--qemu-status" in flags
         self._apply(raw)
 
     def _apply(self, raw) -> None:
@@ -341,21 +326,15 @@ def cmd_libvirt_xml(argv: List[str]) -> int:
               "--serial", "-o", "--output", "--hosts")
     o = {"--name": "nfabric-guest", "--run": "nfabric-test",
          "--serial": os.path.join(env("NF_BUILD"), "guest", "libvirt-serial.log")}
+    scanned = scan(argv, valued, (), UsageError)
+    if scanned is None:
+        sys.stdout.write(LIBVIRT_USAGE)
+        return 0
     vm_argv: List[str] = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in ("-h", "--help"):
-            sys.stdout.write(LIBVIRT_USAGE)
-            return 0
-        if a not in valued:
-            raise UsageError(f'unknown argument "{a}"', True)
-        if i + 1 >= len(argv):
-            raise UsageError(f"{a} needs a value")
-        o["--output" if a == "-o" else a] = argv[i + 1]
+    for a, v in scanned[0].items():
+        o["--output" if a == "-o" else a] = v[-1]
         if a in ("--cpus", "--mem", "--cxl-mem", "--device"):
-            vm_argv += [a, argv[i + 1]]
-        i += 2
+            vm_argv += [a, v[-1]]
     topo = VmOptions(vm_argv).topo
     serial = os.path.abspath(o["--serial"])
     out = o.get("--output")

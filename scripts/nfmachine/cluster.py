@@ -22,6 +22,7 @@ import sys
 import time
 from typing import List, Optional
 
+from .options import scan
 from .topology import Topology, size_mib
 
 USAGE = """\
@@ -170,28 +171,12 @@ class Options:
     def __init__(self, argv: List[str], usage_error):
         o = {"--cpus": "1", "--mem": "1G", "--cxl-mem": "256M", "--timeout": "600",
              "--stagger": "0", "--net-first": "0"}
-        self.help = self.hostfs = self.net = self.keep = False
-        i = 0
-        while i < len(argv):
-            a = argv[i]
-            if a in ("-h", "--help"):
-                self.help = True
-                return
-            if a in self.VALUED:
-                if i + 1 >= len(argv):
-                    raise usage_error(f"{a} needs a value")
-                o[a] = argv[i + 1]
-                i += 2
-                continue
-            if a == "--hostfs":
-                self.hostfs = True
-            elif a == "--net":
-                self.net = True
-            elif a == "--keep":
-                self.keep = True
-            else:
-                raise usage_error(f'unknown argument "{a}"', True)
-            i += 1
+        scanned = scan(argv, self.VALUED, ("--hostfs", "--net", "--keep"), usage_error)
+        self.help = scanned is None
+        if self.help:
+            return
+        o.update({k: v[-1] for k, v in scanned[0].items()})
+        self.hostfs, self.net, self.keep = (f in scanned[1] for f in ("--hostfs", "--net", "--keep"))
         n = o.get("--hosts", "")
         if not n.isdigit() or not 1 <= int(n) <= 16:
             raise usage_error(f'--hosts must be 1..16, not "{n}"')

@@ -15,22 +15,10 @@ import sys
 import tempfile
 import time
 
+from tap import done, ok  # tests/machine/tap.py
 from nfmachine import vm
 
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_qemu.py")
-N = 0
-FAILED = 0
-
-
-def ok(cond, name, detail=""):
-    global N, FAILED
-    N += 1
-    if not cond:
-        FAILED += 1
-    print(f"{'ok' if cond else 'not ok'} {N} - {name}")
-    if not cond and detail:
-        for line in str(detail).splitlines():
-            print(f"#   {line}")
 
 
 def run(mode, tmp, **kw):
@@ -163,8 +151,7 @@ def main():
         ok(not left, "no stand-in QEMU process left", left)
         ok(not [d for d in os.listdir(tmp) if d.startswith("qemu-machine-")],
            "QEMUMachine's temporary directories removed", os.listdir(tmp))
-    print(f"1..{N}")
-    return 1 if FAILED else 0
+    return done()
 
 
 def _is_fake(pid):

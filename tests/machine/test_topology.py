@@ -12,24 +12,12 @@ import os
 import sys
 import xml.etree.ElementTree as ET
 
+from tap import done, ok  # tests/machine/tap.py
 from nfmachine import __main__ as cli
 from nfmachine.libvirt import QEMU_NS, domain_xml
 from nfmachine.topology import Topology, TopologyError, size_mib
 
 FW = ["-L", "/usr/share/seabios"]
-N = 0
-FAILED = 0
-
-
-def ok(cond, name, detail=""):
-    global N, FAILED
-    N += 1
-    if not cond:
-        FAILED += 1
-    print(f"{'ok' if cond else 'not ok'} {N} - {name}")
-    if not cond and detail:
-        for line in str(detail).splitlines():
-            print(f"#   {line}")
 
 
 def args_of(**kw):
@@ -227,8 +215,7 @@ def main():
     except ImportError as exc:
         ok(False, "QEMU's python/qemu importable", exc)
 
-    print(f"1..{N}")
-    return 1 if FAILED else 0
+    return done()
 
 
 if __name__ == "__main__":
