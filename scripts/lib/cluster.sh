@@ -832,7 +832,7 @@ nf_bench_cluster() {
         # The device as it was: not shared, RAM backend, one host.
         dir=$NF_BUILD/bench-cluster/single
         mkdir -p "$dir"
-        nf_vm_main --quiet --log "$dir/host0.log" --cpus 1 --mem 1G --timeout 900 \
+        nf_vm_main --quiet --log "$dir/host0.log" --cpus 1 --mem 512M --timeout 900 \
             "${floor[@]}" --run "NFABRIC_RANK=0 NFABRIC_HOSTS=1 $cmd" >/dev/null 2>&1 ||
             nf_die "bench cluster: the single-head run failed (console: $dir/host0.log)"
         local -A round=()
