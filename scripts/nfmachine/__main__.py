@@ -12,6 +12,9 @@
   hmp SOCKET LINE              one HMP command; prints its output
   qmp-ms SOCKET N [GAP]        slowest of N query-status round trips (ms)
   cm-regs SOCKET REGION        a component block's CXL.cache/mem registers
+  bench-guest check|run [OPTIONS]
+                               `scripts/nfabric bench guest` (its --help):
+                               the options only, or the boots and figures
 
 scripts/nfabric runs it with the paths of the build in its environment
 (NF_QEMU_BIN, NF_QEMU_SRC, NF_GUEST_KERNEL, ...: scripts/lib/machine.sh).
@@ -398,6 +401,40 @@ def cmd_monitor(name: str, argv: List[str]) -> int:
     return 0
 
 
+def cmd_bench_guest(argv: List[str]) -> int:
+    """bench-guest check ARGS (the options, before anything is built) or
+    bench-guest run ARGS (scripts/lib/guestbench.sh built QEMU and the image)."""
+    from . import guestbench
+    if not argv or argv[0] not in ("check", "run"):
+        raise UsageError("usage: bench-guest check|run [OPTIONS]")
+    try:
+        opts = guestbench.Options(argv[1:])
+    except guestbench.UsageError as exc:
+        print(exc, file=sys.stderr)
+        if exc.usage:
+            sys.stderr.write(guestbench.USAGE)
+        return 2
+    if opts.help:
+        sys.stdout.write(guestbench.USAGE)
+        return 0
+    if argv[0] == "check":
+        return 0
+
+    def make_args(vm_argv: List[str]):
+        vm_opts = VmOptions(vm_argv)
+        return provision(vm_opts), vm_opts
+
+    qemu_python()
+    from . import vm
+    vm.stop_on_signals()
+    guest = os.path.join(env("NF_BUILD"), "guest")
+    try:
+        return guestbench.run(opts, guest, guestbench.boot_with(make_args))
+    except guestbench.BenchError as exc:
+        print(f"nfabric: error: {exc}", file=sys.stderr)
+        return 1
+
+
 def main(argv: List[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(__doc__)
@@ -415,6 +452,8 @@ def main(argv: List[str]) -> int:
             return cmd_libvirt_xml(rest)
         if name in ("qmp", "hmp", "qmp-ms", "cm-regs"):
             return cmd_monitor(name, rest)
+        if name == "bench-guest":
+            return cmd_bench_guest(rest)
         raise UsageError(f'unknown command "{name}"', True)
     except UsageError as exc:
         print(f"{prog}: {exc.args[0]}", file=sys.stderr)
