@@ -57,13 +57,13 @@ nf_test_usage() {
 # words split), its output in test-logs/NAME.log; print its line and
 # append "NAME PASSED FAILED" to NF_TEST_COUNTS.
 nf_test_run_suite() {
-    local s=$1 cmd logdir=$NF_TEST_LOGS p f rc=0
-    read -r -a cmd <<<"$2"
+    local s=$1 run logdir=$NF_TEST_LOGS p f rc=0
+    read -r -a run <<<"$2"
     nf_log "suite $s: $3"
     # shellcheck disable=SC2034  # nf_tap's counters (common.sh)
     NF_TAP_N=0 NF_TAP_FAILED=0
     # In a subshell: a suite that exits (nf_die) fails itself, not the run.
-    ("${cmd[@]}") > "$logdir/$s.log" 2>&1 || rc=$?
+    ("${run[@]}") > "$logdir/$s.log" 2>&1 || rc=$?
     p=$(grep -c '^ok ' "$logdir/$s.log" || true)
     f=$(grep -c '^not ok ' "$logdir/$s.log" || true)
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then

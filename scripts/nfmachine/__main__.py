@@ -12,6 +12,10 @@
   hmp SOCKET LINE              one HMP command; prints its output
   qmp-ms SOCKET N [GAP]        slowest of N query-status round trips (ms)
   cm-regs SOCKET REGION        a component block's CXL.cache/mem registers
+  train bench check|run [OPTIONS] | train suite
+                               `scripts/nfabric bench train`, suite `train`
+  demo check|run [OPTIONS]     `scripts/nfabric demo` (its --help)
+  guest-suite                  the guest suite's boots
   bench-guest check|run [OPTIONS]
                                `scripts/nfabric bench guest` (its --help):
                                the options only, or the boots and figures
@@ -21,6 +25,7 @@ scripts/nfabric runs it with the paths of the build in its environment
 An error is reported with the command that failed; nothing exits silently.
 """
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -420,19 +425,81 @@ def cmd_bench_guest(argv: List[str]) -> int:
     if argv[0] == "check":
         return 0
 
-    def make_args(vm_argv: List[str]):
-        vm_opts = VmOptions(vm_argv)
-        return provision(vm_opts), vm_opts
-
-    qemu_python()
-    from . import vm
-    vm.stop_on_signals()
+    guests()
     guest = os.path.join(env("NF_BUILD"), "guest")
+
+    def boot(vm_argv: List[str], log: str, err: str):
+        out = boot_vm(vm_argv, err)
+        return out.status, out.ready_s
+
     try:
-        return guestbench.run(opts, guest, guestbench.boot_with(make_args))
+        return guestbench.run(opts, guest, boot)
     except guestbench.BenchError as exc:
         print(f"nfabric: error: {exc}", file=sys.stderr)
         return 1
+
+
+def boot_vm(vm_argv: List[str], err: Optional[str] = None):
+    """`vm VM_ARGV` (with --run) in this process: the guest booted and
+    watched by vm.boot(); its Outcome.  The watcher's and QEMU's messages
+    go to stderr, or to the file err.  For the suites and benchmarks that
+    boot guests (qemu_python() and vm.stop_on_signals() first)."""
+    from . import vm
+    opts = VmOptions(vm_argv)
+    args = provision(opts)
+    os.makedirs(os.path.dirname(os.path.abspath(opts.log)), exist_ok=True)
+    logs = os.environ.get("NF_TEST_LOGS") or os.path.join(env("NF_BUILD"), "test-logs")
+    with contextlib.ExitStack() as stack:
+        if err:
+            stack.enter_context(contextlib.redirect_stderr(
+                stack.enter_context(open(err, "w", encoding="utf-8"))))
+        return vm.boot(env("NF_QEMU_BIN"), args, os.environ.get("TMPDIR") or "/tmp",
+                       opts.log, quiet=opts.quiet, timeout=opts.timeout,
+                       have_run=opts.have_run,
+                       hang_s=float(os.environ.get("NF_VM_BOOT_HANG_S") or 120),
+                       hang_log=os.path.join(logs, "boot-hangs.log"))
+
+
+def guests() -> None:
+    """Before booting guests in this process: QEMU's python, the signals."""
+    qemu_python()
+    from . import vm
+    vm.stop_on_signals()
+
+
+def cmd_train(argv: List[str]) -> int:
+    from . import train
+    if argv[:1] == ["suite"]:
+        guests()
+    return train.main(argv, boot_vm)
+
+
+def cmd_demo(argv: List[str], suite: bool) -> int:
+    """`scripts/nfabric demo`, or (suite) the guest suite's boots."""
+    from . import demo
+    guest = os.path.join(env("NF_BUILD"), "guest")
+
+    def boot(vm_argv: List[str], log: str, err: Optional[str]) -> int:
+        return boot_vm(["--quiet", "--log", log, "--timeout", "900", *vm_argv], err).status
+
+    if suite:
+        guests()
+        logs = os.environ.get("NF_TEST_LOGS") or os.path.join(env("NF_BUILD"), "test-logs")
+        return demo.guest_suite(logs, boot)
+    try:
+        device = demo.parse(argv[1:])
+    except demo.UsageError as exc:
+        print(exc, file=sys.stderr)
+        if exc.usage:
+            sys.stderr.write(demo.USAGE)
+        return 2
+    if device is None:
+        sys.stdout.write(demo.USAGE)
+        return 0
+    if argv[0] == "check":
+        return 0
+    guests()
+    return demo.demo(device, guest, boot, cmd_cluster)
 
 
 def main(argv: List[str]) -> int:
@@ -454,6 +521,12 @@ def main(argv: List[str]) -> int:
             return cmd_monitor(name, rest)
         if name == "bench-guest":
             return cmd_bench_guest(rest)
+        if name == "train":
+            return cmd_train(rest)
+        if name == "demo" and rest[:1] in (["check"], ["run"]):
+            return cmd_demo(rest, False)
+        if name == "guest-suite":
+            return cmd_demo(rest, True)
         raise UsageError(f'unknown command "{name}"', True)
     except UsageError as exc:
         print(f"{prog}: {exc.args[0]}", file=sys.stderr)

@@ -10,7 +10,6 @@ shared machine; each figure is the best over the rounds.  A fourth boot
 onlines the device's memory as System RAM.  key=value lines on stdout.
 """
 
-import contextlib
 import os
 import sys
 from typing import Callable, Dict, List, Optional
@@ -227,22 +226,3 @@ def run(opts: Options, guest_dir: str, boot: Boot) -> int:
     for line in report(opts, figures(logs, sysram), sysram, ready):
         print(line)
     return 0
-
-
-def boot_with(make_args: Callable[[List[str]], tuple]) -> Boot:
-    """A Boot on vm.boot(): make_args(vm_argv) -> (QEMU args, VmOptions-like)
-    gives the machine; the guest's messages go to its .err file."""
-    from . import vm
-
-    def boot(argv: List[str], log: str, err: str) -> tuple:
-        args, opts = make_args(argv)
-        temp = os.environ.get("TMPDIR") or "/tmp"
-        with open(err, "w", encoding="utf-8") as e, contextlib.redirect_stderr(e):
-            out = vm.boot(os.environ["NF_QEMU_BIN"], args, temp, log, quiet=True,
-                          timeout=opts.timeout, have_run=True,
-                          hang_s=float(os.environ.get("NF_VM_BOOT_HANG_S") or 120),
-                          hang_log=os.path.join(os.environ.get("NF_TEST_LOGS") or
-                                                os.path.join(os.environ["NF_BUILD"], "test-logs"),
-                                                "boot-hangs.log"))
-        return out.status, out.ready_s
-    return boot
