@@ -19,6 +19,7 @@
   bench-guest check|run [OPTIONS]
                                `scripts/nfabric bench guest` (its --help):
                                the options only, or the boots and figures
+  lifecycle-suite              the lifecycle suite's guests and checks (TAP)
 
 scripts/nfabric runs it with the paths of the build in its environment
 (NF_QEMU_BIN, NF_QEMU_SRC, NF_GUEST_KERNEL, ...: scripts/lib/machine.sh).
@@ -205,9 +206,13 @@ class VmOptions:
 
 
 def provision(opts: VmOptions) -> List[str]:
+    """provision_topology() of the options' machine."""
+    return provision_topology(opts.topo)
+
+
+def provision_topology(t: Topology) -> List[str]:
     """QEMU with the device, the guest image and (for --rtl) the RTL
-    library, built by scripts/nfabric if missing; the QEMU arguments."""
-    t = opts.topo
+    library, built by scripts/nfabric if missing; the QEMU arguments of T."""
     qemu = env("NF_QEMU_BIN")
     if not os.access(qemu, os.X_OK):
         nfabric("setup", "--quiet")
@@ -380,6 +385,26 @@ def cmd_libvirt_xml(argv: List[str]) -> int:
     return 0
 
 
+def cmd_lifecycle(argv: List[str]) -> int:
+    """The lifecycle suite (lifecycle.py): TAP on stdout; 0 if every check
+    passed.  Its consoles and QEMU output in build/lifecycle."""
+    if argv:
+        raise UsageError("lifecycle-suite takes no arguments")
+    qemu_python()
+    from . import lifecycle, vm
+    vm.stop_on_signals()
+    logs = os.environ.get("NF_TEST_LOGS") or os.path.join(env("NF_BUILD"), "test-logs")
+    machine = lifecycle.Machine(
+        binary=env("NF_QEMU_BIN"), qemu_args=provision_topology,
+        temp_dir=os.environ.get("TMPDIR") or "/tmp",
+        hang_s=float(os.environ.get("NF_VM_BOOT_HANG_S") or 120),
+        hang_log=os.path.join(logs, "boot-hangs.log"))
+    return lifecycle.run(machine, os.path.join(env("NF_BUILD"), "lifecycle"),
+                         os.environ.get("NF_RUN_SHM", ""),
+                         os.environ.get("NF_LIFECYCLE_MEM") or "1G",
+                         os.environ.get("NF_LIFECYCLE_CXL_MEM") or "256M")
+
+
 def cmd_monitor(name: str, argv: List[str]) -> int:
     qemu_python()
     from . import qmp
@@ -527,6 +552,8 @@ def main(argv: List[str]) -> int:
             return cmd_demo(rest, False)
         if name == "guest-suite":
             return cmd_demo(rest, True)
+        if name == "lifecycle-suite":
+            return cmd_lifecycle(rest)
         raise UsageError(f'unknown command "{name}"', True)
     except UsageError as exc:
         print(f"{prog}: {exc.args[0]}", file=sys.stderr)
