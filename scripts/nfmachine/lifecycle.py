@@ -399,11 +399,11 @@ class Suite:
         self.guests: List[Guest] = []
         self.files: List[str] = []
 
-    def start(self, name: str, make: Callable[[], Topology]) -> Optional[Guest]:
-        """The guest NAME that MAKE describes, started; None if it was not
-        (said)."""
+    def start(self, name: str, *described: Any, **options: Any) -> Optional[Guest]:
+        """The guest NAME that topology(*DESCRIBED, **OPTIONS) describes,
+        started; None if it was not (said)."""
         try:
-            topo = make()
+            topo = topology(*described, **options)
         except TopologyError as exc:
             Tap.note(f"{name}: not started: {exc}")
             return None
@@ -447,9 +447,8 @@ class Suite:
             _remove(f)
         tap.note(f"1. live migration: guest RAM {self.mem}, device memory {self.cxl_mem},"
                  " G-Binary round + FP32 writer running")
-        src = self.start("mig-src", lambda: topology(
-            "cxl-neuron-fabric", self.mem, self.cxl_mem, MIGRATE_CMD, mem_path=s_mem,
-            extra=RP1))
+        src = self.start("mig-src", "cxl-neuron-fabric", self.mem, self.cxl_mem, MIGRATE_CMD,
+                         mem_path=s_mem, extra=RP1)
         if src is None:
             tap.check(False, "source QEMU started")
             return
@@ -459,10 +458,9 @@ class Suite:
             return
         sock = os.path.join(d, "mig.sock")
         _remove(sock)
-        dst = self.start("mig-dst", lambda: topology(
-            "cxl-neuron-fabric", self.mem, self.cxl_mem,
-            "echo the destination never boots this", mem_path=d_mem,
-            extra=RP1 + ["-S", "-incoming", f"unix:{sock}"]))
+        dst = self.start("mig-dst", "cxl-neuron-fabric", self.mem, self.cxl_mem,
+                         "echo the destination never boots this", mem_path=d_mem,
+                         extra=RP1 + ["-S", "-incoming", f"unix:{sock}"])
         if dst is None:
             tap.check(False, "destination QEMU started")
             return
@@ -562,8 +560,7 @@ class Suite:
     def reboots(self) -> None:
         tap = self.tap
         tap.note("2. warm reset: guest reboot -f, then QMP system_reset, in one QEMU run")
-        g = self.start("reboot", lambda: topology("cxl-neuron-fabric", "1G", "256M", REBOOT_CMD,
-                                                  reboot=True))
+        g = self.start("reboot", "cxl-neuron-fabric", "1G", "256M", REBOOT_CMD, reboot=True)
         if g is None:
             tap.check(False, "QEMU started")
             return
@@ -588,8 +585,7 @@ class Suite:
         tap = self.tap
         tap.note("3. stock cxl-type3: system_reset, then migration of a 2 GiB guest with"
                  " 1 GiB of device memory")
-        g = self.start("stock", lambda: topology("cxl-type3", "2G", "1G", "sleep 300",
-                                                 reboot=True))
+        g = self.start("stock", "cxl-type3", "2G", "1G", "sleep 300", reboot=True)
         if g is None:
             tap.check(False, "QEMU started")
             return

@@ -89,6 +89,20 @@ def topologies():
         ok('"lots"' in str(exc), "a bad NF_LIFECYCLE_MEM is refused, naming it", exc)
 
 
+def bad_size(tmp):
+    suite = lc.Suite(machine(tmp), tmp, tmp, "lots", "256M")
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            suite.migration()
+    finally:
+        suite.close()
+    ok('mig-src: not started: bad guest RAM size "lots"' in out.getvalue()
+       and "not ok 1 - source QEMU started" in out.getvalue() and suite.tap.failed == 1
+       and not suite.guests, "a bad NF_LIFECYCLE_MEM: test 1 fails at once, saying why",
+       out.getvalue())
+
+
 def machine(tmp):
     return lc.Machine(binary=FAKE, qemu_args=lambda t: ["-nodefaults"] + t.extra,
                       temp_dir=tmp, hang_s=None, hang_log=os.path.join(tmp, "hangs.log"))
@@ -181,6 +195,7 @@ def main():
     topologies()
     with tempfile.TemporaryDirectory(prefix="nfmachine-test-") as tmp:
         supervision(tmp)
+        bad_size(tmp)
     return done()
 
 
