@@ -16,6 +16,7 @@
                                `scripts/nfabric bench train`, suite `train`
   demo check|run [OPTIONS]     `scripts/nfabric demo` (its --help)
   guest-suite                  the guest suite's boots
+  libvirt-suite                the libvirt suite (libvirtd, domains)
   bench-guest check|run [OPTIONS]
                                `scripts/nfabric bench guest` (its --help):
                                the options only, or the boots and figures
@@ -475,14 +476,12 @@ def boot_vm(vm_argv: List[str], err: Optional[str] = None):
     os.makedirs(os.path.dirname(os.path.abspath(opts.log)), exist_ok=True)
     logs = os.environ.get("NF_TEST_LOGS") or os.path.join(env("NF_BUILD"), "test-logs")
     with contextlib.ExitStack() as stack:
-        if err:
-            stack.enter_context(contextlib.redirect_stderr(
-                stack.enter_context(open(err, "w", encoding="utf-8"))))
+        stream = stack.enter_context(open(err, "w", encoding="utf-8")) if err else None
         return vm.boot(env("NF_QEMU_BIN"), args, os.environ.get("TMPDIR") or "/tmp",
                        opts.log, quiet=opts.quiet, timeout=opts.timeout,
                        have_run=opts.have_run,
                        hang_s=float(os.environ.get("NF_VM_BOOT_HANG_S") or 120),
-                       hang_log=os.path.join(logs, "boot-hangs.log"))
+                       hang_log=os.path.join(logs, "boot-hangs.log"), err=stream)
 
 
 def guests() -> None:
@@ -527,6 +526,14 @@ def cmd_demo(argv: List[str], suite: bool) -> int:
     return demo.demo(device, guest, boot, cmd_cluster)
 
 
+def cmd_libvirt_suite(argv: List[str]) -> int:
+    """Suite `libvirt` (scripts/lib/libvirt.sh installed libvirt first)."""
+    from . import libvirt_suite
+    if argv:
+        raise UsageError("libvirt-suite takes no arguments")
+    return libvirt_suite.suite(env("NF_BUILD"), cmd_libvirt_xml)
+
+
 def main(argv: List[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(__doc__)
@@ -554,6 +561,8 @@ def main(argv: List[str]) -> int:
             return cmd_demo(rest, True)
         if name == "lifecycle-suite":
             return cmd_lifecycle(rest)
+        if name == "libvirt-suite":
+            return cmd_libvirt_suite(rest)
         raise UsageError(f'unknown command "{name}"', True)
     except UsageError as exc:
         print(f"{prog}: {exc.args[0]}", file=sys.stderr)
