@@ -17,7 +17,9 @@ nf_guest_run() {
 
 nf_suite_guest() {
     nf_image_main >&2
-    nf_machine guest-suite
+    local rc=0
+    nf_machine guest-suite || rc=$?
+    return "$rc"
 }
 
 nf_demo_main() {
@@ -26,5 +28,7 @@ nf_demo_main() {
     # QEMU with the device, firmware and the host programs (idempotent).
     nf_setup_main --quiet
     nf_image_main >&2
-    nf_machine demo run "$@"
+    local rc=0
+    nf_machine demo run "$@" || rc=$?
+    return "$rc"
 }

@@ -9,5 +9,7 @@ nf_bench_guest() {
     case " $* " in *" -h "*|*" --help "*) return 0 ;; esac
     nf_setup_main --quiet
     nf_image_main >&2
-    nf_machine bench-guest run "$@"
+    local rc=0
+    nf_machine bench-guest run "$@" || rc=$?
+    return "$rc"
 }

@@ -72,5 +72,7 @@ CONF
 nf_suite_libvirt() {
     nf_libvirt_install
     nf_image_main >&2
-    nf_machine libvirt-suite
+    local rc=0
+    nf_machine libvirt-suite || rc=$?
+    return "$rc"
 }

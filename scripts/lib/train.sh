@@ -34,14 +34,18 @@ nf_bench_train() {
     case " $* " in *" -h "*|*" --help "*) return 0 ;; esac
     nf_train_prepare
     case " $* " in *" --no-plots "*) ;; *) nf_need gnuplot-nox ;; esac
-    nf_train_machine bench run "$@"
+    local rc=0
+    nf_train_machine bench run "$@" || rc=$?
+    return "$rc"
 }
 
 # Suite `train` (scripts/nfmachine/train.py): host checks, then the guest's.
 nf_suite_train() {
     nf_train_prepare
     nf_image_main >&2 || NF_TRAIN_IMAGE_FAILED=1
-    NF_TRAIN_IMAGE_FAILED=${NF_TRAIN_IMAGE_FAILED:-} nf_train_machine suite
+    local rc=0
+    NF_TRAIN_IMAGE_FAILED=${NF_TRAIN_IMAGE_FAILED:-} nf_train_machine suite || rc=$?
+    return "$rc"
 }
 
 nf_train_machine() {

@@ -6,6 +6,7 @@
                                argument a line
   libvirt-xml [OPTIONS]        `scripts/nfabric libvirt-xml` (its --help)
   cluster [OPTIONS]            `scripts/nfabric cluster` (its --help)
+  pools [OPTIONS]              `scripts/nfabric pools` (its --help)
   cluster-files prepare DIR MIB [--keep] | release DIR | busy DIR
                                a cluster's device files (the multihost suite)
   qmp SOCKET NAME [ARGS-JSON]  one QMP command; prints its return (JSON)
@@ -17,6 +18,7 @@
   demo check|run [OPTIONS]     `scripts/nfabric demo` (its --help)
   guest-suite                  the guest suite's boots
   libvirt-suite                the libvirt suite (libvirtd, domains)
+  qtest-suite LIBGCC           the qtest suite (qtests, command-line checks)
   bench-guest check|run [OPTIONS]
                                `scripts/nfabric bench guest` (its --help):
                                the options only, or the boots and figures
@@ -534,12 +536,24 @@ def cmd_libvirt_suite(argv: List[str]) -> int:
     return libvirt_suite.suite(env("NF_BUILD"), cmd_libvirt_xml)
 
 
+def cmd_qtest_suite(argv: List[str]) -> int:
+    """Suite `qtest` (scripts/lib/qtest.sh built the qtests first)."""
+    from . import qtest_suite
+    if len(argv) != 1:
+        raise UsageError("qtest-suite takes libgcc_s's path (not a libnfrtl.so)")
+    guests()
+    return qtest_suite.suite(env("NF_QEMU_BIN"), os.path.dirname(env("NF_QEMU_BIN")),
+                             env("NF_QTESTS").split(), env("NF_BUILD"), env("NF_RUN_SHM"), argv[0],
+                             lambda vm_argv, err: boot_vm(vm_argv, err))
+
+
 def main(argv: List[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(__doc__)
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
-    prog = f"nfabric {name}" if name in ("vm", "libvirt-xml", "cluster") else f"nfmachine {name}"
+    prog = (f"nfabric {name}" if name in ("vm", "libvirt-xml", "cluster", "pools")
+            else f"nfmachine {name}")
     try:
         if name == "cluster":
             return cmd_cluster(rest)
@@ -563,6 +577,11 @@ def main(argv: List[str]) -> int:
             return cmd_lifecycle(rest)
         if name == "libvirt-suite":
             return cmd_libvirt_suite(rest)
+        if name == "qtest-suite":
+            return cmd_qtest_suite(rest)
+        if name == "pools":
+            from . import pools
+            return pools.main(rest, env("NF_BUILD"), env("NF_ROOT"))
         raise UsageError(f'unknown command "{name}"', True)
     except UsageError as exc:
         print(f"{prog}: {exc.args[0]}", file=sys.stderr)
