@@ -44,7 +44,7 @@ class Monitor:
         try:
             return self.conn.cmd(name, **(args or {}))
         except ExecuteError as exc:
-            raise QMPError(f"QMP {name}: {exc.error.desc}") from None
+            raise QMPError(f"QMP {name}: {exc.error.error.desc}") from None
 
     def hmp(self, line: str) -> str:
         return self.call("human-monitor-command", {"command-line": line})
