@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import List, Optional, Set, TextIO, Tuple
 
@@ -327,23 +328,44 @@ class BootAll:
     the hosts of a cluster), each watched as boot() does in a thread of its
     own, guest r started DELAYS[r] seconds after the first; results() waits
     for their outcomes, in order.  Their consoles go to their logs only;
-    messages say "host R"."""
+    messages say "host R" (or LABELS[r]) and go to stderr (or are added
+    to the file MESSAGES[r]: boot()'s err)."""
 
     def __init__(self, binary: str, guests: List[Tuple[List[str], str]], temp_dir: str, *,
                  timeout: Optional[float] = None, hang_s: Optional[float] = 120,
-                 hang_log: Optional[str] = None, delays: Optional[List[float]] = None):
-        self.pool = ThreadPoolExecutor(max_workers=len(guests))
-        self.runs = [self.pool.submit(self._one, (delays or [0] * len(guests))[r],
+                 hang_log: Optional[str] = None, delays: Optional[List[float]] = None,
+                 labels: Optional[List[str]] = None,
+                 messages: Optional[List[Optional[str]]] = None):
+        n = len(guests)
+        self.pool = ThreadPoolExecutor(max_workers=n)
+        self.runs = [self.pool.submit(self._one, (delays or [0] * n)[r],
                                       binary, args, temp_dir, log, timeout, hang_s,
-                                      hang_log, r)
+                                      hang_log, (labels or [f"host {k}" for k in range(n)])[r],
+                                      (messages or [None] * n)[r])
                      for r, (args, log) in enumerate(guests)]
 
     @staticmethod
-    def _one(delay, binary, args, temp_dir, log, timeout, hang_s, hang_log, r):
+    def _one(delay, binary, args, temp_dir, log, timeout, hang_s, hang_log, label, messages):
         if delay:
             time.sleep(delay)
-        return boot(binary, args, temp_dir, log, quiet=True, timeout=timeout,
-                    hang_s=hang_s, hang_log=hang_log, label=f"host {r}")
+        if not messages:
+            return boot(binary, args, temp_dir, log, quiet=True, timeout=timeout,
+                        hang_s=hang_s, hang_log=hang_log, label=label)
+        with open(messages, "a", encoding="utf-8") as err:
+            return boot(binary, args, temp_dir, log, quiet=True, timeout=timeout,
+                        hang_s=hang_s, hang_log=hang_log, label=label, err=err)
+
+    def done(self, r: int) -> bool:
+        """Whether guest r's watch has ended (its QEMU reaped)."""
+        return self.runs[r].done()
+
+    def outcome(self, r: int, timeout: float) -> Optional[Outcome]:
+        """Guest r's outcome, waiting TIMEOUT s at most; None if it still
+        runs then (it is not stopped: results() or stop_all() does)."""
+        try:
+            return self.runs[r].result(timeout=timeout)
+        except FutureTimeout:
+            return None
 
     def results(self) -> List[Outcome]:
         try:

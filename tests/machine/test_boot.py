@@ -156,6 +156,26 @@ def main():
            and outs[1].ready_s is not None,
            f"BootAll with a delay (--stagger): the second guest starts 1.5 s later ({secs:.1f} s)")
 
+        # One host of a multihost case: its own label, its messages (QEMU's
+        # relayed, the verdict) in a file of its own, a bounded wait.
+        os.environ["FAKE_QEMU_MODE"] = "warn"
+        msgs = os.path.join(tmp, "host5.out")
+        with open(msgs, "w", encoding="utf-8") as f:
+            f.write("first line\n")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            watch = vm.BootAll(FAKE, [([], os.path.join(tmp, "l5.log"))], tmp, timeout=60,
+                               labels=["host 5"], messages=[msgs])
+            early = watch.outcome(0, 0.01)
+            out = watch.outcome(0, 30)
+            watch.results()
+        text = open(msgs, encoding="utf-8").read()
+        ok(early is None and out is not None and out.status == 0 and watch.done(0)
+           and text.startswith("first line\n") and "fake warning" in text
+           and "host 5: boot-to-ready" in text and err.getvalue() == "",
+           "BootAll with labels and messages: the guest's messages added to its file,"
+           " none on stderr; outcome() waits a bounded time", f"{text}\n{err.getvalue()}")
+
         # stop_all() while guests wait (a refused fabric manager): every one
         # stops at once, none is started again as a hung boot.
         os.environ["FAKE_QEMU_MODE"] = "silent"
