@@ -7,6 +7,9 @@ vm.py        GuestVM (a qemu.machine.QEMUMachine) and boot(): launch, the
              console and its markers, timeouts, the boot-hang retry, reaping
 qmp.py       calls on a running guest's monitor socket through qemu.qmp
 lifecycle.py the lifecycle suite: its guests, migrations, resets, checks
+cluster.py   `scripts/nfabric cluster`; hosts.py the hosts of one device
+             booted one by one; multihost.py the multihost suite;
+             benchcluster.py `bench cluster`
 
 `python3 -m nfmachine --help` lists the commands scripts/nfabric uses.
 """

@@ -7,8 +7,8 @@
   libvirt-xml [OPTIONS]        `scripts/nfabric libvirt-xml` (its --help)
   cluster [OPTIONS]            `scripts/nfabric cluster` (its --help)
   pools [OPTIONS]              `scripts/nfabric pools` (its --help)
-  cluster-files prepare DIR MIB [--keep] | release DIR | busy DIR
-                               a cluster's device files (the multihost suite)
+  multihost-suite              the `multihost` test suite (TAP)
+  bench-cluster [OPTIONS]      `scripts/nfabric bench cluster` (its --help)
   qmp SOCKET NAME [ARGS-JSON]  one QMP command; prints its return (JSON)
   hmp SOCKET LINE              one HMP command; prints its output
   qmp-ms SOCKET N [GAP]        slowest of N query-status round trips (ms)
@@ -314,24 +314,38 @@ def cmd_cluster(argv: List[str]) -> int:
         return 1
 
 
-def cmd_cluster_files(argv: List[str]) -> int:
-    """cluster-files prepare DIR MIB [--keep] | release DIR | busy DIR: the
-    device files of a cluster in DIR, for the multihost suite's own hosts."""
-    from . import cluster
+def cmd_multihost_suite(argv: List[str]) -> int:
+    """The multihost suite; 1 if a case failed with an error (the checks'
+    verdicts are its TAP lines)."""
+    if argv:
+        raise UsageError(f'unknown argument "{argv[0]}"')
+    qemu_python()
+    from . import multihost, vm
+    vm.stop_on_signals()
+    return multihost.suite()
+
+
+def cmd_bench_cluster(argv: List[str]) -> int:
+    """`scripts/nfabric bench cluster`: its key=value lines."""
+    from . import benchcluster
     try:
-        if len(argv) >= 3 and argv[0] == "prepare" and argv[2].isdigit():
-            cluster.prepare(argv[1], int(argv[2]), keep="--keep" in argv[3:])
-        elif len(argv) == 2 and argv[0] == "release":
-            cluster.release(argv[1])
-        elif len(argv) == 2 and argv[0] == "busy":
-            why = cluster.busy(argv[1])
-            if not why:
-                return 1
-            print(why)
-        else:
-            raise UsageError("usage: cluster-files prepare DIR MIB [--keep] | release DIR | busy DIR")
-    except cluster.ClusterError as exc:
-        print(f"nfabric cluster: {exc}", file=sys.stderr)
+        opts = benchcluster.parse(argv)
+    except benchcluster.Usage as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if opts is None:
+        sys.stdout.write(benchcluster.USAGE)
+        return 0
+    if not os.access(env("NF_QEMU_BIN"), os.X_OK):
+        nfabric("setup", "--quiet")
+    nfabric("image")                  # the guest programs as the sources are
+    qemu_python()
+    from . import vm
+    vm.stop_on_signals()
+    try:
+        benchcluster.bench(*opts)
+    except benchcluster.BenchError as exc:
+        print(f"nfabric: error: {exc}", file=sys.stderr)
         return 1
     return 0
 
@@ -557,8 +571,10 @@ def main(argv: List[str]) -> int:
     try:
         if name == "cluster":
             return cmd_cluster(rest)
-        if name == "cluster-files":
-            return cmd_cluster_files(rest)
+        if name == "multihost-suite":
+            return cmd_multihost_suite(rest)
+        if name == "bench-cluster":
+            return cmd_bench_cluster(rest)
         if name in ("vm", "args"):
             return cmd_vm(rest) if name == "vm" else cmd_args(rest)
         if name == "libvirt-xml":

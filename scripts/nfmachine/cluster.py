@@ -8,9 +8,8 @@ to a directory of the run on /dev/shm (or, with --keep, one of the
 checkout's until `scripts/nfabric clean`).  Every host is a Topology of
 topology.py and all are watched by vm.boot_all(); a fabric manager's
 assignment (--fm) is made while they are paused (-S), then each is
-continued over its QMP socket (DIR/qmpR.sock).  The multihost suite's own
-hosts (scripts/lib/cluster.sh) use the same device files (the `cluster-files`
-command).
+continued over its QMP socket (DIR/qmpR.sock).  The multihost suite's and
+`bench cluster`'s own hosts (hosts.py) use the same device files.
 """
 
 import hashlib
