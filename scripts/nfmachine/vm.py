@@ -16,6 +16,7 @@ messages and QEMU's go to stderr, or to a file of the guest's own (`err`:
 the lifecycle suite's NAME.err); `stop` (an Event) stops that guest alone.
 """
 
+import logging
 import os
 import select
 import signal
@@ -80,6 +81,24 @@ def _signal(vm: QEMUMachine, sig: int) -> None:
             popen.send_signal(sig)
         except ProcessLookupError:
             pass
+
+
+class _MessageHandler(logging.StreamHandler):
+    """python/qemu's warnings ('qemu received signal 9; command: ...')
+    among the messages of the guest whose watcher logs them."""
+
+    @property
+    def stream(self) -> TextIO:
+        return _stderr()
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass                              # always the thread's stream
+
+
+_HANDLER = _MessageHandler()
+_HANDLER.setLevel(logging.WARNING)
+logging.getLogger("qemu").addHandler(_HANDLER)
 
 
 def _signal_all(sig: int) -> None:

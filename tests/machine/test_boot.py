@@ -12,6 +12,7 @@ file), one guest stopped alone, and that no process is left.
 import contextlib
 import io
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -175,6 +176,29 @@ def main():
            and "host 5: boot-to-ready" in text and err.getvalue() == "",
            "BootAll with labels and messages: the guest's messages added to its file,"
            " none on stderr; outcome() waits a bounded time", f"{text}\n{err.getvalue()}")
+
+        # A host's QEMU killed from outside (the multihost suite's SIGKILL):
+        # python/qemu's warning about it among that host's messages.
+        os.environ["FAKE_QEMU_MODE"] = "forever"
+        msgs = os.path.join(tmp, "host6.out")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            watch = vm.BootAll(FAKE, [([], os.path.join(tmp, "l6.log"))], tmp, timeout=60,
+                               labels=["host 6"], messages=[msgs])
+            for _ in range(100):
+                fakes = [int(p) for p in os.listdir("/proc") if p.isdigit() and _is_fake(p)]
+                if fakes and "booting" in open(os.path.join(tmp, "l6.log")).read():
+                    break
+                time.sleep(0.1)
+            for pid in fakes:
+                os.kill(pid, signal.SIGKILL)
+            out = watch.outcome(0, 30)
+            watch.results()
+        text = open(msgs, encoding="utf-8").read()
+        ok(out is not None and out.status == vm.NO_STATUS and "qemu received signal 9" in text
+           and err.getvalue() == "",
+           "a guest's QEMU killed from outside: python/qemu's warning in its messages file,"
+           " not on stderr", f"{text}\n{err.getvalue()}")
 
         # stop_all() while guests wait (a refused fabric manager): every one
         # stops at once, none is started again as a hung boot.
