@@ -22,6 +22,7 @@ import traceback
 from typing import Callable, List, Sequence, TextIO, Tuple
 
 from . import qmp
+from .vm import thread_event_loop
 from .hosts import (Cluster, env, firmware, read, relay_lines, state_lines, state_tool,
                     state_value)
 
@@ -420,10 +421,11 @@ def qmp_worst(paths: Sequence[str]) -> List[int]:
     results = [99999] * len(paths)
 
     def one(i: int) -> None:
-        try:
-            results[i] = qmp.worst_latency_ms(paths[i], 6, 0.2)
-        except Exception as exc:       # noqa: BLE001: said, and counted as slow
-            print(f"qmp-ms {paths[i]}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        with thread_event_loop():
+            try:
+                results[i] = qmp.worst_latency_ms(paths[i], 6, 0.2)
+            except Exception as exc:   # noqa: BLE001: said, and counted as slow
+                print(f"qmp-ms {paths[i]}: {type(exc).__name__}: {exc}", file=sys.stderr)
     threads = [threading.Thread(target=one, args=(i,)) for i in range(len(paths))]
     for t in threads:
         t.start()

@@ -16,6 +16,8 @@ messages and QEMU's go to stderr, or to a file of the guest's own (`err`:
 the lifecycle suite's NAME.err); `stop` (an Event) stops that guest alone.
 """
 
+import asyncio
+import contextlib
 import logging
 import os
 import select
@@ -26,7 +28,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import List, Optional, Set, TextIO, Tuple
+from typing import Iterator, List, Optional, Set, TextIO, Tuple
 
 from qemu.machine import QEMUMachine
 from qemu.machine.machine import VMLaunchFailure
@@ -83,6 +85,22 @@ def _signal(vm: QEMUMachine, sig: int) -> None:
             pass
 
 
+def _signal_all(sig: int) -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for vm in live:
+        _signal(vm, sig)
+
+
+# Where the messages of the guest a thread watches go (boot()'s `err`).
+_ERR = threading.local()
+
+
+def _stderr() -> TextIO:
+    """This thread's guest's message stream: its `err`, else stderr."""
+    return getattr(_ERR, "stream", None) or sys.stderr
+
+
 class _MessageHandler(logging.StreamHandler):
     """python/qemu's warnings ('qemu received signal 9; command: ...')
     among the messages of the guest whose watcher logs them."""
@@ -99,22 +117,6 @@ class _MessageHandler(logging.StreamHandler):
 _HANDLER = _MessageHandler()
 _HANDLER.setLevel(logging.WARNING)
 logging.getLogger("qemu").addHandler(_HANDLER)
-
-
-def _signal_all(sig: int) -> None:
-    with _LIVE_LOCK:
-        live = list(_LIVE)
-    for vm in live:
-        _signal(vm, sig)
-
-
-# Where the messages of the guest a thread watches go (boot()'s `err`).
-_ERR = threading.local()
-
-
-def _stderr() -> TextIO:
-    """This thread's guest's message stream: its `err`, else stderr."""
-    return getattr(_ERR, "stream", None) or sys.stderr
 
 
 def stop_all() -> None:
@@ -342,6 +344,21 @@ def _boot(binary: str, args: List[str], temp_dir: str, log_path: str, quiet: boo
     return _verdict(out, log_path, timeout, have_run, label)
 
 
+@contextlib.contextmanager
+def thread_event_loop() -> Iterator[None]:
+    """An asyncio loop of this thread's own for qemu.qmp (its sync shim
+    would make one and leave it to the garbage collector, which may close
+    it after its sockets: "Exception ignored in BaseEventLoop.__del__"),
+    closed when the block ends."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        yield
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
 class BootAll:
     """Several guests booted at once (each a (QEMU args, console log) pair:
     the hosts of a cluster), each watched as boot() does in a thread of its
@@ -367,10 +384,9 @@ class BootAll:
     def _one(delay, binary, args, temp_dir, log, timeout, hang_s, hang_log, label, messages):
         if delay:
             time.sleep(delay)
-        if not messages:
-            return boot(binary, args, temp_dir, log, quiet=True, timeout=timeout,
-                        hang_s=hang_s, hang_log=hang_log, label=label)
-        with open(messages, "a", encoding="utf-8") as err:
+        with thread_event_loop(), contextlib.ExitStack() as stack:
+            err = stack.enter_context(open(messages, "a", encoding="utf-8")) \
+                if messages else None
             return boot(binary, args, temp_dir, log, quiet=True, timeout=timeout,
                         hang_s=hang_s, hang_log=hang_log, label=label, err=err)
 

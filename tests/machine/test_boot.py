@@ -170,7 +170,7 @@ def main():
             early = watch.outcome(0, 0.01)
             out = watch.outcome(0, 30)
             watch.results()
-        text = open(msgs, encoding="utf-8").read()
+        text = _read(msgs)
         ok(early is None and out is not None and out.status == 0 and watch.done(0)
            and text.startswith("first line\n") and "fake warning" in text
            and "host 5: boot-to-ready" in text and err.getvalue() == "",
@@ -187,14 +187,14 @@ def main():
                                labels=["host 6"], messages=[msgs])
             for _ in range(100):
                 fakes = [int(p) for p in os.listdir("/proc") if p.isdigit() and _is_fake(p)]
-                if fakes and "booting" in open(os.path.join(tmp, "l6.log")).read():
+                if fakes and "booting" in _read(os.path.join(tmp, "l6.log")):
                     break
                 time.sleep(0.1)
             for pid in fakes:
                 os.kill(pid, signal.SIGKILL)
             out = watch.outcome(0, 30)
             watch.results()
-        text = open(msgs, encoding="utf-8").read()
+        text = _read(msgs)
         ok(out is not None and out.status == vm.NO_STATUS and "qemu received signal 9" in text
            and err.getvalue() == "",
            "a guest's QEMU killed from outside: python/qemu's warning in its messages file,"
@@ -223,6 +223,11 @@ def main():
         ok(not [d for d in os.listdir(tmp) if d.startswith("qemu-machine-")],
            "QEMUMachine's temporary directories removed", os.listdir(tmp))
     return done()
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
 
 
 def _is_fake(pid):
