@@ -21,7 +21,8 @@ nf_suite_multihost() {
 }
 
 # `scripts/nfabric bench cluster [--mib N] [--rounds N]`
-# (scripts/nfmachine/benchcluster.py: it builds what it needs first).
+# (scripts/nfmachine/benchcluster.py: it builds what it needs first).  A
+# bad option's status is the verdict, said there.
 nf_bench_cluster() {
-    nf_machine bench-cluster "$@"
+    nf_machine bench-cluster "$@" || return $?
 }
