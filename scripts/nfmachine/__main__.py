@@ -12,6 +12,10 @@
   hmp SOCKET LINE              one HMP command; prints its output
   qmp-ms SOCKET N [GAP]        slowest of N query-status round trips (ms)
   cm-regs SOCKET REGION        a component block's CXL.cache/mem registers
+  ddp-suite | pools-suite      the suites ddp and pools (ddp.py)
+  bench-ddp | bench-archs | bench-ef | bench-hard | bench-pools [--check] ARGS
+                               those benchmarks (ddp.py; --check: the help
+                               or a refusal of bad options, nothing run)
 
 scripts/nfabric runs it with the paths of the build in its environment
 (NF_QEMU_BIN, NF_QEMU_SRC, NF_GUEST_KERNEL, ...: scripts/lib/machine.sh).
@@ -415,6 +419,10 @@ def main(argv: List[str]) -> int:
             return cmd_libvirt_xml(rest)
         if name in ("qmp", "hmp", "qmp-ms", "cm-regs"):
             return cmd_monitor(name, rest)
+        if name in ("ddp-suite", "pools-suite") or name.startswith("bench-"):
+            from . import ddp
+            if name in ddp.COMMANDS:
+                return ddp.main(name, rest)
         raise UsageError(f'unknown command "{name}"', True)
     except UsageError as exc:
         print(f"{prog}: {exc.args[0]}", file=sys.stderr)
