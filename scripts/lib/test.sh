@@ -176,7 +176,7 @@ nf_suite_unit() {
     done < <(find "$NF_HOST_BUILD/tests/unit" -maxdepth 1 -type f -name 'test*' -perm -u+x | sort)
     echo "# tests/unit/test_timing_tool.sh"
     sh "$NF_ROOT/tests/unit/test_timing_tool.sh" "$NF_HOST_BUILD/bench/nfabric-timing" || rc=1
-    for t in test_topology test_boot; do
+    for t in test_topology test_boot test_ddp; do
         echo "# tests/machine/$t.py"
         PYTHONPATH=$NF_ROOT/scripts:$NF_QEMU_SRC/python /usr/bin/python3 \
             "$NF_ROOT/tests/machine/$t.py" || rc=1
