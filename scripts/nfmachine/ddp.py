@@ -979,9 +979,9 @@ def bench_pools(c: Ctx, argv: Sequence[str]) -> None:
     tsv = os.path.join(d, "pools.tsv")
     if not os.path.isfile(tsv):
         raise BenchError(f"bench pools: nfabric.poolbench wrote no {tsv}")
-    for name, text in (("acc.dat", pools_acc_dat(read(tsv))), ("bytes.dat", pools_bytes_dat(read(tsv)))):
+    for name, make in (("acc.dat", pools_acc_dat), ("bytes.dat", pools_bytes_dat)):
         with open(os.path.join(d, name), "w") as f:
-            f.write(text)
+            f.write(make(read(tsv)))
     plot(pools_plot(d), "bench pools")
     os.makedirs(os.path.join(c.root, "docs", "img"), exist_ok=True)
     shutil.copyfile(os.path.join(d, "pools.png"), os.path.join(c.root, "docs", "img", "pools.png"))

@@ -88,8 +88,9 @@ def mode_run_cases():
           "traffic_pct": 3.165}
     r1 = {"rank": 1, "params": "ab", "params_identical": True}
     checks = ddp.mode_run_checks("gbinary", jl(r0, r1), "")
-    ok(texts(checks) == ["DDP gbinary, 2 ranks, 12 steps: every rank ends with the same"
-                         ' parameters ("traffic_pct": 3.165, "acc": 0.15)'] and all(verdicts(checks)),
+    ok(all(verdicts(checks)) and
+       texts(checks) == ["DDP gbinary, 2 ranks, 12 steps: every rank ends with the same"
+                         ' parameters ("traffic_pct": 3.165, "acc": 0.15)'],
        "a DDP run whose ranks end equal passes, with its traffic and accuracy", checks)
     r1["params_identical"] = False
     checks = ddp.mode_run_checks("gbinary", jl(r0, r1), "a\nb\nTraceback\nboom\n")
@@ -129,7 +130,8 @@ def vm_cases():
     host = jl({"rank": 0, "params": "85c6"}, {"rank": 1, "params": "85c6"})
     logs = ("ok 1 - [rank 0] fp32 step 0: equal\n"
             '{"rank": 0, "params": "85c6"}\n'
-            '# archs {"rank": 0, "params": "5b5b", "params_identical": true, "traffic_pct": 3.126}\n'
+            '# archs {"rank": 0, "params": "5b5b", "params_identical": true,'
+            ' "traffic_pct": 3.126}\n'
             "# import-torch-seconds 26.6\n"
             "not ok 2 - [rank 1] gbinary\n"
             '{"rank": 1, "params": "85c6"}\n'
