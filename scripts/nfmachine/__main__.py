@@ -12,6 +12,7 @@
   hmp SOCKET LINE              one HMP command; prints its output
   qmp-ms SOCKET N [GAP]        slowest of N query-status round trips (ms)
   cm-regs SOCKET REGION        a component block's CXL.cache/mem registers
+  pools [OPTIONS]              `scripts/nfabric pools` (its --help; pools.py)
   ddp-suite | pools-suite      the suites ddp and pools (ddp.py)
   bench-ddp | bench-archs | bench-ef | bench-hard | bench-pools [--check] ARGS
                                those benchmarks (ddp.py; --check: the help
@@ -419,6 +420,9 @@ def main(argv: List[str]) -> int:
             return cmd_libvirt_xml(rest)
         if name in ("qmp", "hmp", "qmp-ms", "cm-regs"):
             return cmd_monitor(name, rest)
+        if name == "pools":
+            from . import pools
+            return pools.main(rest)
         if name in ("ddp-suite", "pools-suite") or name.startswith("bench-"):
             from . import ddp
             if name in ddp.COMMANDS:

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""TAP: the verdicts of scripts/nfmachine/ddp.py on fabricated runs.
+"""TAP: the verdicts of scripts/nfmachine/ddp.py on fabricated runs, and
+the command line of pools.py.
 
 Run by the unit suite:  PYTHONPATH=scripts:QEMU_SRC/python python3 THIS
 Each check of the ddp and pools suites, each result line of the
@@ -14,7 +15,7 @@ import tempfile
 import time
 
 from tap import done, ok  # tests/machine/tap.py
-from nfmachine import ddp
+from nfmachine import ddp, pools
 
 
 def jl(*rows):
@@ -296,6 +297,45 @@ def bound_case(tmp):
     ok(status == 3, "a run's own status is returned", status)
 
 
+def pools_refused(argv, want):
+    try:
+        pools.Options(argv)
+    except pools.PoolsUsage as exc:
+        ok(exc.args[0] == want, f"pools refuses {argv}", exc.args[0])
+        return
+    ok(False, f"pools refuses {argv}", "accepted")
+
+
+def pools_command_cases(tmp):
+    o = pools.Options(["--pools", "3", "--hostfs", "--timeout", "90", "--run", "true",
+                       "--device-props", "x=1"])
+    cmd = pools.pool_command(o, 2, "/d/net", "/d")
+    ok(cmd[3:] == ["cluster", "--hosts", "2", "--dir", "/d/pool2", "--net-hub", "/d/net",
+                   "--net-first", "4", "--hostfs", "--timeout", "90", "--device-props", "x=1",
+                   "--run", "export NFABRIC_POOL=2 NFABRIC_POOLS=3 NFABRIC_WORLD=6; export"
+                   " NFABRIC_GLOBAL_RANK=$((NFABRIC_POOL * NFABRIC_HOSTS + NFABRIC_RANK)); true"],
+       "pools: pool 2 of 3 is a cluster on the hub's ports 4.., the pool's names set", cmd)
+    ok(o.bound_s() == 90 + pools.BUILD_GRACE_S, "pools: a pool's bound is its --timeout's")
+    ok(pools.Options(["--help", "--bogus"]).help, "pools: --help first is the help")
+    pools_refused(["--bogus"], 'unknown argument "--bogus"')
+    pools_refused(["--run"], "--run needs a value")
+    pools_refused(["--pools", "2"], "--run CMD is required")
+    pools_refused(["--pools", "9", "--run", "x"], "--pools 9 --hosts 2: 2..16 guests in all")
+    pools_refused(["--pools", "1", "--hosts", "1", "--run", "x"],
+                  "--pools 1 --hosts 1: 2..16 guests in all")
+    pools_refused(["--pools", "02", "--run", "x"], "--pools 02 --hosts 2: 2..16 guests in all")
+    for p, rcs in ((0, ("0", "0")), (1, ("0", "124"))):
+        os.makedirs(os.path.join(tmp, f"pool{p}"))
+        for r, rc in enumerate(rcs):
+            with open(os.path.join(tmp, f"pool{p}", f"host{r}.rc"), "w") as f:
+                f.write(rc + "\n")
+    lines = pools.report(tmp, 3)
+    ok(lines == [f"pool 0: {tmp}/pool0 (consoles host<R>.log, 0 0 )",
+                 f"pool 1: {tmp}/pool1 (consoles host<R>.log, 0 124 )",
+                 f"pool 2: {tmp}/pool2 (consoles host<R>.log, )"],
+       "pools: a line per pool with its hosts' statuses", lines)
+
+
 def main():
     check_json_cases()
     mode_run_cases()
@@ -307,6 +347,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="nfmachine-ddp-test-") as tmp:
         script_case(tmp)
         bound_case(tmp)
+    with tempfile.TemporaryDirectory(prefix="nfmachine-pools-test-") as tmp:
+        pools_command_cases(tmp)
     return done()
 
 
