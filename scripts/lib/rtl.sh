@@ -462,7 +462,7 @@ nf_bench_rtl() {
         nf_vm_main --quiet --log "$out/guest-$m.log" --timeout 900 "${props[@]}" \
             --run "nfabric-bench --bytes 262144 --reps 2 gbinary" 2> "$out/guest-$m.err" ||
             nf_die "rtl bench: the guest run ($m) failed ($out/guest-$m.log, $out/guest-$m.err)"
-        w=$(nf_bench_kv "$out/guest-$m.log" gbinary_write_MBps)
+        w=$(tr -d '\r' < "$out/guest-$m.log" | sed -n 's/^gbinary_write_MBps=//p' | tail -1)
         [ -n "$w" ] || nf_die "rtl bench: no gbinary_write_MBps in $out/guest-$m.log"
         echo "${m}_guest_gbinary_write_MBps=$w"
         if [ "$m" = c ]; then c_w=$w; else rtl_w=$w; fi

@@ -57,13 +57,13 @@ nf_test_usage() {
 # words split), its output in test-logs/NAME.log; print its line and
 # append "NAME PASSED FAILED" to NF_TEST_COUNTS.
 nf_test_run_suite() {
-    local s=$1 cmd logdir=$NF_TEST_LOGS p f rc=0
-    read -r -a cmd <<<"$2"
+    local s=$1 run logdir=$NF_TEST_LOGS p f rc=0
+    read -r -a run <<<"$2"
     nf_log "suite $s: $3"
     # shellcheck disable=SC2034  # nf_tap's counters (common.sh)
     NF_TAP_N=0 NF_TAP_FAILED=0
     # In a subshell: a suite that exits (nf_die) fails itself, not the run.
-    ("${cmd[@]}") > "$logdir/$s.log" 2>&1 || rc=$?
+    ("${run[@]}") > "$logdir/$s.log" 2>&1 || rc=$?
     p=$(grep -c '^ok ' "$logdir/$s.log" || true)
     f=$(grep -c '^not ok ' "$logdir/$s.log" || true)
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
@@ -176,10 +176,9 @@ nf_suite_unit() {
     done < <(find "$NF_HOST_BUILD/tests/unit" -maxdepth 1 -type f -name 'test*' -perm -u+x | sort)
     echo "# tests/unit/test_timing_tool.sh"
     sh "$NF_ROOT/tests/unit/test_timing_tool.sh" "$NF_HOST_BUILD/bench/nfabric-timing" || rc=1
-    for t in test_topology test_boot test_ddp; do
-        echo "# tests/machine/$t.py"
-        PYTHONPATH=$NF_ROOT/scripts:$NF_QEMU_SRC/python /usr/bin/python3 \
-            "$NF_ROOT/tests/machine/$t.py" || rc=1
+    for t in "$NF_ROOT"/tests/machine/test_*.py; do
+        echo "# tests/machine/${t##*/}"
+        PYTHONPATH=$NF_ROOT/scripts:$NF_QEMU_SRC/python /usr/bin/python3 "$t" || rc=1
     done
     return $rc
 }

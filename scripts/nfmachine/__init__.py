@@ -6,6 +6,7 @@ topology.py  the description of a guest (CPUs, RAM, devices, shared state,
 vm.py        GuestVM (a qemu.machine.QEMUMachine) and boot(): launch, the
              console and its markers, timeouts, the boot-hang retry, reaping
 qmp.py       calls on a running guest's monitor socket through qemu.qmp
+lifecycle.py the lifecycle suite: its guests, migrations, resets, checks
 
 `python3 -m nfmachine --help` lists the commands scripts/nfabric uses.
 """

@@ -12,6 +12,15 @@
   hmp SOCKET LINE              one HMP command; prints its output
   qmp-ms SOCKET N [GAP]        slowest of N query-status round trips (ms)
   cm-regs SOCKET REGION        a component block's CXL.cache/mem registers
+  train bench check|run [OPTIONS] | train suite
+                               `scripts/nfabric bench train`, suite `train`
+  demo check|run [OPTIONS]     `scripts/nfabric demo` (its --help)
+  guest-suite                  the guest suite's boots
+  libvirt-suite                the libvirt suite (libvirtd, domains)
+  bench-guest check|run [OPTIONS]
+                               `scripts/nfabric bench guest` (its --help):
+                               the options only, or the boots and figures
+  lifecycle-suite              the lifecycle suite's guests and checks (TAP)
   pools [OPTIONS]              `scripts/nfabric pools` (its --help; pools.py)
   ddp-suite | pools-suite      the suites ddp and pools (ddp.py)
   bench-ddp | bench-archs | bench-ef | bench-hard | bench-pools [--check] ARGS
@@ -23,6 +32,7 @@ scripts/nfabric runs it with the paths of the build in its environment
 An error is reported with the command that failed; nothing exits silently.
 """
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -202,9 +212,13 @@ class VmOptions:
 
 
 def provision(opts: VmOptions) -> List[str]:
+    """provision_topology() of the options' machine."""
+    return provision_topology(opts.topo)
+
+
+def provision_topology(t: Topology) -> List[str]:
     """QEMU with the device, the guest image and (for --rtl) the RTL
-    library, built by scripts/nfabric if missing; the QEMU arguments."""
-    t = opts.topo
+    library, built by scripts/nfabric if missing; the QEMU arguments of T."""
     qemu = env("NF_QEMU_BIN")
     if not os.access(qemu, os.X_OK):
         nfabric("setup", "--quiet")
@@ -377,6 +391,26 @@ def cmd_libvirt_xml(argv: List[str]) -> int:
     return 0
 
 
+def cmd_lifecycle(argv: List[str]) -> int:
+    """The lifecycle suite (lifecycle.py): TAP on stdout; 0 if every check
+    passed.  Its consoles and QEMU output in build/lifecycle."""
+    if argv:
+        raise UsageError("lifecycle-suite takes no arguments")
+    qemu_python()
+    from . import lifecycle, vm
+    vm.stop_on_signals()
+    logs = os.environ.get("NF_TEST_LOGS") or os.path.join(env("NF_BUILD"), "test-logs")
+    machine = lifecycle.Machine(
+        binary=env("NF_QEMU_BIN"), qemu_args=provision_topology,
+        temp_dir=os.environ.get("TMPDIR") or "/tmp",
+        hang_s=float(os.environ.get("NF_VM_BOOT_HANG_S") or 120),
+        hang_log=os.path.join(logs, "boot-hangs.log"))
+    return lifecycle.run(machine, os.path.join(env("NF_BUILD"), "lifecycle"),
+                         os.environ.get("NF_RUN_SHM", ""),
+                         os.environ.get("NF_LIFECYCLE_MEM") or "1G",
+                         os.environ.get("NF_LIFECYCLE_CXL_MEM") or "256M")
+
+
 def cmd_monitor(name: str, argv: List[str]) -> int:
     qemu_python()
     from . import qmp
@@ -403,6 +437,108 @@ def cmd_monitor(name: str, argv: List[str]) -> int:
     return 0
 
 
+def cmd_bench_guest(argv: List[str]) -> int:
+    """bench-guest check ARGS (the options, before anything is built) or
+    bench-guest run ARGS (scripts/lib/guestbench.sh built QEMU and the image)."""
+    from . import guestbench
+    if not argv or argv[0] not in ("check", "run"):
+        raise UsageError("usage: bench-guest check|run [OPTIONS]")
+    try:
+        opts = guestbench.Options(argv[1:])
+    except guestbench.UsageError as exc:
+        print(exc, file=sys.stderr)
+        if exc.usage:
+            sys.stderr.write(guestbench.USAGE)
+        return 2
+    if opts.help:
+        sys.stdout.write(guestbench.USAGE)
+        return 0
+    if argv[0] == "check":
+        return 0
+
+    guests()
+    guest = os.path.join(env("NF_BUILD"), "guest")
+
+    def boot(vm_argv: List[str], log: str, err: str):
+        out = boot_vm(vm_argv, err)
+        return out.status, out.ready_s
+
+    try:
+        return guestbench.run(opts, guest, boot)
+    except guestbench.BenchError as exc:
+        print(f"nfabric: error: {exc}", file=sys.stderr)
+        return 1
+
+
+def boot_vm(vm_argv: List[str], err: Optional[str] = None):
+    """`vm VM_ARGV` (with --run) in this process: the guest booted and
+    watched by vm.boot(); its Outcome.  The watcher's and QEMU's messages
+    go to stderr, or to the file err.  For the suites and benchmarks that
+    boot guests (qemu_python() and vm.stop_on_signals() first)."""
+    from . import vm
+    opts = VmOptions(vm_argv)
+    args = provision(opts)
+    os.makedirs(os.path.dirname(os.path.abspath(opts.log)), exist_ok=True)
+    logs = os.environ.get("NF_TEST_LOGS") or os.path.join(env("NF_BUILD"), "test-logs")
+    with contextlib.ExitStack() as stack:
+        stream = stack.enter_context(open(err, "w", encoding="utf-8")) if err else None
+        return vm.boot(env("NF_QEMU_BIN"), args, os.environ.get("TMPDIR") or "/tmp",
+                       opts.log, quiet=opts.quiet, timeout=opts.timeout,
+                       have_run=opts.have_run,
+                       hang_s=float(os.environ.get("NF_VM_BOOT_HANG_S") or 120),
+                       hang_log=os.path.join(logs, "boot-hangs.log"), err=stream)
+
+
+def guests() -> None:
+    """Before booting guests in this process: QEMU's python, the signals."""
+    qemu_python()
+    from . import vm
+    vm.stop_on_signals()
+
+
+def cmd_train(argv: List[str]) -> int:
+    from . import train
+    if argv[:1] == ["suite"]:
+        guests()
+    return train.main(argv, boot_vm)
+
+
+def cmd_demo(argv: List[str], suite: bool) -> int:
+    """`scripts/nfabric demo`, or (suite) the guest suite's boots."""
+    from . import demo
+    guest = os.path.join(env("NF_BUILD"), "guest")
+
+    def boot(vm_argv: List[str], log: str, err: Optional[str]) -> int:
+        return boot_vm(["--quiet", "--log", log, "--timeout", "900", *vm_argv], err).status
+
+    if suite:
+        guests()
+        logs = os.environ.get("NF_TEST_LOGS") or os.path.join(env("NF_BUILD"), "test-logs")
+        return demo.guest_suite(logs, boot)
+    try:
+        device = demo.parse(argv[1:])
+    except demo.UsageError as exc:
+        print(exc, file=sys.stderr)
+        if exc.usage:
+            sys.stderr.write(demo.USAGE)
+        return 2
+    if device is None:
+        sys.stdout.write(demo.USAGE)
+        return 0
+    if argv[0] == "check":
+        return 0
+    guests()
+    return demo.demo(device, guest, boot, cmd_cluster)
+
+
+def cmd_libvirt_suite(argv: List[str]) -> int:
+    """Suite `libvirt` (scripts/lib/libvirt.sh installed libvirt first)."""
+    from . import libvirt_suite
+    if argv:
+        raise UsageError("libvirt-suite takes no arguments")
+    return libvirt_suite.suite(env("NF_BUILD"), cmd_libvirt_xml)
+
+
 def main(argv: List[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(__doc__)
@@ -420,6 +556,18 @@ def main(argv: List[str]) -> int:
             return cmd_libvirt_xml(rest)
         if name in ("qmp", "hmp", "qmp-ms", "cm-regs"):
             return cmd_monitor(name, rest)
+        if name == "bench-guest":
+            return cmd_bench_guest(rest)
+        if name == "train":
+            return cmd_train(rest)
+        if name == "demo" and rest[:1] in (["check"], ["run"]):
+            return cmd_demo(rest, False)
+        if name == "guest-suite":
+            return cmd_demo(rest, True)
+        if name == "lifecycle-suite":
+            return cmd_lifecycle(rest)
+        if name == "libvirt-suite":
+            return cmd_libvirt_suite(rest)
         if name == "pools":
             from . import pools
             return pools.main(rest)

@@ -11,7 +11,9 @@ NFABRIC-EXIT=<status> when the guest's command ended (guest/init/init).
 
 `boot()` is the one loop: a deadline for the whole run, a boot that
 prints nothing for `hang_s` seconds is killed, reported and started once
-more, and the result is the guest command's status (docs/guest.md).
+more, and the result is the guest command's status (docs/guest.md).  Its
+messages and QEMU's go to stderr, or to a file of the guest's own (`err`:
+the lifecycle suite's NAME.err); `stop` (an Event) stops that guest alone.
 """
 
 import os
@@ -22,7 +24,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import List, Optional, Set, Tuple
+from typing import List, Optional, Set, TextIO, Tuple
 
 from qemu.machine import QEMUMachine
 from qemu.machine.machine import VMLaunchFailure
@@ -69,16 +71,30 @@ _LIVE_LOCK = threading.Lock()
 _STOPPING = threading.Event()
 
 
+def _signal(vm: QEMUMachine, sig: int) -> None:
+    """SIG to VM's QEMU if it runs."""
+    popen = vm._popen                          # pylint: disable=protected-access
+    if popen is not None and popen.poll() is None:
+        try:
+            popen.send_signal(sig)
+        except ProcessLookupError:
+            pass
+
+
 def _signal_all(sig: int) -> None:
     with _LIVE_LOCK:
         live = list(_LIVE)
     for vm in live:
-        popen = vm._popen                      # pylint: disable=protected-access
-        if popen is not None and popen.poll() is None:
-            try:
-                popen.send_signal(sig)
-            except ProcessLookupError:
-                pass
+        _signal(vm, sig)
+
+
+# Where the messages of the guest a thread watches go (boot()'s `err`).
+_ERR = threading.local()
+
+
+def _stderr() -> TextIO:
+    """This thread's guest's message stream: its `err`, else stderr."""
+    return getattr(_ERR, "stream", None) or sys.stderr
 
 
 def stop_all() -> None:
@@ -102,12 +118,12 @@ class Outcome:
     exit_status: Optional[int] = None
     qemu_status: Optional[int] = None
     hung: bool = False
-    stopped: bool = False         # by stop_all()
+    stopped: bool = False         # by stop_all() or boot()'s stop
     qemu_message: str = ""
 
 
 class _Relay:
-    """Copies QEMU's log file to stderr as it grows."""
+    """Copies QEMU's log file to stderr (or `err`) as it grows."""
 
     def __init__(self, path: Optional[str]):
         self.f = open(path, "rb") if path else None
@@ -119,12 +135,13 @@ class _Relay:
         chunk = self.f.read()
         if chunk:
             self.text += chunk
-            out = getattr(sys.stderr, "buffer", None)
+            stream = _stderr()
+            out = getattr(stream, "buffer", None)
             if out is not None:
                 out.write(chunk)
             else:                    # a text stream (a caller's redirection)
-                sys.stderr.write(chunk.decode(errors="replace"))
-            sys.stderr.flush()
+                stream.write(chunk.decode(errors="replace"))
+            stream.flush()
 
     def close(self) -> None:
         self.pump()
@@ -176,10 +193,11 @@ class _Console:
 
 
 def _say(text: str) -> None:
-    """One message line on stderr, written at once (the watchers of a
-    cluster's hosts write from threads of their own)."""
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    """One message line on stderr (or `err`), written at once (the
+    watchers of a cluster's hosts write from threads of their own)."""
+    stream = _stderr()
+    stream.write(text + "\n")
+    stream.flush()
 
 
 def _qemu_status(vm: QEMUMachine) -> Optional[int]:
@@ -191,7 +209,7 @@ def _qemu_status(vm: QEMUMachine) -> Optional[int]:
 
 def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
              quiet: bool, timeout: Optional[float], hang_s: Optional[float],
-             name: str) -> Outcome:
+             name: str, stop: Optional[threading.Event] = None) -> Outcome:
     out = Outcome(status=0)
     t0 = time.monotonic()
     vm = GuestVM(binary, args, temp_dir, name)
@@ -207,12 +225,13 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
             if out.qemu_status < 0:
                 out.qemu_status = 128 - out.qemu_status
             text = exc.output or ""
-            sys.stderr.write(text)
+            _stderr().write(text)
             lines = [l for l in text.splitlines() if l.strip()]
             out.qemu_message = lines[-1] if lines else str(exc.__cause__ or exc)
             return out
         relay = None
         told = False                         # of stop_all()
+        stop_t: Optional[float] = None       # when `stop` was seen set
         try:
             relay = _Relay(vm.qemu_log_path)
             sock = vm.console_socket
@@ -225,6 +244,12 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
                 if _STOPPING.is_set() and not told:
                     told = True              # launched as stop_all() ran
                     _signal_all(signal.SIGTERM)
+                if stop is not None and stop.is_set() and stop_t is None:
+                    stop_t = now             # this guest alone: SIGTERM,
+                    _signal(vm, signal.SIGTERM)
+                if stop_t is not None and now - stop_t >= 5:
+                    vm.shutdown(hard=True)   # SIGKILL 5 s later
+                    break
                 if hang_s is not None and not console.seen and now - t0 >= hang_s:
                     out.hung = True
                     vm.shutdown(hard=True)
@@ -245,7 +270,7 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
                     pass
         finally:
             vm.shutdown(hard=True)     # whatever happened: no QEMU outlives this
-            out.stopped = _STOPPING.is_set()
+            out.stopped = _STOPPING.is_set() or stop_t is not None
             if relay is not None:
                 relay.close()
                 out.qemu_message = relay.last_line()
@@ -256,13 +281,28 @@ def _attempt(binary: str, args: List[str], temp_dir: str, log_path: str,
 def boot(binary: str, args: List[str], temp_dir: str, log_path: str, *,
          quiet: bool = False, timeout: Optional[float] = None,
          hang_s: Optional[float] = 120, hang_log: Optional[str] = None,
-         have_run: bool = True, label: str = "vm") -> Outcome:
+         have_run: bool = True, label: str = "vm", err: Optional[TextIO] = None,
+         stop: Optional[threading.Event] = None) -> Outcome:
     """Launch the guest and watch it to the end, twice if its boot hangs.
-    Messages start with LABEL ("vm", or "host 1" in a cluster)."""
+    Messages start with LABEL ("vm", or "host 1" in a cluster); they and
+    QEMU's own go to ERR if given (else stderr).  Setting STOP stops this
+    guest alone (SIGTERM, SIGKILL 5 s later), as stop_all() does all."""
+    saved = getattr(_ERR, "stream", None)
+    _ERR.stream = err
+    try:
+        return _boot(binary, args, temp_dir, log_path, quiet, timeout, hang_s, hang_log,
+                     have_run, label, stop)
+    finally:
+        _ERR.stream = saved
+
+
+def _boot(binary: str, args: List[str], temp_dir: str, log_path: str, quiet: bool,
+          timeout: Optional[float], hang_s: Optional[float], hang_log: Optional[str],
+          have_run: bool, label: str, stop: Optional[threading.Event]) -> Outcome:
     name = f"{label.replace(' ', '')}-{os.getpid()}"
     for attempt in (1, 2):
-        out = _attempt(binary, args, temp_dir, log_path, quiet, timeout, hang_s, name)
-        if not out.hung or _STOPPING.is_set():
+        out = _attempt(binary, args, temp_dir, log_path, quiet, timeout, hang_s, name, stop)
+        if not out.hung or _STOPPING.is_set() or (stop is not None and stop.is_set()):
             out.hung = False
             break
         if hang_log:
@@ -327,7 +367,8 @@ def boot_all(binary: str, guests: List[Tuple[List[str], str]], temp_dir: str, *,
 def _verdict(out: Outcome, log_path: str, timeout: Optional[float],
              have_run: bool, label: str) -> Outcome:
     if out.stopped and out.exit_status is None:
-        _say(f"{label}: stopped with the others (console: {log_path})")
+        _say(f"{label}: stopped{' with the others' if _STOPPING.is_set() else ''}"
+             f" (console: {log_path})")
         out.status = NO_STATUS
         return out
     if out.ready_s is not None:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nfabric-lifecycle-check: the guest half of the `lifecycle` suite
- * (scripts/lib/lifecycle.sh).  Static, runs in the busybox guest.
+ * (scripts/nfmachine/lifecycle.py).  Static, runs in the busybox guest.
  *
  *   nfabric-lifecycle-check migrate
  *       Runs a G-Binary round and an FP32 writer in a loop until the host

@@ -11,6 +11,10 @@ the "guest" does:
   silent    prints nothing, runs until killed (a boot hang)
   forever   READY, then runs until killed (a timeout)
   warn      a QEMU warning on stderr, READY, NFABRIC-EXIT=0, exit 0
+
+`-qmp unix:PATH,server=on,wait=off` adds a monitor on PATH (QMP as on
+the other; `quit` exits 0), `-pidfile PATH` writes the pid there, as the
+lifecycle suite's guests have them (tests/machine/test_lifecycle.py).
 """
 
 import json
@@ -60,12 +64,37 @@ def qmp(sock):
                 os._exit(0)
 
 
+def option(args, name):
+    """The value of option NAME in ARGS, or None."""
+    return args[args.index(name) + 1] if name in args[:-1] else None
+
+
+def serve_qmp(spec):
+    """A QMP monitor on the unix socket of SPEC (unix:PATH,server=on,...),
+    a connection at a time, as QEMU's -qmp."""
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(spec[len("unix:"):].split(",")[0])
+    srv.listen(1)
+
+    def accept():
+        while True:
+            conn, _ = srv.accept()
+            qmp(conn)
+            conn.close()
+    threading.Thread(target=accept, daemon=True).start()
+
+
 def main():
     mode = os.environ.get("FAKE_QEMU_MODE", "exit3")
     if mode == "refuse":
         print("qemu-system-x86_64: -device cxl-neuron-fabric,clock-mhz=0: "
               "property 'clock-mhz' must be in 1..100000, not 0", file=sys.stderr)
         return 1
+    if option(sys.argv, "-pidfile"):
+        with open(option(sys.argv, "-pidfile"), "w", encoding="utf-8") as f:
+            f.write(f"{os.getpid()}\n")
+    if option(sys.argv, "-qmp"):
+        serve_qmp(option(sys.argv, "-qmp"))
     mon = socket.socket(fileno=fd_of(sys.argv, "mon"))
     con = socket.socket(fileno=fd_of(sys.argv, "console"))
     threading.Thread(target=qmp, args=(mon,), daemon=True).start()

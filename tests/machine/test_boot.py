@@ -5,7 +5,8 @@ Run by the unit suite:  PYTHONPATH=scripts:QEMU_SRC/python python3 THIS
 fake_qemu.py speaks QMP (through QEMU's own qemu.qmp on this side) and
 writes the console markers; each case checks boot()'s verdict: the guest
 command's status, QEMU's refusal with its message, a timeout, a boot hang
-started once more, QEMU's messages relayed, and that no process is left.
+started once more, QEMU's messages relayed (or written to a guest's own
+file), one guest stopped alone, and that no process is left.
 """
 
 import contextlib
@@ -13,6 +14,7 @@ import io
 import os
 import sys
 import tempfile
+import threading
 import time
 
 from tap import done, ok  # tests/machine/tap.py
@@ -111,6 +113,31 @@ def main():
         left = [p for p in os.listdir("/proc") if p.isdigit() and _is_fake(p)]
         ok(raised and not left, "an error while watching is raised, and its QEMU is stopped",
            f"raised={raised} left={left}")
+
+        # A guest's own message file (`err`): its messages and QEMU's go
+        # there, none to stderr.
+        os.environ["FAKE_QEMU_MODE"] = "warn"
+        own, stderr = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            out = vm.boot(FAKE, [], tmp, os.path.join(tmp, "own.log"), quiet=True,
+                          timeout=60, err=own)
+        ok(out.status == 0 and "vm: boot-to-ready" in own.getvalue()
+           and "qemu-system-x86_64: warning: fake warning" in own.getvalue()
+           and not stderr.getvalue(), "err: the guest's messages and QEMU's in its own file",
+           f"err: {own.getvalue()!r}\nstderr: {stderr.getvalue()!r}")
+
+        # `stop`: this guest alone is stopped (the lifecycle suite's reap).
+        os.environ["FAKE_QEMU_MODE"] = "forever"
+        stop, own = threading.Event(), io.StringIO()
+        threading.Timer(1, stop.set).start()
+        t = time.monotonic()
+        out = vm.boot(FAKE, [], tmp, os.path.join(tmp, "stop.log"), quiet=True, timeout=60,
+                      err=own, stop=stop)
+        secs = time.monotonic() - t
+        ok(out.status == vm.NO_STATUS and out.stopped and secs < 8
+           and "vm: stopped (console:" in own.getvalue() and not vm._STOPPING.is_set(),
+           f"stop: the guest stopped at once ({secs:.1f} s), said, the others' flag untouched",
+           own.getvalue())
 
         # Several guests at once (a cluster): each one's verdict, in order.
         os.environ["FAKE_QEMU_MODE"] = "exit3"

@@ -1,0 +1,228 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""`scripts/nfabric bench guest`: guest user-space throughput, three boots.
+
+Throughput of 8-byte writes and reads (and memcpy of 4 KiB blocks) from
+guest user space through /dev/daxX.Y (guest/tools/nfabric-bench.c), on a
+stock cxl-type3 and on the NEURON-Fabric device's paths, with its direct
+map and with direct-map=off: the same QEMU binary, the same guest.  The
+boots alternate round after round, so that each sees the same load on a
+shared machine; each figure is the best over the rounds.  A fourth boot
+onlines the device's memory as System RAM.  key=value lines on stdout.
+"""
+
+import os
+import sys
+from typing import Callable, Dict, List, Optional
+
+USAGE = """\
+usage: scripts/nfabric bench guest [--bytes N] [--reps R] [--rounds K]
+
+Boots the guest three times (stock cxl-type3; cxl-neuron-fabric with its
+direct map, the default; cxl-neuron-fabric with direct-map=off, every access
+on the I/O path as before the direct map) and runs nfabric-bench in each:
+8-byte writes and reads, and memcpy of 4 KiB blocks to and from the memory,
+over N bytes (default 4194304), best of R passes (default 3), and the same
+on the guest's own RAM.  The boots alternate K times (default 2) and each
+figure is the best over the rounds.  Prints key=value lines:
+  stock_*            cxl-type3 (every access an MMIO callback)
+  ram_*              the guest's own memory
+  plain_*            the device, no window (direct map)
+  fp32_* gbinary_* gternary_*   the device with one window of that path
+  io_*               the same on the device with direct-map=off
+  *_MBps: write/read = 8-byte words; memcpy/memcpy_read = 4 KiB blocks
+  plain_write_vs_stock  plain_memcpy_vs_stock   direct map over stock
+  plain_write_vs_ram    plain_memcpy_vs_ram     direct map over guest RAM
+  *_direct_vs_io     each path with the direct map over direct-map=off
+  gbinary_write_vs_stock_fp32   G-Binary write MB/s over stock write MB/s
+  *_fp32_equiv_write_MBps       gradient elements per second as FP32 bytes
+                                (G-Binary x32, G-Ternary x16)
+  sysram_*           programs bound to the device's memory onlined as
+                     System RAM (its NUMA node), node0_* the same bound to
+                     node 0; sysram_*_vs_ram the ratio (gzip: busybox gzip
+                     round trip of a tmpfs file)
+Logs: build/guest/bench-{stock,nfabric,io}-K.log, build/guest/bench-sysram.log
+"""
+
+KINDS = ("stock", "nfabric", "io")
+PATHS = ("plain", "fp32", "gbinary", "gternary")
+OPS = ("write", "read", "memcpy", "memcpy_read")
+
+
+class BenchError(RuntimeError):
+    """A boot failed or printed no figure; the message says which."""
+
+
+class UsageError(RuntimeError):
+    """A bad option: the message (then the usage if usage); status 2."""
+
+    def __init__(self, msg: str, usage: bool = False):
+        super().__init__(msg)
+        self.usage = usage
+
+
+class Options:
+    def __init__(self, argv: List[str]):
+        self.values = {"--bytes": 4194304, "--reps": 3, "--rounds": 2}
+        self.help = False
+        it = iter(argv)
+        for arg in it:
+            if arg in ("-h", "--help"):
+                self.help = True
+                return
+            if arg not in self.values:
+                raise UsageError(f'bench guest: unknown argument "{arg}"', usage=True)
+            v = next(it, None)
+            if v is None:
+                raise UsageError(f"bench guest: {arg} needs a value")
+            if not v.isdigit() or v.startswith("0"):
+                raise UsageError(f'bench guest: bad {arg} "{v}"')
+            self.values[arg] = int(v)
+
+    @property
+    def bytes(self) -> int:
+        return self.values["--bytes"]
+
+    @property
+    def reps(self) -> int:
+        return self.values["--reps"]
+
+    @property
+    def rounds(self) -> int:
+        return self.values["--rounds"]
+
+
+def kv(text: str, key: str) -> Optional[str]:
+    """The last value of KEY=... in a console log's text."""
+    value = None
+    prefix = key + "="
+    for line in text.replace("\r", "").splitlines():
+        if line.startswith(prefix):
+            value = line[len(prefix):]
+    return value
+
+
+def best(texts: List[str], key: str) -> Optional[str]:
+    """The largest value of KEY=... over the logs (as printed)."""
+    found: Optional[str] = None
+    for t in texts:
+        v = kv(t, key)
+        if v is not None and v != "" and (found is None or float(v) > float(found)):
+            found = v
+    return found
+
+
+def ratio(name: str, num: str, den: str) -> str:
+    return "%s=%.3f" % (name, float(num) / float(den))
+
+
+# boot(vm_argv, log, err) -> (status, ready_s): one guest, its messages in err.
+Boot = Callable[[List[str], str, str], "tuple"]
+
+
+def vm_args(kind: str, opts: Options) -> List[str]:
+    """The `vm` options of one boot of KIND."""
+    args = f"--bytes {opts.bytes} --reps {opts.reps}"
+    if kind == "stock":
+        return ["--device", "cxl-type3", "--run", f"nfabric-bench --stock {args}"]
+    dev = ["--device", "cxl-neuron-fabric"]
+    if kind == "io":
+        dev += ["--device-props", "direct-map=off"]
+    return dev + ["--run", f"nfabric-bench {args}"]
+
+
+def figures(logs: Dict[str, List[str]], sysram: str) -> Dict[str, str]:
+    """Every figure of the boots' consoles (the best over rounds)."""
+    f: Dict[str, str] = {}
+    every = [t for k in KINDS for t in logs[k]]
+
+    def need(key: str, texts: List[str], what: str) -> str:
+        v = best(texts, key)
+        if v is None or v == "":
+            raise BenchError(f"bench guest: no {key} {what}")
+        return v
+
+    g = "build/guest"
+    for v in OPS:
+        f[f"stock_{v}"] = need(f"stock_{v}_MBps", logs["stock"],
+                               f"from the stock boots (logs {g}/bench-stock-*.log)")
+        # The guest's RAM was measured in every boot: the best of them.
+        f[f"ram_{v}"] = need(f"ram_{v}_MBps", every, f"(logs {g}/bench-*.log)")
+        for k in PATHS:
+            f[f"{k}_{v}"] = need(f"{k}_{v}_MBps", logs["nfabric"],
+                                 f"from the device boots (logs {g}/bench-nfabric-*.log)")
+            f[f"io_{k}_{v}"] = need(f"{k}_{v}_MBps", logs["io"],
+                                    f"from the direct-map=off boots (logs {g}/bench-io-*.log)")
+    for k in ("sysram", "node0"):
+        for v in OPS + ("gzip",):
+            f[f"{k}_{v}"] = need(f"{k}_{v}_MBps", [sysram],
+                                 f"from the System RAM boot (log {g}/bench-sysram.log)")
+    return f
+
+
+def report(opts: Options, f: Dict[str, str], sysram: str, ready: Dict[str, str]) -> List[str]:
+    """The key=value lines, in the order the shell front door printed them."""
+    out = ["bench=guest", f"bytes={opts.bytes}", f"reps={opts.reps}",
+           f"rounds={opts.rounds}", "access_bytes=8", "memcpy_block_bytes=4096"]
+    for k in ("stock", "ram") + PATHS + tuple(f"io_{p}" for p in PATHS):
+        for v in OPS:
+            out.append(f"{k}_{v}_MBps={f[f'{k}_{v}']}")
+    for v in OPS:
+        out.append(ratio(f"plain_{v}_vs_stock", f[f"plain_{v}"], f[f"stock_{v}"]))
+    for v in OPS:
+        out.append(ratio(f"plain_{v}_vs_ram", f[f"plain_{v}"], f[f"ram_{v}"]))
+    out.append(ratio("io_plain_write_vs_stock", f["io_plain_write"], f["stock_write"]))
+    for k in PATHS:
+        out.append(ratio(f"{k}_write_direct_vs_io", f[f"{k}_write"], f[f"io_{k}_write"]))
+        out.append(ratio(f"{k}_read_direct_vs_io", f[f"{k}_read"], f[f"io_{k}_read"]))
+    out.append(ratio("fp32_write_vs_stock", f["fp32_write"], f["stock_write"]))
+    out.append(ratio("fp32_read_vs_stock", f["fp32_read"], f["stock_read"]))
+    for k in ("gbinary", "gternary"):
+        for v in ("write", "read"):
+            out.append(ratio(f"{k}_{v}_vs_stock_fp32", f[f"{k}_{v}"], f[f"stock_{v}"]))
+    for k in ("sysram", "node0"):
+        for v in OPS + ("gzip",):
+            out.append(f"{k}_{v}_MBps={f[f'{k}_{v}']}")
+    out.append(f"sysram_node={kv(sysram, 'sysram_pages_node') or ''}")
+    out.append(f"sysram_pages_on_node={kv(sysram, 'sysram_pages_on_node') or ''}")
+    for v in OPS + ("gzip",):
+        out.append(ratio(f"sysram_{v}_vs_ram", f[f"sysram_{v}"], f[f"node0_{v}"]))
+    out.append("gbinary_fp32_equiv_write_MBps=%.1f" % (float(f["gbinary_write"]) * 32))
+    out.append("gternary_fp32_equiv_write_MBps=%.1f" % (float(f["gternary_write"]) * 16))
+    out.append(f"boot_to_ready_stock_s={ready.get('stock', '')}")
+    out.append(f"boot_to_ready_nfabric_s={ready.get('nfabric', '')}")
+    return out
+
+
+def read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def run(opts: Options, guest_dir: str, boot: Boot) -> int:
+    """The boots, then the figures; boot(vm_argv, log, err) -> (status, ready_s)."""
+    logs: Dict[str, List[str]] = {k: [] for k in KINDS}
+    ready: Dict[str, str] = {}
+
+    def one(name: str, argv: List[str], what: str) -> str:
+        log = os.path.join(guest_dir, f"bench-{name}.log")
+        err = os.path.join(guest_dir, f"bench-{name}.err")
+        status, ready_s = boot(["--quiet", *argv, "--log", log, "--timeout", "900"], log, err)
+        if status != 0:
+            sys.stderr.write(read(err))
+            raise BenchError(f"bench guest: the {what} boot failed (log {log})")
+        return ready_s
+
+    for r in range(1, opts.rounds + 1):
+        for kind in KINDS:
+            ready_s = one(f"{kind}-{r}", vm_args(kind, opts), kind)
+            if r == 1 and ready_s is not None:
+                ready[kind] = "%.1f" % ready_s
+            logs[kind].append(read(os.path.join(guest_dir, f"bench-{kind}-{r}.log")))
+    # The device's memory onlined as System RAM (kmem), programs bound to
+    # its NUMA node beside node 0 (guest RAM): the group sysram prints them.
+    one("sysram", ["--device", "cxl-neuron-fabric", "--run", "nfabric-test --only sysram"],
+        "System RAM")
+    sysram = read(os.path.join(guest_dir, "bench-sysram.log"))
+    for line in report(opts, figures(logs, sysram), sysram, ready):
+        print(line)
+    return 0
