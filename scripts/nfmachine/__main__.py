@@ -23,6 +23,11 @@
                                `scripts/nfabric bench guest` (its --help):
                                the options only, or the boots and figures
   lifecycle-suite              the lifecycle suite's guests and checks (TAP)
+  pools [OPTIONS]              `scripts/nfabric pools` (its --help; pools.py)
+  ddp-suite | pools-suite      the suites ddp and pools (ddp.py)
+  bench-ddp | bench-archs | bench-ef | bench-hard | bench-pools [--check] ARGS
+                               those benchmarks (ddp.py; --check: the help
+                               or a refusal of bad options, nothing run)
 
 scripts/nfabric runs it with the paths of the build in its environment
 (NF_QEMU_BIN, NF_QEMU_SRC, NF_GUEST_KERNEL, ...: scripts/lib/machine.sh).
@@ -597,7 +602,11 @@ def main(argv: List[str]) -> int:
             return cmd_qtest_suite(rest)
         if name == "pools":
             from . import pools
-            return pools.main(rest, env("NF_BUILD"), env("NF_ROOT"))
+            return pools.main(rest)
+        if name in ("ddp-suite", "pools-suite") or name.startswith("bench-"):
+            from . import ddp
+            if name in ddp.COMMANDS:
+                return ddp.main(name, rest)
         raise UsageError(f'unknown command "{name}"', True)
     except UsageError as exc:
         print(f"{prog}: {exc.args[0]}", file=sys.stderr)

@@ -3,17 +3,18 @@
 device (a pool), every VM on one network of their own: a hub on unix
 sockets (scripts/lib/nethub.py), nothing else (docs/pools.md).
 
-Each pool is a `cluster` process of its own (python3 -m nfmachine
-cluster, with the hub's sockets and its guests' first address), so that
-a pool that fails stops its own hosts only; the hub is stopped when
-every pool has ended, on every path.
+Each pool is `python3 -m nfmachine cluster` (cluster.py) in a process
+group of its own; the hub and the pools are stopped on every path.
 """
 
 import os
-import signal
+import re
 import subprocess
 import sys
-from typing import List, Optional
+import time
+from typing import List, Optional, Sequence
+
+from .ddp import PY, flat, read, stop_group, stop_on_signals
 
 USAGE = """\
 usage: scripts/nfabric pools [--pools P] [--hosts H] [OPTIONS] --run CMD
@@ -33,24 +34,25 @@ NFABRIC_GLOBAL_RANK and NFABRIC_WORLD set. Ends when every guest has.
   --device-props P: as cluster's
 """
 
-VALUED = ("--pools", "--hosts", "--dir", "--run", "--cpus", "--mem", "--cxl-mem",
-          "--timeout", "--device-props")
+OWN = ("--pools", "--hosts", "--dir", "--run")
+PASSED = ("--cpus", "--mem", "--cxl-mem", "--timeout", "--device-props")
+CLUSTER_TIMEOUT_S = 600       # cluster's default --timeout
+# Beyond a pool's own --timeout: the guests' boot, and QEMU or the image
+# built first by a cluster that finds them missing.
+BUILD_GRACE_S = 3600
 
 
-class UsageError(RuntimeError):
-    """A bad option: the message (then the usage if usage); status 2."""
-
-    def __init__(self, msg: str, usage: bool = False):
-        super().__init__(msg)
-        self.usage = usage
+class PoolsUsage(Exception):
+    """A bad argument: the message (and the usage if args[1]), status 2."""
 
 
 class Options:
-    def __init__(self, argv: List[str], build: str):
-        self.pools, self.hosts = "2", "2"
-        self.dir = ""
-        self.cmd: Optional[str] = None
-        self.cluster: List[str] = []          # passed on to each cluster
+    """The command line of `pools`: its own options, and those it passes
+    to every pool's cluster, in their order."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.pools, self.hosts, self.dir, self.cmd = "2", "2", "", None
+        self.cluster: List[str] = []
         self.help = False
         i = 0
         while i < len(argv):
@@ -60,105 +62,123 @@ class Options:
                 return
             if a == "--hostfs":
                 self.cluster.append(a)
-            elif a in VALUED:
+            elif a in OWN or a in PASSED:
                 if i + 1 >= len(argv):
-                    raise UsageError(f"nfabric pools: {a} needs a value")
-                v = argv[i + 1]
+                    raise PoolsUsage(f"{a} needs a value")
                 i += 1
-                if a == "--pools":
-                    self.pools = v
-                elif a == "--hosts":
-                    self.hosts = v
-                elif a == "--dir":
-                    self.dir = v
-                elif a == "--run":
-                    self.cmd = v
-                else:
-                    self.cluster += [a, v]
+                self._value(a, argv[i])
             else:
-                raise UsageError(f'nfabric pools: unknown argument "{a}"', usage=True)
+                raise PoolsUsage(f'unknown argument "{a}"', True)
             i += 1
+        self._check()
+
+    def _value(self, a: str, v: str) -> None:
+        if a == "--pools":
+            self.pools = v
+        elif a == "--hosts":
+            self.hosts = v
+        elif a == "--dir":
+            self.dir = v
+        elif a == "--run":
+            self.cmd = v
+        else:
+            self.cluster += [a, v]
+
+    def _check(self) -> None:
         if self.cmd is None:
-            raise UsageError("nfabric pools: --run CMD is required")
-        good = all(v.isdigit() and not v.startswith("0") for v in (self.pools, self.hosts))
+            raise PoolsUsage("--run CMD is required")
+        good = all(re.fullmatch(r"[1-9][0-9]*", v) for v in (self.pools, self.hosts))
         if not good or not 2 <= int(self.pools) * int(self.hosts) <= 16:
-            raise UsageError(f"nfabric pools: --pools {self.pools} --hosts {self.hosts}: "
-                             "2..16 guests in all")
-        self.np, self.nh = int(self.pools), int(self.hosts)
-        self.dir = self.dir or os.path.join(build, "pools")
+            raise PoolsUsage(f"--pools {self.pools} --hosts {self.hosts}: 2..16 guests in all")
+
+    def bound_s(self) -> int:
+        """How long a pool may take: its --timeout (the last), the grace."""
+        given = [v for a, v in zip(self.cluster, self.cluster[1:]) if a == "--timeout"]
+        t = given[-1] if given else ""
+        return (int(t) if t.isdigit() else CLUSTER_TIMEOUT_S) + BUILD_GRACE_S
 
 
-def pool_run(opts: Options, p: int) -> str:
-    """What each guest of pool p runs: the pool's variables, then CMD."""
-    return (f"export NFABRIC_POOL={p} NFABRIC_POOLS={opts.np} NFABRIC_WORLD={opts.np * opts.nh}; "
-            "export NFABRIC_GLOBAL_RANK=$((NFABRIC_POOL * NFABRIC_HOSTS + NFABRIC_RANK)); "
-            f"{opts.cmd}")
+def pool_command(o: Options, p: int, hub: str, d: str) -> List[str]:
+    """Pool P's cluster: its hosts on the hub's ports P*H.., the pool's
+    names in the environment of CMD."""
+    np, nh = int(o.pools), int(o.hosts)
+    env = (f"export NFABRIC_POOL={p} NFABRIC_POOLS={np} NFABRIC_WORLD={np * nh};"
+           " export NFABRIC_GLOBAL_RANK=$((NFABRIC_POOL * NFABRIC_HOSTS + NFABRIC_RANK));")
+    return [PY, "-m", "nfmachine", "cluster", "--hosts", o.hosts, "--dir",
+            os.path.join(d, f"pool{p}"), "--net-hub", hub, "--net-first", str(p * nh),
+            *o.cluster, "--run", f"{env} {o.cmd}"]
 
 
-def tail(path: str, n: int) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return " ".join(f.read().splitlines()[-n:])
-    except FileNotFoundError:
-        return ""
+def start(cmd: List[str], out: str) -> subprocess.Popen:
+    """CMD in a process group of its own, its output in OUT."""
+    with open(out, "w") as f:
+        return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT,
+                                start_new_session=True)
 
 
-def run(opts: Options, root: str) -> int:
-    """The hub, then every pool's cluster at once; 0 if every pool ended 0."""
-    hub = os.path.join(opts.dir, "net")
+def wait_all(procs: List[subprocess.Popen], bound_s: float) -> List[Optional[int]]:
+    """Each one's status, None for one still running after BOUND_S s."""
+    deadline = time.monotonic() + bound_s
+    status: List[Optional[int]] = [None] * len(procs)
+    for i, proc in enumerate(procs):
+        try:
+            status[i] = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            status[i] = None
+    return status
+
+
+def report(d: str, np: int) -> List[str]:
+    """A line per pool: its directory and its hosts' statuses."""
+    out = []
+    for p in range(np):
+        pd = os.path.join(d, f"pool{p}")
+        rcs = [read(os.path.join(pd, n)) for n in sorted(os.listdir(pd))
+               if n.startswith("host") and n.endswith(".rc")] if os.path.isdir(pd) else []
+        out.append(f"pool {p}: {pd} (consoles host<R>.log, {flat(''.join(rcs))})")
+    return out
+
+
+def run(o: Options) -> int:
+    """The hub, then every pool at once; 1 if a pool failed."""
+    np = int(o.pools)
+    d = o.dir or os.path.join(os.environ.get("NF_BUILD", "build"), "pools")
+    hub = os.path.join(d, "net")
     os.makedirs(hub, exist_ok=True)
+    nethub = os.path.join(os.environ["NF_ROOT"], "scripts", "lib", "nethub.py")
+    procs: List[subprocess.Popen] = []
     rc = 0
-    with open(os.path.join(opts.dir, "nethub.log"), "w", encoding="utf-8") as hub_log:
-        hub_proc = subprocess.Popen(
-            [sys.executable, os.path.join(root, "scripts", "lib", "nethub.py"), hub,
-             str(opts.np * opts.nh)], stdout=hub_log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL)
-    pools: List[subprocess.Popen] = []
     try:
-        for p in range(opts.np):
-            with open(os.path.join(opts.dir, f"pool{p}.out"), "w", encoding="utf-8") as out:
-                pools.append(subprocess.Popen(
-                    [sys.executable, "-m", "nfmachine", "cluster", "--hosts", str(opts.nh),
-                     "--dir", os.path.join(opts.dir, f"pool{p}"), "--net-hub", hub,
-                     "--net-first", str(p * opts.nh), *opts.cluster, "--run", pool_run(opts, p)],
-                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
-        for p, proc in enumerate(pools):
-            if proc.wait() != 0:
+        procs.append(start([PY, nethub, hub, str(np * int(o.hosts))],
+                           os.path.join(d, "nethub.log")))
+        for p in range(np):
+            procs.append(start(pool_command(o, p, hub, d), os.path.join(d, f"pool{p}.out")))
+        for p, st in enumerate(wait_all(procs[1:], o.bound_s())):
+            if st != 0:
                 rc = 1
-                print(f"nfabric pools: pool {p} failed: "
-                      f"{tail(os.path.join(opts.dir, f'pool{p}.out'), 3)}", file=sys.stderr)
+                why = "" if st is not None else f"still running after {o.bound_s()} s, stopped; "
+                out = read(os.path.join(d, f"pool{p}.out"))
+                print(f"nfabric pools: pool {p} failed: {why}{flat(out, 3)}", file=sys.stderr)
     finally:
-        for proc in pools:                     # an error or a signal: their hosts stop too
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in pools:
-            proc.wait()
-        hub_proc.terminate()
-        hub_proc.wait()
-    for p in range(opts.np):
-        d = os.path.join(opts.dir, f"pool{p}")
-        rcs = []
-        for r in range(opts.nh):
-            try:
-                with open(os.path.join(d, f"host{r}.rc"), encoding="utf-8") as f:
-                    rcs.append(f.read().strip())
-            except FileNotFoundError:
-                pass
-        print(f"pool {p}: {d} (consoles host<R>.log, {' '.join(rcs) + ' ' if rcs else ''})")
+        for proc in reversed(procs):
+            stop_group(proc)
+    print("\n".join(report(d, np)))
     return rc
 
 
-def main(argv: List[str], build: str, root: str) -> int:
+def main(argv: List[str]) -> int:
+    """`scripts/nfabric pools ARGV`."""
     try:
-        opts = Options(argv, build)
-    except UsageError as e:
-        print(e, file=sys.stderr)
-        if e.usage:
+        o = Options(argv)
+    except PoolsUsage as exc:
+        print(f"nfabric pools: {exc.args[0]}", file=sys.stderr)
+        if len(exc.args) > 1:
             sys.stderr.write(USAGE)
         return 2
-    if opts.help:
+    if o.help:
         sys.stdout.write(USAGE)
         return 0
-    # SIGTERM ends through run()'s clean-up (its pools and the hub stopped).
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    return run(opts, root)
+    stop_on_signals()
+    sys.stdout.flush()
+    return run(o)
+
