@@ -17,6 +17,8 @@ import os
 import re
 from typing import Callable, List, Optional, Tuple
 
+from .hosts import read as read_file
+
 USAGE = """\
 usage: scripts/nfabric demo [--device cxl-neuron-fabric|cxl-type3]
 
@@ -70,11 +72,8 @@ def parse(argv: List[str]) -> Optional[str]:
 
 
 def read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().replace("\r", "")
-    except FileNotFoundError:
-        return ""
+    """A console or log's text without the serial line's carriage returns."""
+    return read_file(path).replace("\r", "")
 
 
 def lines_matching(text: str, pattern: str) -> List[str]:

@@ -20,6 +20,8 @@ import subprocess
 import time
 from typing import Callable, List, Optional, Tuple
 
+from .hosts import read as read_file
+
 DOMAIN = "nfabric-guest"
 URI = "qemu:///system"
 
@@ -76,11 +78,8 @@ def tail(path: str, n: int) -> str:
 
 
 def read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().replace("\r", "")
-    except FileNotFoundError:
-        return ""
+    """A console or log's text without the serial line's carriage returns."""
+    return read_file(path).replace("\r", "")
 
 
 def verdict(serial: str) -> Tuple[str, str, int, int]:

@@ -17,6 +17,8 @@ import subprocess
 import time
 from typing import Callable, List, Optional
 
+from .hosts import read
+
 BASE = "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0"
 
 # A machine with two root ports and backends of several sizes.
@@ -170,14 +172,6 @@ class Suite:
         for ext in (".mem", ".state"):
             if os.path.exists(shm + ext):
                 os.unlink(shm + ext)
-
-
-def read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
 
 
 def wait_log(path: str, pattern: str, ticks: int = 300) -> bool:
