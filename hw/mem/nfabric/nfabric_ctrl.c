@@ -461,6 +461,7 @@ static int nfabric_view_refresh(NFabricCtrl *s)
         unsigned job = nfabric_job(s);
         uint32_t mine = nfabric_fm_windows(s);
         uint32_t gen = nfabric_shared_gen(sh, job);
+        uint32_t extra;
         bool ok = true;
 
         if (gen & 1) {
@@ -485,14 +486,22 @@ static int nfabric_view_refresh(NFabricCtrl *s)
             }
             continue;
         }
+        /*
+         * The masks hold every job's windows; only this job's are covered
+         * by its sequence count (another job's window is in both masks for
+         * a moment while its enable finishes): only they are judged.
+         */
         memset(&v, 0, sizeof(v));
         v.mask = __atomic_load_n(&sh->enabled_mask, __ATOMIC_RELAXED);
         v.pmask = __atomic_load_n(&sh->pending_mask, __ATOMIC_RELAXED);
-        if ((v.mask | v.pmask) >> NFABRIC_NUM_WINDOWS || (v.mask & v.pmask)) {
+        extra = (v.mask | v.pmask) >> NFABRIC_NUM_WINDOWS;
+        if (extra) {
             ok = false;         /* judged below, once the copy settled */
-        } else {
-            v.mask &= mine;
-            v.pmask &= mine;
+        }
+        v.mask &= mine;
+        v.pmask &= mine;
+        if (v.mask & v.pmask) {
+            ok = false;
         }
         for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
             const NFabricWindow *w = &sh->win[i];
@@ -531,11 +540,12 @@ static int nfabric_view_refresh(NFabricCtrl *s)
         if (__atomic_load_n(&sh->gen[job], __ATOMIC_RELAXED) != gen) {
             continue;           /* changed while we copied: again */
         }
-        if ((v.mask | v.pmask) >> NFABRIC_NUM_WINDOWS || (v.mask & v.pmask)) {
+        if (extra || (v.mask & v.pmask)) {
             snprintf(why, sizeof(why), "the state file's enabled-window mask "
-                     "0x%08" PRIx32 " or pending mask 0x%08" PRIx32 " names "
-                     "windows the device lacks, or both name one: it is "
-                     "corrupted", v.mask, v.pmask);
+                     "or pending mask names windows the device lacks (0x%08"
+                     PRIx32 "), or both name one of this job's (0x%04" PRIx32
+                     "): it is corrupted", extra << NFABRIC_NUM_WINDOWS,
+                     v.mask & v.pmask);
             nfabric_fail(s, why);
             return -1;
         }
