@@ -11,7 +11,8 @@ NFABRIC-EXIT=<status> when the guest's command ended (guest/init/init).
 
 `boot()` is the one loop: a deadline for the whole run, a boot that
 prints nothing for `hang_s` seconds is killed, reported and started once
-more, and the result is the guest command's status (docs/guest.md).  Its
+more (not one started paused, -S, or waiting for a migration, -incoming:
+its console is quiet until another lets it run), and the result is the guest command's status (docs/guest.md).  Its
 messages and QEMU's go to stderr, or to a file of the guest's own (`err`:
 the lifecycle suite's NAME.err); `stop` (an Event) stops that guest alone.
 """
@@ -322,6 +323,12 @@ def _boot(binary: str, args: List[str], temp_dir: str, log_path: str, quiet: boo
           timeout: Optional[float], hang_s: Optional[float], hang_log: Optional[str],
           have_run: bool, label: str, stop: Optional[threading.Event]) -> Outcome:
     name = f"{label.replace(' ', '')}-{os.getpid()}"
+    if "-S" in args or "-incoming" in args:
+        # Started paused, or waiting for a migration: its console is quiet
+        # until someone else lets it run (QMP cont, the migration), which
+        # may be long after the launch, and a second launch would not be
+        # let run again.  No hang watch: its deadline still holds.
+        hang_s = None
     for attempt in (1, 2):
         out = _attempt(binary, args, temp_dir, log_path, quiet, timeout, hang_s, name, stop)
         if not out.hung or _STOPPING.is_set() or (stop is not None and stop.is_set()):

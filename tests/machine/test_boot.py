@@ -24,7 +24,7 @@ from nfmachine import vm
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_qemu.py")
 
 
-def run(mode, tmp, **kw):
+def run(mode, tmp, args=("-nodefaults",), **kw):
     """boot() the stand-in in MODE; (outcome, its stderr, the console log)."""
     os.environ["FAKE_QEMU_MODE"] = mode
     log = os.path.join(tmp, f"{mode}.log")
@@ -32,7 +32,7 @@ def run(mode, tmp, **kw):
     t = time.monotonic()
     with contextlib.redirect_stderr(err):
         # QEMU's relayed messages are written to stderr's buffer directly.
-        out = vm.boot(FAKE, ["-nodefaults"], tmp, log, quiet=True, **kw)
+        out = vm.boot(FAKE, list(args), tmp, log, quiet=True, **kw)
     with open(log, encoding="utf-8") as f:
         console = f.read()
     return out, err.getvalue(), console, time.monotonic() - t
@@ -77,6 +77,13 @@ def main():
         out, err, _, _ = run("silent", tmp, timeout=2, hang_s=None)
         ok(out.status == vm.TIMED_OUT and "BOOT HUNG" not in err,
            "no hang watch (a migration's destination): only the timeout", err)
+
+        for flag in (["-S"], ["-incoming", "defer"]):
+            out, err, _, secs = run("silent", tmp, args=["-nodefaults"] + flag, timeout=3,
+                                    hang_s=1, hang_log=hangs)
+            ok(out.status == vm.TIMED_OUT and "BOOT HUNG" not in err and secs >= 3,
+               f"a guest started with {flag[0]} (quiet until another lets it run) is not"
+               f" killed as hung: only its deadline ({secs:.1f} s)", f"{out}\n{err}")
 
         # QEMU's own messages reach stderr: through sys.stderr.buffer, so
         # catch them at the file descriptor.
