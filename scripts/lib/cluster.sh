@@ -15,9 +15,12 @@ nf_cluster_main() {
 }
 
 # The multihost suite: its cases and their TAP (scripts/nfmachine/multihost.py).
+# NF_MULTIHOST_CASES="jobs2 pause2" runs only those (a developer's loop).
 nf_suite_multihost() {
+    local cases=()
+    read -r -a cases <<< "${NF_MULTIHOST_CASES:-}"
     nf_image_main >&2
-    nf_machine multihost-suite
+    nf_machine multihost-suite "${cases[@]}"
 }
 
 # `scripts/nfabric bench cluster [--mib N] [--rounds N]`

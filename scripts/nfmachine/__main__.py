@@ -7,7 +7,7 @@
   libvirt-xml [OPTIONS]        `scripts/nfabric libvirt-xml` (its --help)
   cluster [OPTIONS]            `scripts/nfabric cluster` (its --help)
   pools [OPTIONS]              `scripts/nfabric pools` (its --help)
-  multihost-suite              the `multihost` test suite (TAP)
+  multihost-suite [CASE...]    the `multihost` test suite (TAP); CASE: only those
   bench-cluster [OPTIONS]      `scripts/nfabric bench cluster` (its --help)
   qmp SOCKET NAME [ARGS-JSON]  one QMP command; prints its return (JSON)
   hmp SOCKET LINE              one HMP command; prints its output
@@ -321,13 +321,16 @@ def cmd_cluster(argv: List[str]) -> int:
 
 def cmd_multihost_suite(argv: List[str]) -> int:
     """The multihost suite; 1 if a case failed with an error (the checks'
-    verdicts are its TAP lines)."""
-    if argv:
-        raise UsageError(f'unknown argument "{argv[0]}"')
+    verdicts are its TAP lines).  ARGV: the cases to run (all if none),
+    by name, for a developer (e.g. jobs2 pause2)."""
     qemu_python()
     from . import multihost, vm
+    names = [name for name, _, _ in multihost.cases(multihost.Tap(sys.stdout))]
+    for name in argv:
+        if name not in names:
+            raise UsageError(f'unknown case "{name}" (cases: {" ".join(names)})')
     vm.stop_on_signals()
-    return multihost.suite()
+    return multihost.suite(only=argv)
 
 
 def cmd_bench_cluster(argv: List[str]) -> int:

@@ -67,8 +67,10 @@ def test_tap():
     ok(out.getvalue() == "ok - a\nnot ok 1 - b\nok 2 - c\n# x\n# y\nnot ok - d\n",
        "the suite's TAP: plain checks, and numbered ones as nf_tap numbered them",
        out.getvalue())
-    heads = [c for c, _ in mh.cases(tap)]
-    ok(len(heads) == 22 and heads[0] == ["(d) refusals and joining, QEMU alone"]
+    names = [n for n, _, _ in mh.cases(tap)]
+    heads = [c for _, c, _ in mh.cases(tap)]
+    ok(len(set(names)) == 22 and names[9] == "jobs2" and names[15] == "apart2"
+       and len(heads) == 22 and heads[0] == ["(d) refusals and joining, QEMU alone"]
        and heads[-1] == ["(o) the Python example of docs/guest.md: two heads started from Python"]
        and sum(len(c) for c in heads) == 16,
        "22 cases in the suite's order, 16 comment lines before them", heads)
