@@ -74,7 +74,12 @@ static bool apart;
  * VMs busy (3 VMs on 2 cores, or one zeroing 64 MiB in a loop), that alone
  * took up to 55 ms here, whatever the other jobs' locks.  The lock paths
  * (register writes, round completions) keep the 50 ms bound; the unit
- * test "apart" (no TCG) holds enables to it too.
+ * test "apart" (no TCG) holds enables to it too.  What the machine itself
+ * takes from this guest (its slowest plain access, which nothing of
+ * another host can hold up) is added: 3 VMs sharing 2 cores with other
+ * work took enables to 103-119 ms with plain accesses of 19-50 ms.  A
+ * hold-up by host 1 would be a lock's bound (500 ms) or the map
+ * protocol's (1 s), and a plain access that slow fails its own check.
  */
 #define NFABRIC_APART_ENABLE_S      0.1
 static uint64_t bench_bytes = 1u << 20;
@@ -1247,10 +1252,11 @@ static void case_pause_probe(void)
                   "(%" PRIu64 " and %u) succeeded (%" PRIu64 " and %u refused), "
                   "the slowest in %.0f and %.0f ms", rank, regs - ens, dones,
                   reg_refused, done_refused, reg_max * 1e3, done_max * 1e3);
-        TAP_CHECK(ens > 0 && en_ok == ens && en_max < NFABRIC_APART_ENABLE_S,
+        TAP_CHECK(ens > 0 && en_ok == ens &&
+                  en_max < NFABRIC_APART_ENABLE_S + plain_max,
                   "[rank %u] apart: of %u enables, %u succeeded (%u PEER, %u "
-                  "STATE, %u other), the slowest in %.0f ms (bound %.0f ms; its "
-                  "plain accesses took up to %.0f ms)", rank, ens, en_ok,
+                  "STATE, %u other), the slowest in %.0f ms (bound %.0f ms and "
+                  "its slowest plain access, %.0f ms)", rank, ens, en_ok,
                   en_peer, en_state, en_other, en_max * 1e3,
                   NFABRIC_APART_ENABLE_S * 1e3, plain_max * 1e3);
         printf("summary: multihost apart: longest plain access %.0f ms, own "
