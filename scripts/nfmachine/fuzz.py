@@ -139,18 +139,30 @@ class Children:
                 kill_group(p)
 
     def start(self, argv: Sequence[str], log: str, append: bool = False,
-              env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None) -> subprocess.Popen:
+              env: Optional[Dict[str, str]] = None,
+              cwd: Optional[str] = None) -> Optional[subprocess.Popen]:
+        """argv started, or None if it cannot be (said in its log and on
+        stderr: a missing or broken program fails its check, it does not
+        end the suite)."""
         with open(log, "a" if append else "w", encoding="utf-8") as f:
-            p = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=f,
-                                 stderr=subprocess.STDOUT, env=env, cwd=cwd,
-                                 start_new_session=True)
+            try:
+                p = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=f,
+                                     stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                                     start_new_session=True)
+            except OSError as exc:
+                f.write(f"{argv[0]}: cannot start: {exc.strerror}\n")
+                note(f"{argv[0]}: cannot start: {exc.strerror}")
+                return None
         self.procs.append(p)
         return p
 
     @staticmethod
-    def wait(p: subprocess.Popen, deadline: float, log: str) -> int:
-        """p's status; past the deadline (time.monotonic()) it is killed,
-        said in its log and on stderr, and the status is 124."""
+    def wait(p: Optional[subprocess.Popen], deadline: float, log: str) -> int:
+        """p's status (127 if it did not start); past the deadline
+        (time.monotonic()) it is killed, said in its log and on stderr,
+        and the status is 124."""
+        if p is None:
+            return 127
         try:
             return p.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
@@ -482,11 +494,14 @@ def main(name: str, argv: List[str]) -> int:
         if len(argv) != 1:
             print("nfmachine fuzz-suite: takes the qtest's path (or -)", file=sys.stderr)
             return 2
+        try:
+            knobs = [knob("NF_FUZZ_SUITE_SECONDS", 20), knob("NF_FUZZ_SUITE_SHARED_SECONDS", 60),
+                     knob("NF_FUZZ_SUITE_STATE_SECONDS", 20), knob("NF_FUZZ_SUITE_SEQUENCES", 300)]
+        except ValueError as exc:
+            print(f"nfabric test fuzz: {exc}", file=sys.stderr)
+            return 2
         stop_on_signals()
-        return suite(fz(argv[0]), knob("NF_FUZZ_SUITE_SECONDS", 20),
-                     knob("NF_FUZZ_SUITE_SHARED_SECONDS", 60),
-                     knob("NF_FUZZ_SUITE_STATE_SECONDS", 20),
-                     knob("NF_FUZZ_SUITE_SEQUENCES", 300))
+        return suite(fz(argv[0]), *knobs)
     if argv[:1] not in (["check"], ["run"]) or (argv[0] == "run" and len(argv) < 2):
         print("nfmachine fuzz-bench: usage: fuzz-bench check ARGS | run QTEST ARGS",
               file=sys.stderr)

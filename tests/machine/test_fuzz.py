@@ -210,6 +210,24 @@ def main():
            and tap[7].endswith(" (log: build/fuzz/device.log)"),
            "suite: failures as not ok lines, with their comments; still 8 checks", out)
 
+    with tempfile.TemporaryDirectory() as d:
+        fz = make(d)
+        os.unlink(fz.binary("state"))
+        (lines, good), _, err = quiet(fz.run, "state", 1, 1, "state")
+        ok(not good and lines[0] == "state_execs=0" and "fuzz-state: cannot start" in err,
+           "a fuzzer that is not there fails its check, it does not end the suite", (lines, err))
+
+    env = dict(os.environ)
+    try:
+        os.environ["NF_FUZZ_SUITE_SECONDS"] = "0"
+        rc, _, err = quiet(fuzz.main, "fuzz-suite", ["-"])
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+    ok(rc == 2 and err == 'nfabric test fuzz: NF_FUZZ_SUITE_SECONDS must be a whole number '
+                          'of at least 1, not "0"\n',
+       "a knob of 0 (libFuzzer: no time limit) is refused", err)
+
     # bench fuzz: options, then key=value lines.
     ok(fuzz.parse([]) == ("run", 60, 1, 2000)
        and fuzz.parse(["--seconds", "5", "--jobs", "2", "--sequences", "10"]) == ("run", 5, 2, 10)
