@@ -39,6 +39,17 @@ echo "stat::number_of_executed_units: 42"
 exit 1
 """
 HANG = "sleep 60\n"
+# libFuzzer's -merge=1: every input of the later directories into the
+# first, a COV line (its edges: the numbers in it) into the control file.
+MERGE = r"""
+for a in "$@"; do case $a in -merge_control_file=*) cf=${a#*=} ;; -*) ;; *) dirs="$dirs $a" ;; esac; done
+set -- $dirs
+out=$1
+shift
+for d in "$@"; do
+    for f in "$d"/*; do cp "$f" "$out/"; echo "COV 0 $(cat "$f")" >> "$cf"; done
+done
+"""
 QTEST_GOOD = r"""
 echo "# random sequences"
 echo "# device_sequences=$((NFABRIC_FUZZ_SEQUENCES / 2))"
@@ -276,6 +287,34 @@ def main():
         rc, out, _ = quiet(fuzz.bench, fz, 10, 1, 300)
         ok(rc == 1 and out.endswith("findings=1\n") and fz.findings() == 1,
            "bench: findings are the inputs saved by this run", out)
+
+    # --minimise: a stand-in merge whose control file lists, for each
+    # input, the edges written in it.
+    with tempfile.TemporaryDirectory() as d:
+        fz = make(d, fuzzers=MERGE)
+        work = fz.workdir("ctrl")
+        os.makedirs(work)
+        for name, edges in (("w1", "1 2 3"), ("w2", "1 2"), ("w3", "4"), ("w4", "3")):
+            with open(os.path.join(work, name), "w", encoding="utf-8") as f:
+                f.write(edges)
+        corpus = fz.kept("corpus", "ctrl")
+        with open(os.path.join(corpus, "README"), "w", encoding="utf-8") as f:
+            f.write("kept")
+        for name in ("in0", "in1", "in2"):            # the seeds: edges 0, 1, 2
+            with open(os.path.join(corpus, name), "w", encoding="utf-8") as f:
+                f.write(name[-1])
+        line, _, err = quiet(fz.minimise)
+        ok(line == "corpus_files=3 corpus_edges=5"
+           and sorted(os.listdir(corpus)) == ["README", "in0", "w1", "w3"],
+           "minimise: the corpus rebuilt from the fewest inputs covering every edge, "
+           "its README kept", (line, sorted(os.listdir(corpus)), err))
+        fz = make(d, fuzzers="echo merge broke; exit 1\n")
+        try:
+            quiet(fz.minimise)
+            msg = None
+        except fuzz.FuzzError as exc:
+            msg = str(exc)
+        ok(msg == f"merge failed ({fz.dir}/minimise/merge.log)", "a merge that fails stops it", msg)
 
     # --minimise's set cover.
     with tempfile.TemporaryDirectory() as d:
