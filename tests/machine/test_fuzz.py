@@ -308,6 +308,16 @@ def main():
            and sorted(os.listdir(corpus)) == ["README", "in0", "w1", "w3"],
            "minimise: the corpus rebuilt from the fewest inputs covering every edge, "
            "its README kept", (line, sorted(os.listdir(corpus)), err))
+        env = dict(os.environ)
+        try:
+            os.environ.update(NF_ROOT=fz.root, NF_BUILD=os.path.dirname(fz.dir),
+                              NF_QEMU_BIN=os.path.join(d, "qemu-build", "qemu-system-x86_64"))
+            rc, out, err = quiet(fuzz.main, "fuzz-bench", ["run", "-", "--minimise"])
+        finally:
+            os.environ.clear()
+            os.environ.update(env)
+        ok(rc == 0 and out == "corpus_files=3 corpus_edges=5\n",
+           "fuzz-bench run - --minimise: its line", (rc, out, err))
         fz = make(d, fuzzers="echo merge broke; exit 1\n")
         try:
             quiet(fz.minimise)
