@@ -19,6 +19,8 @@
   guest-suite                  the guest suite's boots
   libvirt-suite                the libvirt suite (libvirtd, domains)
   qtest-suite LIBGCC           the qtest suite (qtests, command-line checks)
+  fuzz-suite QTEST | fuzz-bench check|run [QTEST] ARGS
+                               suite `fuzz`, `scripts/nfabric bench fuzz` (fuzz.py)
   bench-guest check|run [OPTIONS]
                                `scripts/nfabric bench guest` (its --help):
                                the options only, or the boots and figures
@@ -603,6 +605,9 @@ def main(argv: List[str]) -> int:
             return cmd_libvirt_suite(rest)
         if name == "qtest-suite":
             return cmd_qtest_suite(rest)
+        if name in ("fuzz-suite", "fuzz-bench"):
+            from . import fuzz
+            return fuzz.main(name, rest)
         if name == "pools":
             from . import pools
             return pools.main(rest)
