@@ -40,5 +40,7 @@ nf_bench_main() {
         echo "nfabric: unknown benchmark \"$name\" (try: scripts/nfabric bench --help)" >&2
         return 2
     }
-    "nf_bench_$name" "$@"
+    local rc=0
+    "nf_bench_$name" "$@" || rc=$?
+    return "$rc"
 }
