@@ -19,6 +19,10 @@
   guest-suite                  the guest suite's boots
   libvirt-suite                the libvirt suite (libvirtd, domains)
   qtest-suite LIBGCC           the qtest suite (qtests, command-line checks)
+  driver-suite | fallback-suite | pybind-suite
+                               those suites (driver_suite.py)
+  driver72-suite KVER ROOT OUT KO CHECKPATCH
+                               the checks of suite driver72 (what driver.sh built)
   bench-guest check|run [OPTIONS]
                                `scripts/nfabric bench guest` (its --help):
                                the options only, or the boots and figures
@@ -603,6 +607,9 @@ def main(argv: List[str]) -> int:
             return cmd_libvirt_suite(rest)
         if name == "qtest-suite":
             return cmd_qtest_suite(rest)
+        if name in ("driver-suite", "fallback-suite", "pybind-suite", "driver72-suite"):
+            from . import driver_suite
+            return driver_suite.main(name, rest, boot_vm, cmd_cluster, guests, UsageError)
         if name == "pools":
             from . import pools
             return pools.main(rest)
