@@ -21,6 +21,10 @@
   qtest-suite LIBGCC           the qtest suite (qtests, command-line checks)
   fuzz-suite QTEST | fuzz-bench check|run [QTEST] ARGS
                                suite `fuzz`, `scripts/nfabric bench fuzz` (fuzz.py)
+  driver-suite | fallback-suite | pybind-suite
+                               those suites (driver_suite.py)
+  driver72-suite KVER ROOT OUT KO CHECKPATCH
+                               the checks of suite driver72 (what driver.sh built)
   bench-guest check|run [OPTIONS]
                                `scripts/nfabric bench guest` (its --help):
                                the options only, or the boots and figures
@@ -608,6 +612,9 @@ def main(argv: List[str]) -> int:
         if name in ("fuzz-suite", "fuzz-bench"):
             from . import fuzz
             return fuzz.main(name, rest)
+        if name in ("driver-suite", "fallback-suite", "pybind-suite", "driver72-suite"):
+            from . import driver_suite
+            return driver_suite.main(name, rest, boot_vm, cmd_cluster, guests, UsageError)
         if name == "pools":
             from . import pools
             return pools.main(rest)
