@@ -17,7 +17,7 @@
 # its processes and directories are removed then.  A nested scripts/nfabric
 # of the same checkout belongs to the run that started it.
 
-NF_HOST_PY=$NF_ROOT/scripts/lib/nfhost.py
+NF_HOST_PY=$NF_ROOT/scripts/nfmachine/nfhost.py
 # Where runs' temporary directories go: TMPDIR as the first run found it (a
 # run points TMPDIR at its own directory; a run it starts keeps the base).
 NF_TMP_BASE=${NF_TMP_BASE:-${TMPDIR:-/tmp}}
@@ -174,7 +174,7 @@ nf_clean_main() {
 # ---- the host check of `scripts/nfabric test` -------------------------------
 
 # nf_host_snapshot FILE: the machine's state as the host check compares it
-# (scripts/lib/nfhost.py snapshot: device nodes, /dev/shm and /tmp, this
+# (scripts/nfmachine/nfhost.py snapshot: device nodes, /dev/shm and /tmp, this
 # checkout's processes, mounts, network namespaces, apt sources).
 nf_host_snapshot() {
     /usr/bin/python3 "$NF_HOST_PY" snapshot --checkout "$NF_CHECKOUT_ID" \
