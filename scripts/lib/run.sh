@@ -99,8 +99,9 @@ nf_run_end() {
     local rc=$? procs
     [ "${NF_RUN_OWNER:-}" = "$BASHPID" ] || return "$rc"
     trap - EXIT HUP INT TERM
-    procs=$(nf_run_procs "$NF_RUN_ID" --kill | tr '\n' ' ') || true
-    [ -z "$procs" ] || nf_log "stopped the processes this run left running: $procs"
+    # No pipe: a reader of it would carry NF_RUN_ID and be stopped too.
+    procs=$(nf_run_procs "$NF_RUN_ID" --kill) || true
+    [ -z "$procs" ] || nf_log "stopped the processes this run left running: ${procs//$'\n'/ }"
     rm -rf "$NF_RUN_SHM" "$NF_RUN_TMP"
     return "$rc"
 }
