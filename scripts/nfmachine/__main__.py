@@ -29,7 +29,7 @@
                                those benchmarks (ddp.py; --check: the help
                                or a refusal of bad options, nothing run)
   isolation-suite DIR STATUS   the isolation suite (isolation.py), its logs in
-                               DIR; STATUS: the DDP jobs' provisioning's
+                               DIR; STATUS: that of nf_ddp_prepare (run.sh)
   host-snapshot FILE | host-check BEFORE
                                the host check of `test` (hostcheck.py)
   clean [OPTIONS]              `scripts/nfabric clean` (its --help)
