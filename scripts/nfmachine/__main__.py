@@ -34,6 +34,11 @@
   bench-ddp | bench-archs | bench-ef | bench-hard | bench-pools [--check] ARGS
                                those benchmarks (ddp.py; --check: the help
                                or a refusal of bad options, nothing run)
+  isolation-suite DIR STATUS   the isolation suite (isolation.py), its logs in
+                               DIR; STATUS: that of nf_ddp_prepare (run.sh)
+  host-snapshot FILE | host-check BEFORE
+                               the host check of `test` (hostcheck.py)
+  clean [OPTIONS]              `scripts/nfabric clean` (its --help)
 
 scripts/nfabric runs it with the paths of the build in its environment
 (NF_QEMU_BIN, NF_QEMU_SRC, NF_GUEST_KERNEL, ...: scripts/lib/machine.sh).
@@ -580,7 +585,7 @@ def main(argv: List[str]) -> int:
         sys.stdout.write(__doc__)
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
-    prog = (f"nfabric {name}" if name in ("vm", "libvirt-xml", "cluster", "pools")
+    prog = (f"nfabric {name}" if name in ("vm", "libvirt-xml", "cluster", "pools", "clean")
             else f"nfmachine {name}")
     try:
         if name == "cluster":
@@ -618,6 +623,18 @@ def main(argv: List[str]) -> int:
         if name == "pools":
             from . import pools
             return pools.main(rest)
+        if name in ("isolation-suite", "clean"):
+            from . import isolation
+            if name == "clean":
+                return isolation.clean(rest, dict(os.environ))
+            if len(rest) != 2 or not rest[1].isdigit():
+                raise UsageError("isolation-suite takes the log directory and a status")
+            return isolation.suite_main(rest)
+        if name in ("host-snapshot", "host-check"):
+            from . import hostcheck
+            if len(rest) != 1:
+                raise UsageError(f"{name} takes one file")
+            return hostcheck.main(name, rest)
         if name in ("ddp-suite", "pools-suite") or name.startswith("bench-"):
             from . import ddp
             if name in ddp.COMMANDS:

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The machine a run of scripts/nfabric shares (scripts/lib/run.sh).
+"""The machine a run of scripts/nfabric shares (scripts/lib/run.sh runs
+this file as a program; scripts/nfmachine's hostcheck and isolation import
+it).
 
   procs --env K=V [--not-env K=V] [--kill]
       processes whose environment holds K=V (and not the --not-env entry),
@@ -82,25 +84,43 @@ def alive(pid):
         return False
 
 
+def stop(pids):
+    """PIDS stopped: SIGTERM, SIGKILL after 3 s to those still running."""
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGTERM)
+        except OSError:
+            pass
+    end = time.monotonic() + 3
+    while time.monotonic() < end and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    for p in pids:
+        if alive(p):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def procs(env, not_env=None, kill=False):
+    """The processes whose environment holds ENV (and not NOT_ENV), not this
+    process nor its ancestors: "pid comm" each.  With kill they are stopped
+    (stop())."""
+    pids = pids_with(env, not_env)
+    lines = ["%d %s" % (p, comm(p)) for p in pids]
+    if kill and pids:
+        stop(pids)
+    return lines
+
+
 def cmd_procs(a):
+    # Said before they are stopped (a reader among them still reads).
     pids = pids_with(a.env, a.not_env)
     for p in pids:
         print(p, comm(p))
+    sys.stdout.flush()
     if a.kill and pids:
-        for p in pids:
-            try:
-                os.kill(p, signal.SIGTERM)
-            except OSError:
-                pass
-        end = time.monotonic() + 3
-        while time.monotonic() < end and any(alive(p) for p in pids):
-            time.sleep(0.05)
-        for p in pids:
-            if alive(p):
-                try:
-                    os.kill(p, signal.SIGKILL)
-                except OSError:
-                    pass
+        stop(pids)
     return 0
 
 
@@ -169,7 +189,8 @@ def project_entries(d, checkout, run):
     return out
 
 
-def snapshot(a):
+def snapshot_lines(checkout, run_id, tmp):
+    """The state the host check compares: "kind\tkey\tvalue" lines."""
     items = []
     for n in NODES:
         try:
@@ -183,18 +204,18 @@ def snapshot(a):
                 "link" if stat.S_ISLNK(st.st_mode) else "file")
         items.append(("node", n, "%s mode %04o owner %d:%d" % (
             kind, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)))
-    for d in ("/dev/shm", a.tmp):
-        for n in project_entries(d, a.checkout, a.run):
+    for d in ("/dev/shm", tmp):
+        for n in project_entries(d, checkout, run_id):
             items.append(("file", os.path.join(d, n), "present"))
     # This checkout's processes: of this run, or of a run that ended
     # (other live runs of the checkout answer for their own).  A run's own
     # shell carries no NF_RUN_ID (it names itself after it started).
-    for p in pids_with("NF_RUN_CHECKOUT=" + a.checkout):
+    for p in pids_with("NF_RUN_CHECKOUT=" + checkout):
         run = None
         for e in environ(p):
             if e.startswith(b"NF_RUN_ID="):
                 run = e[10:].decode(errors="replace")
-        if run is None or (run != a.run and run_alive(run)):
+        if run is None or (run != run_id and run_alive(run)):
             continue
         try:
             with open("/proc/%d/cmdline" % p, "rb") as f:
@@ -227,8 +248,12 @@ def snapshot(a):
                 items.append(("apt", p, hashlib.sha256(f.read()).hexdigest()[:16]))
         except OSError:
             pass
-    for kind, key, val in sorted(set(items)):
-        print("%s\t%s\t%s" % (kind, key, val))
+    return ["%s\t%s\t%s" % item for item in sorted(set(items))]
+
+
+def snapshot(a):
+    for line in snapshot_lines(a.checkout, a.run, a.tmp):
+        print(line)
     return 0
 
 
@@ -241,8 +266,10 @@ def load(path):
     return out
 
 
-def cmd_compare(a):
-    before, after = load(a.before), load(a.after)
+def compare(before, after):
+    """TAP lines, one per item of BEFORE and AFTER (load()ed snapshots) that
+    differs and one per kind that does not; and the number that failed."""
+    out = []
     n, bad = 0, 0
     kinds = sorted({k for k, _ in before} | {k for k, _ in after})
     for kind in kinds:
@@ -261,14 +288,21 @@ def cmd_compare(a):
                 what = "gone (was %s)" % "; ".join(b)
             else:
                 what = "was %s, now %s" % ("; ".join(b), "; ".join(f))
-            print("not ok %d - host: %s %s %s" % (n, kind, key, what))
+            out.append("not ok %d - host: %s %s %s" % (n, kind, key, what))
         n += 1
-        print("ok %d - host: %d %s item(s) as before the run" % (n, same, kind))
+        out.append("ok %d - host: %d %s item(s) as before the run" % (n, same, kind))
     for kind in ("node", "mount", "apt"):
         if kind not in kinds:
             n += 1
             bad += 1
-            print("not ok %d - host: no %s item in the snapshots" % (n, kind))
+            out.append("not ok %d - host: no %s item in the snapshots" % (n, kind))
+    return out, bad
+
+
+def cmd_compare(a):
+    lines, bad = compare(load(a.before), load(a.after))
+    for line in lines:
+        print(line)
     return 1 if bad else 0
 
 
