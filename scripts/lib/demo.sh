@@ -5,16 +5,6 @@
 # (tests/guest/) against the device.  docs/guest.md describes the checks.
 # Here only what they need built first: QEMU with the device, the image.
 
-# nf_guest_run LOG CMD [vm options...]: build the image, boot, run CMD,
-# console to LOG only.  Returns the guest command's status (the driver and
-# concurrency suites).
-nf_guest_run() {
-    local log=$1 cmd=$2
-    shift 2
-    nf_image_main >&2
-    nf_vm_main --quiet --log "$log" --timeout 900 --run "$cmd" "$@"
-}
-
 nf_suite_guest() {
     nf_image_main >&2
     local rc=0

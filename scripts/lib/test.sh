@@ -166,61 +166,15 @@ nf_test_main() {
     [ "$failed" -eq 0 ] || return 1
 }
 
-# ---- unit: the host-side unit tests built by the root meson.build --------
+# ---- unit and lint (scripts/nfmachine/lint.py) ----------------------------
+# unit: the host-side unit tests built by the root meson.build, the timing
+# tool's test and tests/machine/test_*.py; lint: shellcheck over every
+# tracked shell file.
 nf_suite_unit() {
-    local t rc=0
-    # Run each TAP test program directly so that every check is counted.
-    while read -r t; do
-        echo "# $t"
-        "$t" || rc=1
-    done < <(find "$NF_HOST_BUILD/tests/unit" -maxdepth 1 -type f -name 'test*' -perm -u+x | sort)
-    echo "# tests/unit/test_timing_tool.sh"
-    sh "$NF_ROOT/tests/unit/test_timing_tool.sh" "$NF_HOST_BUILD/bench/nfabric-timing" || rc=1
-    for t in "$NF_ROOT"/tests/machine/test_*.py; do
-        echo "# tests/machine/${t##*/}"
-        PYTHONPATH=$NF_ROOT/scripts:$NF_QEMU_SRC/python /usr/bin/python3 "$t" || rc=1
-    done
-    return $rc
-}
-
-# ---- lint: shellcheck over every shell file of the project ---------------
-
-# nf_shell_files: every tracked shell file (scripts/nfabric and its
-# libraries, .ci/run, tests, the guest's init), found by name or by its
-# first line, so that a new script cannot escape the lint.
-nf_shell_files() {
-    local f first
-    git -C "$NF_ROOT" ls-files -z | while IFS= read -r -d '' f; do
-        case "${f##*/}" in
-        *.sh) echo "$f"; continue ;;
-        ?*.*) continue ;;
-        esac
-        [ -f "$NF_ROOT/$f" ] || continue
-        IFS= read -r first < "$NF_ROOT/$f" || true
-        case "$first" in
-        '#!'*/sh|'#!'*/bash|'#!'*'env bash'|'#!'*'env sh') echo "$f" ;;
-        esac
-    done
+    nf_machine unit-suite
 }
 
 nf_suite_lint() {
-    local f n=0 rc=0 out files=() lines
     nf_need shellcheck
-    mapfile -t files < <(nf_shell_files)
-    echo "# $(shellcheck --version | sed -n 's/^version: /shellcheck /p'), ${#files[@]} files"
-    [ ${#files[@]} -ge 25 ] || { echo "not ok - only ${#files[@]} shell files found (git ls-files in $NF_ROOT)"; return 1; }
-    for f in "${files[@]}"; do
-        n=$((n + 1))
-        # -x follows `. FILE` (scripts/nfabric reads every library); each
-        # file's own directives say where its sources are.
-        if out=$(cd "$NF_ROOT" && shellcheck -x -f gcc "$f" 2>&1); then
-            echo "ok $n - shellcheck $f"
-        else
-            echo "not ok $n - shellcheck $f: $(grep -c ': \(error\|warning\|note\|style\):' <<<"$out") findings"
-            mapfile -t lines <<<"$out"
-            printf '#   %s\n' "${lines[@]}"
-            rc=1
-        fi
-    done
-    return $rc
+    nf_machine lint-suite
 }

@@ -19,6 +19,8 @@
   guest-suite                  the guest suite's boots
   libvirt-suite                the libvirt suite (libvirtd, domains)
   qtest-suite LIBGCC           the qtest suite (qtests, command-line checks)
+  lint-suite | unit-suite      the suites lint and unit (lint.py)
+  concurrency-suite            the concurrency suite's boot (concurrency.py)
   fuzz-suite QTEST | fuzz-bench check|run [QTEST] ARGS
                                suite `fuzz`, `scripts/nfabric bench fuzz` (fuzz.py)
   driver-suite | fallback-suite | pybind-suite
@@ -569,6 +571,26 @@ def cmd_libvirt_suite(argv: List[str]) -> int:
     return libvirt_suite.suite(env("NF_BUILD"), cmd_libvirt_xml)
 
 
+def cmd_host_suites(name: str, argv: List[str]) -> int:
+    """Suites lint, unit (host only) and concurrency (one boot)."""
+    if argv:
+        raise UsageError(f'{name} takes no argument, not "{argv[0]}"')
+    if name == "lint-suite":
+        from . import lint
+        return lint.lint(env("NF_ROOT"))
+    if name == "unit-suite":
+        from . import lint
+        return lint.unit(env("NF_ROOT"), env("NF_HOST_BUILD"), env("NF_QEMU_SRC"))
+    from . import concurrency
+    guests()
+    logs = os.environ.get("NF_TEST_LOGS") or os.path.join(env("NF_BUILD"), "test-logs")
+    os.makedirs(logs, exist_ok=True)
+
+    def boot(vm_argv: List[str], log: str) -> int:
+        return boot_vm(["--quiet", "--log", log, "--timeout", "900", *vm_argv]).status
+    return concurrency.suite(os.path.join(logs, "concurrency-console.log"), boot)
+
+
 def cmd_qtest_suite(argv: List[str]) -> int:
     """Suite `qtest` (scripts/lib/qtest.sh built the qtests first)."""
     from . import qtest_suite
@@ -614,6 +636,8 @@ def main(argv: List[str]) -> int:
             return cmd_libvirt_suite(rest)
         if name == "qtest-suite":
             return cmd_qtest_suite(rest)
+        if name in ("lint-suite", "unit-suite", "concurrency-suite"):
+            return cmd_host_suites(name, rest)
         if name in ("fuzz-suite", "fuzz-bench"):
             from . import fuzz
             return fuzz.main(name, rest)

@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Suite `concurrency` (docs/guest.md): one guest with 4 vCPUs runs the
+low-bit checks with 4 worker processes writing the same windows (no
+contribution may be lost).  The guest says how many vCPUs its kernel
+brought up; a boot in which it could not bring all 4 up (TCG on a loaded
+host: an application processor that does not answer in time is refused
+by the kernel, not by the device) tests less than it claims, so it is
+booted once more, visibly, and the first console kept.
+"""
+
+import re
+import shutil
+from typing import Callable, List, Optional
+
+# The guest's command: its vCPU count first (with its kernel's words about
+# bringing them up if not 4), then the checks.
+CPUS = ('n=$(grep -c ^processor /proc/cpuinfo); echo "NFABRIC-CPUS=$n"; [ "$n" = 4 ] || '
+        'dmesg | grep -iE "smpboot|cpu ?#?[0-9]|alive|offline" | sed "s/^/# guest kernel: /"')
+CHECKS = "nfabric-test --only gbinary,gternary,mixed,stats,toggle"
+VCPUS = 4
+
+# boot(vm_argv, log): the guest command's status (its console in LOG).
+Boot = Callable[[List[str], str], int]
+
+
+def read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().replace("\r", "")
+    except FileNotFoundError:
+        return ""
+
+
+def cpus_reported(console: str) -> Optional[int]:
+    """The last vCPU count the guest printed (None if it printed none)."""
+    found = re.findall(r"NFABRIC-CPUS=([0-9]+)", console)
+    return int(found[-1]) if found else None
+
+
+def kernel_lines(console: str) -> List[str]:
+    return [l for l in console.splitlines() if l.startswith("# guest kernel: ")]
+
+
+def tap_lines(console: str) -> List[str]:
+    """The guest's TAP lines and comments, its kernel's words left out."""
+    return [l for l in console.splitlines()
+            if re.match(r"(ok|not ok|#|1\.\.)", l) and not l.startswith("# guest kernel: ")]
+
+
+def suite(log: str, boot: Boot, out=print) -> int:
+    """Boot (twice at most), then the verdicts; 0 if all passed."""
+    rc, cpus = 0, None
+    for attempt in (1, 2):
+        rc = boot(["--cpus", str(VCPUS), "--run", f"{CPUS}; {CHECKS}"], log)
+        console = read(log)
+        cpus = cpus_reported(console)
+        if cpus == VCPUS or attempt == 2:
+            break
+        out(f"# the guest came up on {cpus if cpus is not None else '?'} of {VCPUS} vCPUs"
+            " (its kernel's words below); booting it once more")
+        for line in kernel_lines(console):
+            out(line)
+        shutil.copyfile(log, log + ".attempt1")
+    console = read(log)
+    if cpus == VCPUS:
+        out(f"ok - the guest runs on {VCPUS} vCPUs")
+    else:
+        out(f"not ok - the guest runs on {VCPUS} vCPUs (it reported"
+            f" {cpus if cpus is not None else 'nothing'}; console: {log})")
+        rc = rc or 1
+        for line in kernel_lines(console):
+            out(line)
+    for line in tap_lines(console):
+        out(line)
+    if not re.search(r"^NFABRIC-READY", console, re.M):
+        out("not ok - the guest did not get ready")
+        rc = rc or 1
+    return rc
