@@ -293,14 +293,14 @@ class Suite:
         if (os.environ.get("NF_RTL_GUEST_RECORD", "1") == "1" and os.access(self.p.qemu, os.X_OK)
                 and os.path.isfile(os.path.join(self.p.build, "guest", "initramfs.cpio.gz"))):
             log = os.path.join(self.p.out, "record-vm.log")
+            err = os.path.join(self.p.out, "record-vm.err")
             st = self.boot(["--quiet", "--log", log, "--timeout", "600",
                             "--device-props", f"record={rec}",
-                            "--run", "nfabric-test --only gbinary,gternary,mixed"],
-                           os.path.join(self.p.out, "record-vm.err"))
+                            "--run", "nfabric-test --only gbinary,gternary,mixed"], err)
             if st == 0 and os.path.isfile(rec) and os.path.getsize(rec) > 0:
                 return "guest"
-            print(f"[nfabric] rtl: the guest run with record= failed ({log}); using a "
-                  "synthetic record", file=sys.stderr, flush=True)
+            print(f"[nfabric] rtl: the guest run with record= failed (status {st}; {log}, "
+                  f"{err}); using a synthetic record", file=sys.stderr, flush=True)
         rc, out = run([self.p.harness("full"), "--make-record", rec], 600)
         if rc != 0:
             raise RtlError(f"rtl: cannot write a record file: {out.strip()}")
