@@ -27,6 +27,9 @@
                                those suites (driver_suite.py)
   driver72-suite KVER ROOT OUT KO CHECKPATCH
                                the checks of suite driver72 (what driver.sh built)
+  rtl-suite T0 FAULT_LIB | rtl-mutants DIR | bench-rtl check|run [OPTIONS]
+                               suite `rtl`, its mutants' sources, `scripts/nfabric
+                               bench rtl` (rtl.py; scripts/lib/rtl.sh builds first)
   bench-guest check|run [OPTIONS]
                                `scripts/nfabric bench guest` (its --help):
                                the options only, or the boots and figures
@@ -602,6 +605,17 @@ def cmd_qtest_suite(argv: List[str]) -> int:
                              lambda vm_argv, err: boot_vm(vm_argv, err))
 
 
+def cmd_rtl(name: str, argv: List[str]) -> int:
+    """Suite `rtl` and `bench rtl` (rtl.py); guests through boot_vm."""
+    from . import rtl
+
+    def boot() -> "rtl.Boot":
+        guests()
+        return lambda vm_argv, err: boot_vm(vm_argv, err).status
+    return rtl.main(name, argv, lambda: rtl.Paths(env("NF_ROOT"), env("NF_BUILD"),
+                                                  env("NF_QEMU_BIN")), boot)
+
+
 def main(argv: List[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(__doc__)
@@ -644,6 +658,8 @@ def main(argv: List[str]) -> int:
         if name in ("driver-suite", "fallback-suite", "pybind-suite", "driver72-suite"):
             from . import driver_suite
             return driver_suite.main(name, rest, boot_vm, cmd_cluster, guests, UsageError)
+        if name in ("rtl-suite", "rtl-mutants", "bench-rtl"):
+            return cmd_rtl(name, rest)
         if name == "pools":
             from . import pools
             return pools.main(rest)
