@@ -14,43 +14,11 @@
 # one failure, so a crash is never a pass, and a suite meson did not run
 # counts as one too.
 
-# nf_meson_table FILE VAR: the rows of the table VAR of meson.build FILE
-# (a list of lists of strings and booleans), a line each, fields separated
-# by spaces (booleans as 1/0, the last field the rest of the line), so that
-# listing needs no configured build.
+# nf_meson_table FILE VAR: the rows of the table VAR of meson.build FILE, a
+# line each (scripts/nfmachine/testfront.py), so that listing needs no
+# configured build.
 nf_meson_table() {
-    /usr/bin/python3 - "$1" "$2" <<'PY'
-import ast, re, sys
-text = open(sys.argv[1]).read()
-m = re.search(r"^" + sys.argv[2] + r" = (\[.*?^\])", text, re.S | re.M)
-if not m:
-    sys.exit(f"{sys.argv[1]}: no {sys.argv[2]} table")
-rows = ast.literal_eval(re.sub(r"\b(true|false)\b", lambda b: b.group(1).title(),
-                               re.sub(r"#[^\n]*", "", m.group(1))))
-for row in rows:
-    print(" ".join(str(int(f)) if isinstance(f, bool) else f for f in row))
-PY
-}
-
-# nf_suite_table: "NAME SETUP DESCRIPTION" per suite in the order they run
-# (tests/meson.build).
-nf_suite_table() {
-    nf_meson_table "$NF_ROOT/tests/meson.build" nf_suites
-}
-
-nf_test_usage() {
-    echo "usage: scripts/nfabric test [--list] [SUITE...]"
-    echo
-    echo "Runs the named suites (default: all; tests/meson.build registers them,"
-    echo "meson test runs them), then the host check (the machine as before the"
-    echo "run), and ends with 'N passed, N failed'."
-    echo "Logs: build/test-logs/SUITE.log (NF_TEST_LOGDIR=DIR: DIR/SUITE.log)"
-    echo
-    echo "Suites:"
-    local name setup desc
-    while read -r name setup desc; do
-        printf '  %-8s %s\n' "$name" "$desc"
-    done < <(nf_suite_table)
+    nf_machine meson-table "$1" "$2"
 }
 
 # nf_test_run_suite NAME COMMAND DESCRIPTION: run one suite's COMMAND (its
@@ -96,37 +64,28 @@ nf_test_suite_main() {
 }
 
 nf_test_main() {
-    local suites=() s name setup desc v need_setup=0
-    declare -A known=() needs=()
-    while read -r name setup desc; do
-        known[$name]=$desc
-        needs[$name]=$setup
-    done < <(nf_suite_table)
-    while [ $# -gt 0 ]; do
-        case "$1" in
-        -h|--help) nf_test_usage; return 0 ;;
-        --list) nf_suite_table | cut -d' ' -f1; return 0 ;;
-        -*) echo "nfabric test: unknown option \"$1\"" >&2; nf_test_usage >&2; return 2 ;;
-        *) [ -n "${known[$1]:-}" ] ||
-               { echo "nfabric test: unknown suite \"$1\" (have: $(nf_suite_table | cut -d' ' -f1 | tr '\n' ' '))" >&2; return 2; }
-           suites+=("$1") ;;
-        esac
-        shift
-    done
-    [ ${#suites[@]} -gt 0 ] || mapfile -t suites < <(nf_suite_table | cut -d' ' -f1)
+    local suites=() s setup rc=0
+    # The options and the suites (scripts/nfmachine/testfront.py): help and
+    # --list end here (3), a refusal is its status.
+    mapfile -t suites < <(s=0; nf_machine test-args "$@" || s=$?; echo "status $s")
+    s=${suites[-1]#status }
+    unset 'suites[-1]'
+    [ "$s" = 3 ] && { printf '%s\n' "${suites[@]}"; return 0; }
+    [ "$s" = 0 ] || return "$s"
+    setup=${suites[0]}
+    suites=("${suites[@]:1}")
     # The machine before the run, for the host check at its end.
     local before=$NF_RUN_TMP/host-before
     nf_host_snapshot "$before"
 
     # The set-up, if a suite needs it; meson's view of the host build.
-    for s in "${suites[@]}"; do [ "${needs[$s]}" = 1 ] && need_setup=1; done
-    if [ "$need_setup" = 1 ]; then
+    if [ "$setup" = setup ]; then
         nf_setup_main --quiet
     else
         nf_host_configure
     fi
     # The suites' logs: NF_TEST_LOGDIR, or build/test-logs.
-    local logdir=${NF_TEST_LOGDIR:-$NF_BUILD/test-logs}
+    local logdir=${NF_TEST_LOGDIR:-$NF_BUILD/test-logs} v
     NF_TEST_LOGS=$logdir
     NF_TEST_COUNTS=$NF_RUN_TMP/test-counts
     NF_TEST_CALLER_ENV=$(for v in "${NF_MESON_TEST_VARS[@]}"; do
@@ -141,29 +100,12 @@ nf_test_main() {
     meson test -C "$NF_HOST_BUILD" --no-rebuild --suite nfabric --num-processes 1 \
         --logbase "$logbase" "${suites[@]}" || true
     rm -f "$NF_HOST_BUILD/meson-logs/$logbase".*
-    local passed=0 failed=0 p f ran
-    for s in "${suites[@]}"; do
-        if ran=$(grep "^$s " "$NF_TEST_COUNTS"); then
-            read -r _ p f <<<"$ran"
-            passed=$((passed + p))
-            failed=$((failed + f))
-        else
-            echo "not ok - suite $s: meson test did not run it"
-            failed=$((failed + 1))
-        fi
-    done
     # The host check: the machine as the run found it (docs/host.md).
     nf_test_run_suite host "nf_host_check $before" \
         "the machine as before the run: device nodes, /dev/shm, /tmp, processes, mounts, network namespaces, apt sources" || true
-    read -r _ p f < <(grep "^host " "$NF_TEST_COUNTS")
-    passed=$((passed + p))
-    failed=$((failed + f))
-    if [ -s "$logdir/boot-hangs.log" ]; then
-        echo "boot hangs (a guest printed nothing, killed and started again):"
-        sed 's/^/  /' "$logdir/boot-hangs.log"
-    fi
-    echo "$passed passed, $failed failed"
-    [ "$failed" -eq 0 ] || return 1
+    # A suite meson did not run is a failure; the boot hangs; the totals.
+    nf_machine test-total "$logdir" "$NF_TEST_COUNTS" "${suites[@]}" || rc=$?
+    return "$rc"
 }
 
 # ---- unit and lint (scripts/nfmachine/lint.py) ----------------------------

@@ -19,6 +19,9 @@
   guest-suite                  the guest suite's boots
   libvirt-suite                the libvirt suite (libvirtd, domains)
   qtest-suite LIBGCC           the qtest suite (qtests, command-line checks)
+  meson-table FILE VAR | test-args [ARGS] | test-total LOGDIR COUNTS SUITE...
+                               `scripts/nfabric test`'s tables, options and
+                               totals (testfront.py)
   lint-suite | unit-suite      the suites lint and unit (lint.py)
   concurrency-suite            the concurrency suite's boot (concurrency.py)
   fuzz-suite QTEST | fuzz-bench check|run [QTEST] ARGS
@@ -650,6 +653,12 @@ def main(argv: List[str]) -> int:
             return cmd_libvirt_suite(rest)
         if name == "qtest-suite":
             return cmd_qtest_suite(rest)
+        if name in ("meson-table", "test-args", "test-total"):
+            from . import testfront
+            try:
+                return testfront.main(name, rest, env("NF_ROOT"))
+            except ValueError as exc:
+                raise UsageError(str(exc)) from exc
         if name in ("lint-suite", "unit-suite", "concurrency-suite"):
             return cmd_host_suites(name, rest)
         if name in ("fuzz-suite", "fuzz-bench"):

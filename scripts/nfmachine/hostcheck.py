@@ -28,14 +28,15 @@ def snapshot(path: str, checkout: str, run_id: str, tmp_base: str) -> None:
 def clear_run_dirs(dirs: Sequence[str]) -> None:
     """What the suites kept in the run's own directories until its end
     (clusters' memory files, state files) goes now, as at any run's end:
-    all but `owner` and the check's own host-* files."""
+    all but `owner`, the check's own host-* files and `test-counts`
+    (what `test` counts after the check)."""
     for d in dirs:
         try:
             names = os.listdir(d)
         except FileNotFoundError:
             continue
         for n in names:
-            if n == "owner" or n.startswith("host-"):
+            if n in ("owner", "test-counts") or n.startswith("host-"):
                 continue
             path = os.path.join(d, n)
             if os.path.isdir(path) and not os.path.islink(path):

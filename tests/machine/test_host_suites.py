@@ -4,6 +4,7 @@ count read from a console, the second boot when fewer came up, the
 verdicts; the shell files the lint finds in a made-up repository, a clean
 and a failing file, and the unit suite's status."""
 
+import io
 import os
 import stat
 import subprocess
@@ -14,6 +15,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from nfmachine import concurrency as cc  # noqa: E402
 from nfmachine import lint  # noqa: E402
+from nfmachine import testfront as tf  # noqa: E402
 from tap import ok, done  # noqa: E402
 
 GOOD = "NFABRIC-READY uptime=1s\nNFABRIC-CPUS=4\nok 1 - a\nok 2 - b\n1..2\n"
@@ -146,11 +148,52 @@ def test_unit(d):
        "a failing program fails the suite; the rest still runs", r.stdout)
 
 
+def test_front(d):
+    root = os.path.join(d, "front")
+    os.makedirs(os.path.join(root, "tests"))
+    with open(os.path.join(root, "tests", "meson.build"), "w", encoding="utf-8") as f:
+        f.write("nf_suites = [\n  # name, needs the set-up, what it checks\n"
+                "  ['lint', false, 'shellcheck'],\n  ['guest', true, 'the guest checks'],\n]\n")
+    ok(tf.meson_table(os.path.join(root, "tests", "meson.build"), "nf_suites")
+       == [["lint", "0", "shellcheck"], ["guest", "1", "the guest checks"]],
+       "meson-table: rows, booleans as 1/0, comments dropped")
+    try:
+        tf.meson_table(os.path.join(root, "tests", "meson.build"), "nf_benchmarks")
+        ok(False, "a missing table is refused")
+    except ValueError as exc:
+        ok("no nf_benchmarks table" in str(exc), "a missing table is refused, named", exc)
+    cases = [([], 0, "setup\nlint\nguest\n"), (["lint"], 0, "no-setup\nlint\n"),
+             (["--list"], tf.HELP_DONE, "lint\nguest\n"), (["bogus"], 2, ""),
+             (["--x"], 2, "")]
+    for argv, want_rc, want_out in cases:
+        out, err = io.StringIO(), io.StringIO()
+        rc = tf.test_args(root, argv, out, err)
+        ok(rc == want_rc and out.getvalue() == want_out
+           and (rc != 2 or err.getvalue().startswith("nfabric test: unknown")),
+           f"test-args {argv}: status {want_rc}", (rc, out.getvalue(), err.getvalue()))
+    counts = os.path.join(d, "counts")
+    with open(counts, "w", encoding="utf-8") as f:
+        f.write("lint 31 0\nhost 4 0\n")
+    out = []
+    ok(tf.test_total(d, counts, ["lint"], out.append) == 0 and out == ["35 passed, 0 failed"],
+       "test-total: the suites' and the host check's counts", out)
+    with open(os.path.join(d, "boot-hangs.log"), "w", encoding="utf-8") as f:
+        f.write("2026-12-06T10:00:00Z boot hung, attempt 1: x.log\n")
+    out = []
+    ok(tf.test_total(d, counts, ["lint", "guest"], out.append) == 1
+       and out == ["not ok - suite guest: meson test did not run it",
+                   "boot hangs (a guest printed nothing, killed and started again):",
+                   "  2026-12-06T10:00:00Z boot hung, attempt 1: x.log",
+                   "35 passed, 1 failed"],
+       "test-total: a suite meson did not run fails; the boot hangs listed", out)
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="nf-host-suites-") as d:
         test_concurrency(d)
         test_lint(d)
         test_unit(d)
+        test_front(d)
     done()
 
 

@@ -241,6 +241,7 @@ def check_host():
             write(os.path.join(r, "owner"), "1 2\n")
             write(os.path.join(r, "host-before"), "")
             write(os.path.join(r, "state"), "")
+            write(os.path.join(r, "test-counts"), "lint 31 0\n")
 
         def take(lines):
             def snapshot(path, checkout, run_id, tmp):
@@ -258,9 +259,10 @@ def check_host():
                                "ok 2 - host: 1 mount item(s) as before the run",
                                "ok 3 - host: 1 node item(s) as before the run"]
            and asked == [("NF_RUN_ID=5.5", False)]
-           and all(sorted(os.listdir(r)) == ["host-before", "owner"] for r in run_dirs),
+           and all(sorted(os.listdir(r)) == ["host-before", "owner", "test-counts"]
+                   for r in run_dirs),
            "host check passes: 4 lines as the shell printed them; the run's directories emptied "
-           "but for owner and host-*", out)
+           "but for owner, host-* and test-counts", out)
         out.clear()
         asked.clear()
         changed = snap[:2] + ["node\t/dev/null\tchar 1:3 mode 0755 owner 0:0",
