@@ -58,7 +58,34 @@ class GuestVM(QEMUMachine):
             if _STOPPING.is_set():
                 raise Stopped("the guests are being stopped")
             _LIVE.add(self)
-        super().launch()
+        try:
+            super().launch()
+        finally:
+            self._launch_done()
+
+    # QEMUMachine makes QEMU's ends of its QMP and console socket pairs
+    # inheritable and starts QEMU with close_fds=False, then closes them in
+    # this process.  A QEMU another thread started meanwhile would inherit
+    # them and keep this guest's console open after its QEMU exited: its
+    # watcher would see no end until that other QEMU ended (the multihost
+    # suite's jobs2: the attacker's end seen only when the victims ended).
+    # So one launch at a time, from the socket pairs to their closing.
+    def _pre_launch(self) -> None:
+        _LAUNCH_LOCK.acquire()
+        self._launching = True
+        super()._pre_launch()
+
+    def _post_launch(self) -> None:
+        for pair in (self._sock_pair, self._cons_sock_pair):
+            if pair:
+                pair[0].close()
+        self._launch_done()
+        super()._post_launch()
+
+    def _launch_done(self) -> None:
+        if getattr(self, "_launching", False):
+            self._launching = False
+            _LAUNCH_LOCK.release()
 
     def _post_shutdown(self) -> None:
         with _LIVE_LOCK:
@@ -69,6 +96,9 @@ class GuestVM(QEMUMachine):
 class Stopped(RuntimeError):
     """stop_all() was called: no guest is started any more."""
 
+
+# One QEMU started at a time (GuestVM._pre_launch).
+_LAUNCH_LOCK = threading.Lock()
 
 # The guests launched and not yet reaped, for stop_all().
 _LIVE: Set[GuestVM] = set()

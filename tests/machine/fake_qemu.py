@@ -12,6 +12,7 @@ the "guest" does:
   forever   READY, then runs until killed (a timeout)
   warn      a QEMU warning on stderr, READY, NFABRIC-EXIT=0, exit 0
 
+`-fake-mode MODE` sets it for one stand-in (several in one BootAll).
 `-qmp unix:PATH,server=on,wait=off` adds a monitor on PATH (QMP as on
 the other; `quit` exits 0), `-pidfile PATH` writes the pid there, as the
 lifecycle suite's guests have them (tests/machine/test_lifecycle.py).
@@ -85,7 +86,7 @@ def serve_qmp(spec):
 
 
 def main():
-    mode = os.environ.get("FAKE_QEMU_MODE", "exit3")
+    mode = option(sys.argv, "-fake-mode") or os.environ.get("FAKE_QEMU_MODE", "exit3")
     if mode == "refuse":
         print("qemu-system-x86_64: -device cxl-neuron-fabric,clock-mhz=0: "
               "property 'clock-mhz' must be in 1..100000, not 0", file=sys.stderr)

@@ -164,6 +164,32 @@ def main():
            and outs[1].ready_s is not None,
            f"BootAll with a delay (--stagger): the second guest starts 1.5 s later ({secs:.1f} s)")
 
+        # Two launched at once: the one that ends is seen ending at once,
+        # however long the other runs (no QEMU holds another's console).
+        # QEMUMachine's Popen made slow, so that launches would overlap.
+        from qemu.machine import machine as qm
+        popen = qm.subprocess.Popen
+
+        def slow_popen(*a, **kw):
+            p = popen(*a, **kw)
+            time.sleep(0.5)
+            return p
+        qm.subprocess.Popen = slow_popen
+        try:
+            t = time.monotonic()
+            with contextlib.redirect_stderr(io.StringIO()):
+                watch = vm.BootAll(FAKE, [(["-fake-mode", "exit3"], os.path.join(tmp, "i0.log")),
+                                          (["-fake-mode", "forever"], os.path.join(tmp, "i1.log"))],
+                                   tmp, timeout=8)
+                first = watch.outcome(0, 30)
+                first_s = time.monotonic() - t
+                watch.results()
+        finally:
+            qm.subprocess.Popen = popen
+        ok(first is not None and first.status == 3 and first_s < 6,
+           f"two guests launched at once: the first's end seen after {first_s:.1f} s, not when"
+           " the other ends (8 s): no QEMU inherits another's console", first_s)
+
         # One host of a multihost case: its own label, its messages (QEMU's
         # relayed, the verdict) in a file of its own, a bounded wait.
         os.environ["FAKE_QEMU_MODE"] = "warn"
