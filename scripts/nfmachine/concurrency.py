@@ -12,6 +12,8 @@ import re
 import shutil
 from typing import Callable, List, Optional
 
+from .hosts import read_console as read
+
 # The guest's command: its vCPU count first (with its kernel's words about
 # bringing them up if not 4), then the checks.
 CPUS = ('n=$(grep -c ^processor /proc/cpuinfo); echo "NFABRIC-CPUS=$n"; [ "$n" = 4 ] || '
@@ -21,14 +23,6 @@ VCPUS = 4
 
 # boot(vm_argv, log): the guest command's status (its console in LOG).
 Boot = Callable[[List[str], str], int]
-
-
-def read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().replace("\r", "")
-    except FileNotFoundError:
-        return ""
 
 
 def cpus_reported(console: str) -> Optional[int]:

@@ -32,7 +32,7 @@ import traceback
 from typing import Callable, List, Sequence, Tuple
 
 from .ddp import run
-from .hosts import read as read_file
+from .hosts import read as read_file, read_console as read
 
 # boot(vm options with --run, console log) -> the guest command's status
 Boot = Callable[[List[str], str], int]
@@ -83,11 +83,6 @@ DRIVER_CMD = (access_check("driver /dev/nfabric") + "; a=$?\n"
 FALLBACK_CMD = (access_check("resource0 (no driver)") + "; a=$?\n"
                 "NFABRIC_ACCESS=resource0 nfabric-test; b=$?\n"
                 "[ $a = 0 ] && [ $b = 0 ]")
-
-
-def read(path: str) -> str:
-    """A console or log's text without the serial line's carriage returns."""
-    return read_file(path).replace("\r", "")
 
 
 def lines(text: str) -> List[str]:

@@ -31,6 +31,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
+from .ddp import stop_on_signals
 from .hosts import read
 
 TARGETS = ("ctrl", "shared", "state")        # scripts/lib/fuzz.sh builds these
@@ -469,15 +470,6 @@ def knob(name: str, default: int) -> int:
     if not v.isdigit() or int(v) < 1:
         raise ValueError(f'{name} must be a whole number of at least 1, not "{v}"')
     return int(v)
-
-
-def stop_on_signals() -> None:
-    """SIGTERM/SIGHUP end this process through Python's clean-up (the
-    children killed and reaped), not by the default action."""
-    def handler(signum, _frame):
-        raise SystemExit(128 + signum)
-    for s in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, handler)
 
 
 def main(name: str, argv: List[str]) -> int:

@@ -119,6 +119,11 @@ def read(path: str) -> str:
         return ""
 
 
+def read_console(path: str) -> str:
+    """A console log's text without the serial line's carriage returns."""
+    return read(path).replace("\r", "")
+
+
 class Host:
     """One host of a cluster, booted and watched (a BootAll of one)."""
 

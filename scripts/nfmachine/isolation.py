@@ -40,6 +40,8 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence
 
 from . import nfhost
+from .ddp import stop_on_signals
+from .hosts import read
 
 CLEAN_USAGE = """\
 usage: scripts/nfabric clean [--build] [--all]
@@ -126,14 +128,6 @@ def tail(path: str, n: int) -> List[str]:
     except OSError:
         return []
     return lines[-n:] if n else []
-
-
-def read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 def group_members(pgid: int) -> List[int]:
@@ -493,15 +487,6 @@ def env(name: str) -> str:
     if not value:
         raise RuntimeError(f"{name} is not set (run this through scripts/nfabric)")
     return value
-
-
-def stop_on_signals() -> None:
-    """SIGTERM/SIGHUP end the suite through its clean-up (its children's
-    groups stopped), not by the default action."""
-    def handler(signum, _frame):
-        raise SystemExit(128 + signum)
-    for s in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, handler)
 
 
 def suite_main(argv: List[str]) -> int:

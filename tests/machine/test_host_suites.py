@@ -108,6 +108,16 @@ def test_lint(d):
        "each file a TAP line; a finding fails its file, shellcheck's words as comments", bad)
 
 
+def run_unit(root, build, qemu_src):
+    """lint.unit() in a process of its own (its children write to stdout)."""
+    return subprocess.run([sys.executable, "-c",
+                           "import sys; from nfmachine import lint;"
+                           f" sys.exit(lint.unit({root!r}, {build!r}, {qemu_src!r}))"],
+                          capture_output=True, text=True, check=False,
+                          env=dict(os.environ, PYTHONPATH=os.path.join(
+                              os.path.dirname(__file__), "..", "..", "scripts")))
+
+
 def test_unit(d):
     build = os.path.join(d, "build")
     os.makedirs(os.path.join(build, "tests", "unit"))
@@ -124,12 +134,7 @@ def test_unit(d):
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
     with open(os.path.join(root, "tests", "machine", "test_x.py"), "w") as f:
         f.write("print('ok 1 - x')\n")
-    r = subprocess.run([sys.executable, "-c",
-                        "import sys; from nfmachine import lint;"
-                        f" sys.exit(lint.unit({root!r}, {build!r}, {d!r}))"],
-                       capture_output=True, text=True, check=False,
-                       env=dict(os.environ, PYTHONPATH=os.path.join(
-                           os.path.dirname(__file__), "..", "..", "scripts")))
+    r = run_unit(root, build, d)
     lines = r.stdout.splitlines()
     ok(r.returncode == 0 and lines[0].endswith("tests/unit/test-a") and "ok 1 - test-a" in lines
        and "ok 1 - test-b" in lines and "# tests/unit/test_timing_tool.sh" in lines
@@ -138,12 +143,7 @@ def test_unit(d):
     path = os.path.join(build, "tests", "unit", "test-b")
     with open(path, "w", encoding="utf-8") as f:
         f.write("#!/bin/sh\necho not ok 1 - b\nexit 1\n")
-    r = subprocess.run([sys.executable, "-c",
-                        "import sys; from nfmachine import lint;"
-                        f" sys.exit(lint.unit({root!r}, {build!r}, {d!r}))"],
-                       capture_output=True, text=True, check=False,
-                       env=dict(os.environ, PYTHONPATH=os.path.join(
-                           os.path.dirname(__file__), "..", "..", "scripts")))
+    r = run_unit(root, build, d)
     ok(r.returncode == 1 and "ok 1 - x" in r.stdout,
        "a failing program fails the suite; the rest still runs", r.stdout)
 
