@@ -33,6 +33,12 @@ demo)
     if [ "${ISO_FAIL:-}" = 1 ]; then
         mkdir -p "$ISO_SHM/nfabric-$ck-kept-x"
         (NF_RUN_CHECKOUT=$ck; export NF_RUN_CHECKOUT; exec sleep 300) &
+        # Ends only once its leftover is sleep: in the middle of its exec a
+        # process's environment reads empty, and it would not be found.
+        until [ "$(cat /proc/$!/comm 2>/dev/null)" = sleep ] &&
+              grep -qa "NF_RUN_CHECKOUT=$ck" /proc/$!/environ 2>/dev/null; do
+            sleep 0.01
+        done
     fi ;;
 cluster)
     if [ "$3" = --dir ]; then       # the run that is killed
