@@ -38,7 +38,10 @@ nf_test_run_suite() {
         echo "not ok - suite $s exited with status $rc" >> "$logdir/$s.log"
         f=1
     fi
-    grep '^not ok ' "$logdir/$s.log" | sed "s/^/  [$s] /" || true
+    # Each failure with the first comment lines after it (what was wanted,
+    # what was seen), so that a run's output alone says what failed.
+    awk '/^not ok /{print; c=6; next} c>0 && /^#/{print; c--; next} {c=0}' \
+        "$logdir/$s.log" | sed "s/^/  [$s] /" || true
     grep -h ': BOOT HUNG' "$logdir/$s.log" | sed "s/^/  [$s] /" || true
     printf '%-8s %4d passed, %d failed   (%s)%s\n' "$s:" "$p" "$f" "$logdir/$s.log" \
         "$(sed -n 's/^# \(skipped: .*\)/  \1/p' "$logdir/$s.log" | head -n 1)"
