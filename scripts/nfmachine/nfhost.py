@@ -46,12 +46,31 @@ def ancestors():
     return pids
 
 
-def environ(pid):
+def never_environ(pid):
+    """Whether PID has no environment to read: a kernel thread (PF_KTHREAD)
+    or a zombie (or gone)."""
     try:
-        with open("/proc/%d/environ" % pid, "rb") as f:
-            return f.read().split(b"\0")
-    except OSError:
-        return []
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0] in ("Z", "X") or bool(int(fields[6]) & 0x00200000)
+    except (OSError, ValueError, IndexError):
+        return True
+
+
+def environ(pid, tries=20):
+    """PID's environment.  In the middle of an exec a process's reads empty
+    for an instant: a process with none that is no kernel thread is read
+    again (up to TRIES times, 5 ms apart), so that none is missed."""
+    for _ in range(tries):
+        try:
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                data = f.read()
+        except OSError:
+            return []
+        if data or never_environ(pid):
+            break
+        time.sleep(0.005)
+    return data.split(b"\0") if data else []
 
 
 def comm(pid):

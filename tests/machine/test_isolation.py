@@ -293,6 +293,35 @@ def check_host():
            "a snapshot of this machine has its nodes and mounts", lines[:3])
 
 
+def check_environ():
+    """A process in the middle of its exec reads an empty environment for an
+    instant: it is read again, not missed; a kernel thread is not."""
+    reads = [b"", b"", b"NF_RUN_CHECKOUT=abc\0HOME=/"]
+
+    class Fake(io.BytesIO):
+        def __init__(self, path, mode):
+            super().__init__(reads.pop(0) if path.endswith("environ") else b"")
+
+    nfhost.open = Fake
+    real = nfhost.never_environ
+    try:
+        nfhost.never_environ = lambda pid: False
+        got = nfhost.environ(4242)
+        ok(got == [b"NF_RUN_CHECKOUT=abc", b"HOME=/"] and not reads,
+           "an environment read empty mid-exec is read again until it is there", got)
+        nfhost.never_environ = lambda pid: True
+        reads[:] = [b"", b"X=1"]
+        ok(nfhost.environ(4242) == [] and reads == [b"X=1"],
+           "a kernel thread's or zombie's empty environment is read once")
+    finally:
+        del nfhost.open
+        nfhost.never_environ = real
+    child = subprocess.Popen(["true"])
+    child.wait()
+    ok(real(child.pid) and not real(os.getpid()),
+       "a process that is gone has no environment to wait for; this process has one")
+
+
 def check_suite():
     with tempfile.TemporaryDirectory() as d:
         rc, lines, s, took, (shm, tmp, run_tmp, ck) = run_suite(d, False, 0)
@@ -360,6 +389,7 @@ def main():
     check_job()
     check_clean()
     check_host()
+    check_environ()
     check_suite()
     return done()
 
