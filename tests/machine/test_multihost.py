@@ -174,7 +174,7 @@ def test_bench_options():
             got = str(exc)
         ok(got == msg, f"bench cluster {' '.join(argv)}: {msg}", got)
     ok(bc.USAGE.startswith("usage: scripts/nfabric bench cluster [--mib N] [--rounds N]\n")
-       and len(bc.USAGE.splitlines()) == 6, "bench cluster --help: its 6 lines")
+       and len(bc.USAGE.splitlines()) == 8, "bench cluster --help: its 8 lines")
 
 
 def test_bench_figures():
@@ -215,6 +215,9 @@ def test_bench_report():
                  ("own_vs_ram_0", "0.928"), ("own_vs_ram_1", "0.480"),
                  ("single_gbinary", "33.882"), ("pair_single_gbinary", "0.7689")):
         best.keep(k, v)
+    best.keep("heads1_unshared_gbinary", "28.596")
+    best.every("beside_gbinary", "0.9512")
+    best.every("beside_gbinary", "0.9400")
     lines = bc.report(1, 1, best, {2: "1234"}, {2: "5"})
     keys = [line.split("=")[0] for line in lines]
     want = ["bench_mib_per_host", "rounds"]
@@ -230,20 +233,28 @@ def test_bench_report():
         want += [f"{p}_heads{n}_vs_trap_floor" for n in (1, 2, 4)]
         want += [f"{p}_heads2_scaling_vs_floor", f"{p}_heads4_scaling_vs_floor"]
     want += ["gbinary_write_vs_trap_floor", "single_gbinary_write_vs_trap_floor",
-             "shared_vs_single_head", "shared_vs_single_head_gternary"]
+             "heads1_unshared_gbinary_mbps", "shared_vs_single_head",
+             "shared_vs_single_head_rounds", "heads1_unshared_gternary_mbps",
+             "shared_vs_single_head_gternary", "shared_vs_single_head_gternary_rounds",
+             "shared_vs_single_vm", "shared_vs_single_vm_gternary"]
     for h in (0, 1):
         want += [f"head{h}_plain_write_mbps", f"head{h}_ram_write_mbps"]
     want.append("shared_plain_write_vs_ram")
     for n in (1, 2, 4):
         want += [f"lock_waits_heads{n}", f"lock_sleeps_heads{n}", f"lock_contended_pct_heads{n}"]
-    ok(keys == want and len(keys) == 60, "report: the 60 keys in the shell's order", keys)
+    ok(keys == want and len(keys) == 66, "report: the 66 keys in their order", keys)
     d = dict(line.split("=", 1) for line in lines)
     ok(d["gbinary_heads2_vs_heads1"] == "1.885" and d["gbinary_heads4_vs_heads1"] == "0.000"
        and d["gternary_heads2_vs_heads1"] == "n/a"
        and d["gbinary_heads2_scaling_vs_floor"] == "0.909"
        and d["gbinary_write_vs_trap_floor"] == "0.658"
        and d["single_gbinary_write_vs_trap_floor"] == "0.769"
-       and d["shared_vs_single_head"] == "0.803" and d["shared_plain_write_vs_ram"] == "0.480"
+       and d["shared_vs_single_vm"] == "0.803" and d["shared_plain_write_vs_ram"] == "0.480"
+       and d["shared_vs_single_head"] == "0.951"
+       and d["shared_vs_single_head_rounds"] == "0.951,0.940"
+       and d["heads1_unshared_gbinary_mbps"] == "28.596"
+       and d["shared_vs_single_head_gternary"] == "0.000"
+       and d["shared_vs_single_head_gternary_rounds"] == ""
        and d["gternary_heads1_vs_trap_floor"] == "0.000" and d["heads4_gbinary_mbps"] == "",
        "report: ratios with three decimals, the slower head's plain writes, none as the"
        " shell printed none", d)
