@@ -22,7 +22,8 @@ Each host writes N MiB (default 16) of packed data with 8-byte stores into one
 shared window, G-Binary then G-Ternary, then as many 8-byte stores into
 QEMU's edu device (the trapped-access floor); best of --rounds (default 2).
 The one-head VM has the same device not shared beside the head: each loop
-runs on it right after the head's (shared_vs_single_head, side by side).
+runs in turns on both (shared_vs_single_head, side by side).  The VMs run
+as SCHED_BATCH (CPU-bound: a wake-up does not preempt them).
 Then 2 heads of one device (no fabric manager: all plain memory mapped
 directly) each time 256 MiB of plain 8-byte writes against guest RAM.
 """
@@ -309,10 +310,24 @@ def direct(best: Best) -> None:
             best.best[f"ram_{h}"] = ram
 
 
+def batch() -> str:
+    """This process, and so every QEMU it starts, scheduled as CPU-bound
+    (SCHED_BATCH: a wake-up does not preempt it; four VMs on two cores
+    switch less often); the policy's name for the report."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    except (OSError, AttributeError) as exc:
+        print(f"bench cluster: SCHED_BATCH refused ({exc}): the VMs run as SCHED_OTHER",
+              file=sys.stderr)
+        return "other"
+    return "batch"
+
+
 def bench(mib: int, rounds: int, out: TextIO = sys.stdout) -> None:
     """Every round, then the best figures on OUT."""
     best, waits, sleeps = Best(), {}, {}
     cmd = f"nfabric-multihost bench --bytes {mib}"
+    out.write(f"sched={batch()}\n")
     for _ in range(rounds):
         single(cmd, best)
         for n in HEADS:

@@ -11,11 +11,15 @@ its key=value lines in their order, as the shell had them.
 """
 
 import io
+import os
+import subprocess
 import sys
 
 from tap import done, ok  # tests/machine/tap.py
 from nfmachine import benchcluster as bc
 from nfmachine import hosts, multihost as mh, vm
+
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(bc.__file__)))
 
 BENCH_LINES = """\
 booting
@@ -174,7 +178,7 @@ def test_bench_options():
             got = str(exc)
         ok(got == msg, f"bench cluster {' '.join(argv)}: {msg}", got)
     ok(bc.USAGE.startswith("usage: scripts/nfabric bench cluster [--mib N] [--rounds N]\n")
-       and len(bc.USAGE.splitlines()) == 8, "bench cluster --help: its 8 lines")
+       and len(bc.USAGE.splitlines()) == 9, "bench cluster --help: its 9 lines")
 
 
 def test_bench_figures():
@@ -206,6 +210,22 @@ def test_bench_figures():
     ok(bc.direct_figures("x\nmh_direct rank=1 plain_mbps=2166.7 ram_mbps=4510.1 enable_ms=1\r\n")
        == ("2166.7", "4510.1") and bc.direct_figures("mh_direct rank=1\n") is None,
        "direct: a host's plain and RAM MB/s")
+
+
+def test_bench_batch():
+    """In a child (the policy is inherited): batch() makes it SCHED_BATCH,
+    and a process it starts is SCHED_BATCH too."""
+    code = ("import os, subprocess, sys; from nfmachine import benchcluster as bc; "
+            "said = bc.batch(); "
+            "child = subprocess.run([sys.executable, '-c', "
+            "'import os; print(os.sched_getscheduler(0))'], capture_output=True, text=True); "
+            "print(said, os.sched_getscheduler(0) == os.SCHED_BATCH, "
+            "child.stdout.strip() == str(os.SCHED_BATCH))")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=SCRIPTS), check=False)
+    ok(got.stdout.split() == ["batch", "True", "True"],
+       "bench cluster: its VMs run as SCHED_BATCH (this process and what it starts)",
+       got.stdout + got.stderr)
 
 
 def test_bench_report():
@@ -265,6 +285,7 @@ def test_bench_report():
 
 def main():
     test_relay_and_report()
+    test_bench_batch()
     test_tap()
     test_refused_line()
     test_corrupt_and_attacks()
