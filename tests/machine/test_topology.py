@@ -93,7 +93,7 @@ def main():
                  append="foo=1")
     words = t.kernel_cmdline().split()
     b64 = [w.split("=", 1)[1] for w in words if w.startswith("nfabric.run=")]
-    ok(words[:4] == ["console=ttyS0", "quiet", "loglevel=3", "panic=-1"]
+    ok(words[:5] == ["console=ttyS0", "quiet", "loglevel=3", "panic=-1", "no_timer_check"]
        and len(b64) == 1 and base64.b64decode(b64[0]).decode() == run
        and "nfabric.hostfs=1" in words and "nfabric.ip=169.254.0.2/16" in words
        and words[-1] == "foo=1", "kernel command line: the run command (base64), "
