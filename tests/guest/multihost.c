@@ -1386,9 +1386,9 @@ static void case_own(void)
     unsigned other = (rank + 1) % hosts;
     volatile uint64_t *theirs = (volatile uint64_t *)mem(OWN_BASE(other), 16);
     uint64_t fast = bench_bytes / 8, slow = (2ull << 20) / 8;
-    uint64_t c1, c2, counted, errs, seen;
+    uint64_t c1, c2, counted, errs, seen, bad;
     double t_own, t_ram, t_job;
-    int32_t plus = 0, minus = 0;
+    int32_t plus = 0, minus = 0, ctr0;
     int rc;
 
     fast -= fast % (OWN_SPAN / 8);
@@ -1432,9 +1432,12 @@ static void case_own(void)
               "[rank %u] own: head %u's range reads all-ones and takes no "
               "write (%" PRIu64 " OWNER errors)", rank, other, errs);
     barrier("own: tried");
-    TAP_CHECK(own_bad(own, fast) == 0 &&
-              nfabric_counter(dev, cfg.counters, 8, 0) == 1,
-              "[rank %u] own: its data and counts are as it left them", rank);
+    bad = own_bad(own, fast);
+    ctr0 = nfabric_counter(dev, cfg.counters, 8, 0);
+    TAP_CHECK(bad == 0 && ctr0 == 1,
+              "[rank %u] own: its data and counts are as it left them (%"
+              PRIu64 " of its last %u words differ, counter 0 is %" PRId32
+              ")", rank, bad, (unsigned)(OWN_SPAN / 8), ctr0);
     nfabric_window_disable(dev, OWN_WIN(rank));
     printf("summary: multihost own: plain writes to its own range %.1f MB/s, "
            "guest RAM %.1f MB/s, the job's memory %.1f MB/s\n",
