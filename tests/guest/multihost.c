@@ -1829,15 +1829,10 @@ static void bench_regions(void)
         int rc;
 
         snprintf(name, sizeof(name), "mem%u", k);
-        if (!d || nfabric_open_dev(d, name, NFABRIC_OPEN_NO_MEM) != 0) {
-            nfabric_free(d);
-            continue;           /* no such memdev, or no NEURON-Fabric one */
-        }
-        nfabric_close(d);
-        rc = nfabric_open_dev(d, name, 0);
+        rc = d ? nfabric_open_dev(d, name, 0) : NFLIB_ENODEV;
         nfabric_free(d);
         if (rc != NFLIB_ENODAX) {
-            continue;           /* has its region (or another problem) */
+            continue;           /* none, not ours, or it has its region */
         }
         snprintf(cmd, sizeof(cmd),
                  "r=$(cxl create-region -m -t ram -d decoder0.0 -w 1 %s "
