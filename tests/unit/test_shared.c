@@ -108,6 +108,8 @@ static uint32_t win_set(NFabricCtrl *c, unsigned i, uint64_t base,
     return (uint32_t)rd(c, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR), 4);
 }
 
+static int64_t now_ms(void);
+
 static uint64_t rnd(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -348,6 +350,149 @@ static void test_contention(void)
     nfabric_shared_detach(sh, fd, 0);
 }
 
+/* ---- biased stripes -------------------------------------------------- */
+
+/* n 8-byte all-ones writes at dpa by c. */
+static void write_n(NFabricCtrl *c, uint64_t dpa, unsigned n)
+{
+    uint64_t v = ~0ull;
+
+    for (unsigned k = 0; k < n; k++) {
+        nfabric_ctrl_mem_access(c, dpa, (uint8_t *)&v, 8, true);
+    }
+}
+
+/* Head 1 in a child: n writes at dpa, then how (0 exit, 1 die inside). */
+static pid_t bias_child(unsigned n, uint64_t dpa, int how)
+{
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        NFabricCtrl me;
+        NFabricHeld held;
+        int f;
+
+        head_up(&me, 1, 2, &f);
+        write_n(&me, dpa, n);
+        if (how == 1) {
+            /* Inside its next access, through its bias: killed there. */
+            if (!nfabric_shared_lock_span(me.sh, me.lock_token, 0,
+                                          dpa - W_BASE, 8, &held) ||
+                !held.bias) {
+                _exit(3);
+            }
+            raise(SIGKILL);
+        }
+        _exit(0);
+    }
+    return pid;
+}
+
+static void test_bias(void)
+{
+    NFabricCtrl c;
+    NFabricShared *sh;
+    NFabricHeld held;
+    int fd, st;
+    int64_t t0;
+    pid_t pid;
+    uint64_t revokes, v = ~0ull;
+
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c, 0, 2, &fd);
+    win_set(&c, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 16);
+
+    write_n(&c, W_BASE, NFABRIC_BIAS_STREAK - 1);
+    TAP_CHECK(sh->bias_grants == 0 && sh->stripe[0][0].bias == 0,
+              "bias: none before %u takings in a row", NFABRIC_BIAS_STREAK);
+    write_n(&c, W_BASE, 1);
+    TAP_CHECK(sh->bias_grants == 1 &&
+              (uint32_t)sh->stripe[0][0].bias == c.lock_token &&
+              sh->stripe[0][0].bias >> 32,
+              "bias: stripe 0 biased to this head's thread after %u takings",
+              NFABRIC_BIAS_STREAK);
+    TAP_CHECK(nfabric_shared_lock_span(sh, c.lock_token, 0, 8, 8, &held) &&
+              held.bias == 1 && held.word == 0 && sh->stripe[0][0].word == 0 &&
+              sh->head[0].stripe_busy[0][0] == 1,
+              "bias: taken without its word, busy byte raised");
+    nfabric_shared_unlock_span(sh, 0, &held);
+    TAP_CHECK(sh->head[0].stripe_busy[0][0] == 0,
+              "bias: given back, busy byte down");
+
+    /* Another head writes there: the bias is taken back, counts exact. */
+    st = wait_child(bias_child(3, W_BASE, 0));
+    TAP_CHECK(st == 0 && sh->bias_revokes == 1 && sh->stripe[0][0].bias == 0 &&
+              nfabric_counter_get(ram + W_CTRS, 16, 0) ==
+              (int32_t)NFABRIC_BIAS_STREAK + 3,
+              "bias: another head's write takes it back (revokes %" PRIu64
+              "), counter 0 is %d", sh->bias_revokes,
+              nfabric_counter_get(ram + W_CTRS, 16, 0));
+
+    /* A child of this process (fork) never uses this thread's bias. */
+    write_n(&c, W_BASE, NFABRIC_BIAS_STREAK);
+    revokes = sh->bias_revokes;
+    pid = fork();
+    if (pid == 0) {
+        bool ok = nfabric_shared_lock_span(sh, c.lock_token, 0, 0, 8, &held) &&
+                  !held.bias && held.word == 1;
+
+        nfabric_shared_unlock_span(sh, 0, &held);
+        _exit(ok ? 0 : 1);
+    }
+    TAP_CHECK(wait_child(pid) == 0 && sh->bias_revokes == revokes + 1,
+              "bias: a forked child takes the word and the bias back");
+
+    /* Inside through its bias, this head stays: the other waits, bounded. */
+    write_n(&c, W_BASE, NFABRIC_BIAS_STREAK);
+    revokes = sh->bias_revokes;
+    if (!nfabric_shared_lock_span(sh, c.lock_token, 0, 0, 8, &held) ||
+        !held.bias) {
+        TAP_CHECK(0, "bias: re-earned");
+    }
+    t0 = now_ms();
+    pid = fork();
+    if (pid == 0) {
+        NFabricCtrl me;
+        int f;
+
+        head_up(&me, 1, 2, &f);
+        nfabric_ctrl_mem_access(&me, W_BASE, (uint8_t *)&v, 8, true);
+        _exit(rd(&me, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_STATE ? 0 : 1);
+    }
+    st = wait_child(pid);
+    TAP_CHECK(st == 0 && now_ms() - t0 < 3000 &&
+              (uint32_t)sh->stripe[0][0].bias == c.lock_token &&
+              sh->bias_revokes == revokes,
+              "bias: a head waiting for a holder inside gives up in %lld ms "
+              "(STATE), the bias stays with the holder",
+              (long long)(now_ms() - t0));
+    nfabric_shared_unlock_span(sh, 0, &held);
+    st = wait_child(bias_child(1, W_BASE, 0));
+    TAP_CHECK(st == 0 && sh->bias_revokes == revokes + 1,
+              "bias: once the holder gave it back, the other head takes it");
+
+    /* Head 1 dies inside through its bias (stripe 1): repaired. */
+    st = wait_child(bias_child(NFABRIC_BIAS_STREAK, W_BASE + 0x100, 1));
+    nfabric_ctrl_mem_access(&c, W_BASE + 0x100, (uint8_t *)&v, 8, true);
+    TAP_CHECK(st == 128 + SIGKILL && sh->lock_repairs == 1 &&
+              sh->round[0].incomplete && sh->stripe[0][1].bias == 0 &&
+              sh->head[1].stripe_busy[0][1] == 0,
+              "bias: a head killed inside through its bias is repaired "
+              "(round INCOMPLETE)");
+
+    /* A bias no head can have written: refused, nothing waited for. */
+    sh->stripe[0][2].bias = 0x7full | 1ull << 32;
+    nfabric_ctrl_mem_access(&c, W_BASE + 0x200, (uint8_t *)&v, 8, true);
+    TAP_CHECK(rd(&c, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_STATE &&
+              sh->stripe[0][2].word == 0 &&
+              sh->stripe[0][2].bias == (0x7full | 1ull << 32),
+              "bias: a corrupted bias refuses the access (STATE), changes "
+              "nothing");
+    sh->stripe[0][2].bias = 0;
+    nfabric_shared_detach(sh, fd, 0);
+}
+
 /* ---- a holder killed with a lock ----------------------------------------- */
 
 static void test_dead_holder(void)
@@ -370,7 +515,7 @@ static void test_dead_holder(void)
         NFabricCtrl me;
         int f;
 
-        uint64_t held;
+        NFabricHeld held;
 
         head_up(&me, 1, 2, &f);
         nfabric_ctrl_mem_access(&me, W_BASE, (uint8_t *)&v, 8, true);
@@ -2183,6 +2328,7 @@ int main(void)
     }
     test_attach();
     test_contention();
+    test_bias();
     test_dead_holder();
     test_rounds_reset();
     test_fp32_counters();

@@ -177,9 +177,8 @@ static void nfabric_unlock_win(NFabricCtrl *s, unsigned i)
 
 /* The stripes of window i that n bytes at window offset off touch. */
 static bool nfabric_lock_span(NFabricCtrl *s, unsigned i, uint64_t off,
-                              unsigned n, uint64_t *held)
+                              unsigned n, NFabricHeld *held)
 {
-    *held = 0;
     if (!s->shared) {
         return true;
     }
@@ -190,7 +189,8 @@ static bool nfabric_lock_span(NFabricCtrl *s, unsigned i, uint64_t off,
     return true;
 }
 
-static void nfabric_unlock_span(NFabricCtrl *s, unsigned i, uint64_t held)
+static void nfabric_unlock_span(NFabricCtrl *s, unsigned i,
+                                const NFabricHeld *held)
 {
     if (s->shared) {
         nfabric_shared_unlock_span(s->sh, i, held);
@@ -1444,7 +1444,7 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
     while (len) {
         uint64_t end;
         uint32_t gen = s->view.valid ? nfabric_shared_gen(sh, s->view.job) : 1;
-        uint64_t held = 0;
+        NFabricHeld held;
         int i;
         unsigned n;
         unsigned path;
@@ -1486,12 +1486,12 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
             }
             if (nfabric_shared_gen(sh, s->view.job) != s->view.gen) {
                 /* Another head changed the table meanwhile: look again. */
-                nfabric_unlock_span(s, i, held);
+                nfabric_unlock_span(s, i, &held);
                 continue;
             }
             path = s->view.cfg[i].path;
             nfabric_win_access(s, i, dpa, buf, n, write);
-            nfabric_unlock_span(s, i, held);
+            nfabric_unlock_span(s, i, &held);
         }
         served[path] += n;
         dpa += n;

@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,7 +73,16 @@ typedef struct NFabricMapping {
     volatile sig_atomic_t lost;     /* replaced by zeros after a SIGBUS */
     uint32_t stuck;                 /* locks whose last wait ran out */
     uint32_t token;                 /* this head's stripe lock token */
+    /*
+     * The one thread of this process that may hold this head's biased
+     * stripes (nfabric_thread_number), 0 until one is given a bias, or
+     * NFABRIC_BIAS_NONE: none (a fork copied the mapping; see
+     * nfabric_fork_child).  Under nfabric_maps_lock.
+     */
+    uint32_t bias_thr;
 } NFabricMapping;
+
+#define NFABRIC_BIAS_NONE   UINT32_MAX
 
 #define NFABRIC_MAX_MAPPINGS 64
 
@@ -126,6 +136,107 @@ static void nfabric_stuck_clear(NFabricMapping *map, uint32_t bit)
     if (old == bit) {
         __atomic_fetch_sub(&nfabric_stuck_maps, 1, __ATOMIC_RELAXED);
     }
+}
+
+/*
+ * ---- threads and biased stripes -----------------------------------------
+ *
+ * A stripe biased to a thread is taken by it with plain stores, and given
+ * back by another head only after a barrier on every running thread of
+ * the processes that registered for it (membarrier(2)): see
+ * NFABRIC_BIAS_STREAK.  Only one thread of a process may hold a head's
+ * biased stripes (its busy bytes have one writer), and after a fork only
+ * one of the two processes: the parent keeps the mappings one of its
+ * threads holds biases of, the child may take the others.
+ */
+static __thread uint32_t nfabric_thr;       /* 0: no number yet */
+static uint32_t nfabric_thr_next;
+static int nfabric_mb_state;                /* 1 registered, -1 cannot */
+static bool nfabric_atfork_installed;
+
+static uint32_t nfabric_thread_number(void)
+{
+    while (!nfabric_thr || nfabric_thr == NFABRIC_BIAS_NONE) {
+        nfabric_thr = __atomic_add_fetch(&nfabric_thr_next, 1,
+                                         __ATOMIC_RELAXED);
+    }
+    return nfabric_thr;
+}
+
+static long nfabric_membarrier(int cmd)
+{
+#ifdef __NR_membarrier
+    return syscall(__NR_membarrier, cmd, 0, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* This process registered for others' barriers (under nfabric_maps_lock)? */
+static bool nfabric_mb_registered(void)
+{
+    if (!nfabric_mb_state) {
+        nfabric_mb_state =
+            nfabric_membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0 ?
+            1 : -1;
+    }
+    return nfabric_mb_state > 0;
+}
+
+/* Every running thread of every registered process: a full barrier. */
+static int nfabric_barrier_all(void)
+{
+    if (nfabric_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0 ||
+        nfabric_membarrier(MEMBARRIER_CMD_GLOBAL) == 0) {
+        return 0;
+    }
+    return errno ? errno : ENOSYS;
+}
+
+static void nfabric_fork_prepare(void)
+{
+    pthread_mutex_lock(&nfabric_maps_lock);
+}
+
+static void nfabric_fork_parent(void)
+{
+    for (unsigned k = 0; k < NFABRIC_MAX_MAPPINGS; k++) {
+        if (nfabric_maps[k].sh && !nfabric_maps[k].bias_thr) {
+            nfabric_maps[k].bias_thr = NFABRIC_BIAS_NONE;
+        }
+    }
+    pthread_mutex_unlock(&nfabric_maps_lock);
+}
+
+static void nfabric_fork_child(void)
+{
+    for (unsigned k = 0; k < NFABRIC_MAX_MAPPINGS; k++) {
+        if (nfabric_maps[k].sh && nfabric_maps[k].bias_thr) {
+            nfabric_maps[k].bias_thr = NFABRIC_BIAS_NONE;
+        }
+    }
+    nfabric_thr = 0;            /* the parent's thread's number */
+    nfabric_mb_state = 0;       /* a new process: register again */
+    pthread_mutex_unlock(&nfabric_maps_lock);
+}
+
+/* May this thread hold biased stripes of sh's head?  Claims it if none. */
+static bool nfabric_bias_claim(const NFabricShared *sh, uint32_t thr)
+{
+    NFabricMapping *map;
+    bool ok = false;
+
+    pthread_mutex_lock(&nfabric_maps_lock);
+    map = nfabric_mapping(sh);
+    if (map && !map->lost && nfabric_mb_registered()) {
+        if (!map->bias_thr) {
+            map->bias_thr = thr;
+        }
+        ok = map->bias_thr == thr;
+    }
+    pthread_mutex_unlock(&nfabric_maps_lock);
+    return ok;
 }
 
 /*
@@ -190,6 +301,11 @@ static NFabricMapping *nfabric_mapping_add(NFabricShared *sh, int fd,
             nfabric_sigbus_installed = true;
         }
     }
+    if (!nfabric_atfork_installed &&
+        pthread_atfork(nfabric_fork_prepare, nfabric_fork_parent,
+                       nfabric_fork_child) == 0) {
+        nfabric_atfork_installed = true;
+    }
     for (unsigned k = 0; k < NFABRIC_MAX_MAPPINGS; k++) {
         if (!nfabric_maps[k].sh) {
             m = &nfabric_maps[k];
@@ -205,6 +321,7 @@ static NFabricMapping *nfabric_mapping_add(NFabricShared *sh, int fd,
         m->state_id = state_id;
         m->lost = 0;
         m->token = 0;
+        m->bias_thr = 0;
         __atomic_store_n(&m->sh, sh, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&nfabric_maps_lock);
@@ -395,9 +512,21 @@ static void nfabric_stripes_release_head(NFabricShared *sh, unsigned h)
             uint32_t *w = &sh->stripe[i][k].word;
             uint32_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
 
+            uint64_t *b = &sh->stripe[i][k].bias;
+            uint64_t bv = __atomic_load_n(b, __ATOMIC_RELAXED);
+            uint8_t *busy = &sh->head[h].stripe_busy[i][k];
+
             if ((v & NFABRIC_STRIPE_OWNER) == h + 1 &&
                 __atomic_compare_exchange_n(w, &v, 0, false, __ATOMIC_ACQ_REL,
                                             __ATOMIC_RELAXED)) {
+                nfabric_stripe_repaired(sh, i);
+            }
+            /* Its bias, and a stripe it held through it. */
+            if ((bv & NFABRIC_STRIPE_OWNER) == h + 1) {
+                __atomic_compare_exchange_n(b, &bv, 0, false, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_RELAXED);
+            }
+            if (__atomic_exchange_n(busy, 0, __ATOMIC_ACQ_REL)) {
                 nfabric_stripe_repaired(sh, i);
             }
         }
@@ -789,12 +918,164 @@ static int nfabric_stripe_lock_slow(NFabricShared *sh, unsigned i,
     }
 }
 
-/* Take the stripes of mask (of window i) in order; all or none. */
+static void nfabric_stripes_unlock_words(NFabricShared *sh, unsigned i,
+                                         uint64_t held)
+{
+    for (; held; held &= held - 1) {
+        nfabric_stripe_release(&sh->stripe[i][__builtin_ctzll(held)].word);
+    }
+}
+
+/*
+ * Wait for head h's busy byte of stripe k of window i to fall after its
+ * bias b was taken back: 0, ETIMEDOUT past *deadline, as a word's wait.
+ * A dead holder's byte is cleared (a repair).
+ */
+static int nfabric_stripe_wait_busy(NFabricShared *sh, NFabricMapping *map,
+                                    unsigned i, unsigned k, uint64_t b,
+                                    int64_t *deadline)
+{
+    unsigned h = (unsigned)(b & NFABRIC_STRIPE_OWNER) - 1;
+    uint8_t *busy = &sh->head[h].stripe_busy[i][k];
+    int64_t next_live = 0;
+    bool slept = false;
+
+    for (unsigned n = 0; n < NFABRIC_STRIPE_SPINS + NFABRIC_STRIPE_YIELDS; n++) {
+        if (!__atomic_load_n(busy, __ATOMIC_ACQUIRE)) {
+            return 0;
+        }
+        if (n < NFABRIC_STRIPE_SPINS) {
+            nfabric_cpu_relax();
+        } else {
+            sched_yield();
+        }
+    }
+    __atomic_fetch_add(&sh->lock_waits, 1, __ATOMIC_RELAXED);
+    for (;;) {
+        struct timespec nap = { 0, NFABRIC_STRIPE_NAP_US * 1000L };
+        int64_t now;
+
+        if (!__atomic_load_n(busy, __ATOMIC_ACQUIRE)) {
+            return 0;
+        }
+        now = nfabric_now_ns();
+        if (now >= next_live) {
+            if (nfabric_stripe_dead(map, (uint32_t)b)) {
+                __atomic_store_n(busy, 0, __ATOMIC_RELEASE);
+                nfabric_stripe_repaired(sh, i);
+                return 0;
+            }
+            next_live = now + NFABRIC_STRIPE_LIVE_MS * 1000000ll;
+        }
+        if (!*deadline) {
+            unsigned ms = (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) &
+                           (1u << i)) ? NFABRIC_SHARED_STUCK_MS
+                                      : NFABRIC_SHARED_LOCK_MS;
+
+            *deadline = now + (int64_t)ms * 1000000;
+        }
+        if (now >= *deadline) {
+            __atomic_fetch_add(&sh->lock_timeouts, 1, __ATOMIC_RELAXED);
+            nfabric_stuck_set(map, 1u << i);
+            return ETIMEDOUT;
+        }
+        if (!slept) {
+            __atomic_fetch_add(&sh->lock_sleeps, 1, __ATOMIC_RELAXED);
+            slept = true;
+        }
+        nanosleep(&nap, NULL);
+    }
+}
+
+/*
+ * Take back the biases of the stripes in mask of window i (their words
+ * held by this thread): 0, EINVAL for a bias no head can have written,
+ * ETIMEDOUT for a holder that stays inside past the bound (its bias is
+ * then given back to it: it still holds the stripe), or membarrier's
+ * error.  All or none.
+ */
+static int nfabric_stripes_unbias(NFabricShared *sh, unsigned i, uint64_t mask,
+                                  int64_t *deadline)
+{
+    NFabricMapping *map = nfabric_mapping(sh);
+    uint64_t was[NFABRIC_WIN_STRIPES];
+    uint64_t m;
+    int rc;
+
+    if (!map) {
+        return EINVAL;
+    }
+    for (m = mask; m; m &= m - 1) {
+        unsigned k = (unsigned)__builtin_ctzll(m);
+
+        was[k] = __atomic_load_n(&sh->stripe[i][k].bias, __ATOMIC_RELAXED);
+        if (!(was[k] >> 32) || was[k] >> 32 == NFABRIC_BIAS_NONE ||
+            !(uint32_t)was[k] ||
+            !nfabric_stripe_sane((uint32_t)was[k], map->heads)) {
+            return EINVAL;
+        }
+    }
+    for (m = mask; m; m &= m - 1) {
+        __atomic_store_n(&sh->stripe[i][__builtin_ctzll(m)].bias, 0,
+                         __ATOMIC_RELAXED);
+    }
+    rc = nfabric_barrier_all();
+    for (m = mask; m; m &= m - 1) {
+        unsigned k = (unsigned)__builtin_ctzll(m);
+
+        if (!rc) {
+            rc = nfabric_stripe_wait_busy(sh, map, i, k, was[k], deadline);
+        }
+        if (rc) {
+            /* Not taken back: its holder may be inside. */
+            __atomic_store_n(&sh->stripe[i][k].bias, was[k], __ATOMIC_RELAXED);
+        } else {
+            __atomic_fetch_add(&sh->bias_revokes, 1, __ATOMIC_RELAXED);
+        }
+    }
+    return rc;
+}
+
+/*
+ * Stripe k of window i, its word just taken by this thread with token:
+ * biased to it once it took it NFABRIC_BIAS_STREAK times in a row.
+ */
+static void nfabric_stripe_streak(NFabricShared *sh, unsigned i, unsigned k,
+                                  uint32_t token)
+{
+    __typeof__(sh->stripe[0][0]) *st = &sh->stripe[i][k];
+    uint32_t thr = nfabric_thread_number();
+    uint64_t me = token | (uint64_t)thr << 32;
+
+    if (st->bias) {
+        return;                 /* ours: nobody else's is left by now */
+    }
+    if (st->last != me) {
+        st->last = me;
+        st->streak = 1;
+        return;
+    }
+    if (++st->streak < NFABRIC_BIAS_STREAK) {
+        return;
+    }
+    st->streak = 0;
+    if (nfabric_bias_claim(sh, thr)) {
+        __atomic_store_n(&st->bias, me, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&sh->bias_grants, 1, __ATOMIC_RELAXED);
+    }
+}
+
+/*
+ * Take the stripes of mask (of window i) in order; all or none.  Their
+ * biases to other threads are taken back; a single stripe (may_bias) may
+ * be biased to this thread.
+ */
 static bool nfabric_stripes_lock(NFabricShared *sh, uint32_t token, unsigned i,
-                                 uint64_t mask)
+                                 uint64_t mask, bool may_bias)
 {
     int64_t deadline = 0;
-    uint64_t held = 0;
+    uint64_t held = 0, revoke = 0;
+    uint64_t me;
 
     if (i >= NFABRIC_NUM_WINDOWS || !token) {
         errno = EINVAL;
@@ -809,11 +1090,33 @@ static bool nfabric_stripes_lock(NFabricShared *sh, uint32_t token, unsigned i,
             rc = nfabric_stripe_lock_slow(sh, i, w, token, &deadline);
         }
         if (rc) {
-            nfabric_shared_unlock_span(sh, i, held);
+            nfabric_stripes_unlock_words(sh, i, held);
             errno = rc;
             return false;
         }
         held |= 1ull << k;
+    }
+    /* Biased to another thread (of this head or another): taken back. */
+    me = token | (uint64_t)nfabric_thr << 32;
+    for (uint64_t m = mask; m; m &= m - 1) {
+        unsigned k = (unsigned)__builtin_ctzll(m);
+        uint64_t b = __atomic_load_n(&sh->stripe[i][k].bias, __ATOMIC_RELAXED);
+
+        if (b && (b != me || !nfabric_thr)) {
+            revoke |= 1ull << k;
+        }
+    }
+    if (revoke) {
+        int rc = nfabric_stripes_unbias(sh, i, revoke, &deadline);
+
+        if (rc) {
+            nfabric_stripes_unlock_words(sh, i, held);
+            errno = rc;
+            return false;
+        }
+    }
+    if (may_bias) {
+        nfabric_stripe_streak(sh, i, (unsigned)__builtin_ctzll(mask), token);
     }
     /* Taken: no longer stuck (looked up only while some lock is). */
     if (__atomic_load_n(&nfabric_stuck_maps, __ATOMIC_RELAXED)) {
@@ -835,12 +1138,35 @@ uint32_t nfabric_shared_token(const NFabricShared *sh)
 }
 
 bool nfabric_shared_lock_span(NFabricShared *sh, uint32_t token, unsigned i,
-                              uint64_t off, uint64_t len, uint64_t *held)
+                              uint64_t off, uint64_t len, NFabricHeld *held)
 {
     uint64_t first = off >> NFABRIC_STRIPE_SHIFT;
     uint64_t last = (off + (len ? len : 1) - 1) >> NFABRIC_STRIPE_SHIFT;
+    unsigned h = (token & NFABRIC_STRIPE_OWNER) - 1;
     uint64_t mask = 0;
 
+    held->word = held->bias = 0;
+    held->head = h;
+    if (first == last && nfabric_thr && i < NFABRIC_NUM_WINDOWS &&
+        h < NFABRIC_MAX_HEADS) {
+        /* Biased to this thread: busy up, then the bias looked at again. */
+        unsigned k = (unsigned)(first % NFABRIC_WIN_STRIPES);
+        uint64_t *bias = &sh->stripe[i][k].bias;
+        uint64_t me = token | (uint64_t)nfabric_thr << 32;
+
+        if (__atomic_load_n(bias, __ATOMIC_RELAXED) == me) {
+            uint8_t *busy = &sh->head[h].stripe_busy[i][k];
+
+            __atomic_store_n(busy, 1, __ATOMIC_RELAXED);
+            /* Ordered against a taker's store by its membarrier(2). */
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+            if (__atomic_load_n(bias, __ATOMIC_ACQUIRE) == me) {
+                held->bias = 1ull << k;
+                return true;
+            }
+            __atomic_store_n(busy, 0, __ATOMIC_RELEASE);
+        }
+    }
     if (last - first >= NFABRIC_WIN_STRIPES - 1) {
         mask = UINT64_MAX;
     } else {
@@ -848,29 +1174,32 @@ bool nfabric_shared_lock_span(NFabricShared *sh, uint32_t token, unsigned i,
             mask |= 1ull << (k % NFABRIC_WIN_STRIPES);
         }
     }
-    *held = 0;
-    if (!nfabric_stripes_lock(sh, token, i, mask)) {
+    if (!nfabric_stripes_lock(sh, token, i, mask, first == last)) {
         return false;
     }
-    *held = mask;
+    held->word = mask;
     return true;
 }
 
-void nfabric_shared_unlock_span(NFabricShared *sh, unsigned i, uint64_t held)
+void nfabric_shared_unlock_span(NFabricShared *sh, unsigned i,
+                                const NFabricHeld *held)
 {
-    for (; held; held &= held - 1) {
-        nfabric_stripe_release(&sh->stripe[i][__builtin_ctzll(held)].word);
+    for (uint64_t m = held->bias; m; m &= m - 1) {
+        __atomic_store_n(&sh->head[held->head].stripe_busy[i][__builtin_ctzll(m)],
+                         0, __ATOMIC_RELEASE);
     }
+    nfabric_stripes_unlock_words(sh, i, held->word);
 }
 
 bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i)
 {
-    return nfabric_stripes_lock(sh, nfabric_shared_token(sh), i, UINT64_MAX);
+    return nfabric_stripes_lock(sh, nfabric_shared_token(sh), i, UINT64_MAX,
+                                false);
 }
 
 void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i)
 {
-    nfabric_shared_unlock_span(sh, i, UINT64_MAX);
+    nfabric_stripes_unlock_words(sh, i, UINT64_MAX);
 }
 
 uint32_t nfabric_shared_expected(const NFabricShared *sh)

@@ -66,7 +66,7 @@
 
 #define NFABRIC_SHARED_MAGIC    0x48534e46u     /* "NFSH" */
 /* Bump when NFabricShared changes: old state files are then refused. */
-#define NFABRIC_SHARED_LAYOUT   10
+#define NFABRIC_SHARED_LAYOUT   11
 
 /*
  * Window locks are striped over the window's offsets: stripe s of window i
@@ -86,6 +86,18 @@
 #define NFABRIC_STRIPE_OWNER    0xffu
 #define NFABRIC_STRIPE_EPOCH(n) (((uint32_t)(n) & 0x7fffffu) << 8)
 #define NFABRIC_STRIPE_RESERVED 0x80000000u
+/*
+ * A stripe's bias (docs/multihost.md, "Biased stripes"): 0, or the token
+ * of the head that takes the stripe without a locked instruction (bits
+ * 0-31) and the number of its one thread that may (bits 32-63, not 0).
+ * That thread raises its busy byte for the stripe (NFabricSharedHead) and
+ * looks at the bias again; a head that wants the stripe takes its word,
+ * sets the bias to 0, has every thread of the biased process execute a
+ * memory barrier (membarrier(2)) and waits for the busy byte to fall.
+ * A head is given a stripe's bias once it took the word NFABRIC_BIAS_STREAK
+ * times in a row.
+ */
+#define NFABRIC_BIAS_STREAK     1024u
 
 /*
  * The byte of the state file whose OFD lock says head h is alive (beyond
@@ -173,6 +185,8 @@ typedef struct NFabricSharedHead {
     uint64_t contrib_writes[NFABRIC_NUM_WINDOWS];
     uint64_t contrib_bytes[NFABRIC_NUM_WINDOWS];
     uint32_t reserved_codes[NFABRIC_NUM_WINDOWS];
+    /* 1 while this head holds the stripe through its bias (written by it). */
+    uint8_t stripe_busy[NFABRIC_NUM_WINDOWS][NFABRIC_WIN_STRIPES] __attribute__((aligned(64)));
 } __attribute__((aligned(64))) NFabricSharedHead;
 
 /*
@@ -237,6 +251,8 @@ typedef struct NFabricShared {
     uint64_t lock_waits;        /* contended lock acquisitions */
     uint64_t lock_sleeps;       /* of which slept in the kernel */
     uint64_t lock_timeouts;     /* of which gave up (NFABRIC_SHARED_LOCK_MS) */
+    uint64_t bias_grants;       /* stripes biased to a head's thread */
+    uint64_t bias_revokes;      /* biases taken back (a barrier each time) */
 
     /*
      * Read by every access; written only when a window is (dis)enabled:
@@ -271,6 +287,9 @@ typedef struct NFabricShared {
     /* A line each: heads at different stripes share no line. */
     struct {
         uint32_t word;
+        uint32_t streak;        /* takings of the word in a row by .last */
+        uint64_t bias;          /* see NFABRIC_BIAS_STREAK; read by every access */
+        uint64_t last;          /* token | thread << 32 of the last taker */
     } __attribute__((aligned(64))) stripe[NFABRIC_NUM_WINDOWS][NFABRIC_WIN_STRIPES];
     NFabricSharedHead head[NFABRIC_MAX_HEADS];
 
@@ -391,15 +410,23 @@ void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i);
 /*
  * The memory path: the stripes of window i that offsets [off, off + len)
  * touch, taken in stripe order as the head whose token is token
- * (nfabric_shared_token); *held says which, for the unlock.  False, with
+ * (nfabric_shared_token); *held says which and how, for the unlock.  A
+ * span of one stripe biased to this thread is taken with plain stores.  False, with
  * nothing held, as for the locks above (errno ETIMEDOUT or EINVAL).  A
  * stripe held by a head that died (its live byte free), or by an earlier
  * process of this head, is taken over and window i's round flagged
  * INCOMPLETE.
  */
+typedef struct NFabricHeld {
+    uint64_t word;              /* stripes taken by their word */
+    uint64_t bias;              /* stripes taken by this thread's bias */
+    unsigned head;              /* whose busy bytes .bias raised */
+} NFabricHeld;
+
 bool nfabric_shared_lock_span(NFabricShared *sh, uint32_t token, unsigned i,
-                              uint64_t off, uint64_t len, uint64_t *held);
-void nfabric_shared_unlock_span(NFabricShared *sh, unsigned i, uint64_t held);
+                              uint64_t off, uint64_t len, NFabricHeld *held);
+void nfabric_shared_unlock_span(NFabricShared *sh, unsigned i,
+                                const NFabricHeld *held);
 
 /* This process's token as its head of sh (0: a private state). */
 uint32_t nfabric_shared_token(const NFabricShared *sh);
