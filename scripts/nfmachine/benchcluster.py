@@ -157,7 +157,7 @@ def pair(a: Optional[str], b: str) -> str:
 
 
 def report(mib: int, rounds: int, best: Best, waits: Dict[int, str],
-           sleeps: Dict[int, str]) -> List[str]:
+           sleeps: Dict[int, Dict[str, str]]) -> List[str]:
     """The key=value lines, in their order."""
     b = best.get
     out = [f"bench_mib_per_host={mib}", f"rounds={rounds}"]
@@ -207,8 +207,12 @@ def report(mib: int, rounds: int, best: Best, waits: Dict[int, str],
     for n in HEADS:
         writes = n * mib * 1024 * 1024 * 2 // 8
         w = waits.get(n) or "0"
-        out += [f"lock_waits_heads{n}={w}", f"lock_sleeps_heads{n}={sleeps.get(n) or '0'}",
-                f"lock_contended_pct_heads{n}={100 * num(w) / writes:.2f}"]
+        fig = sleeps.get(n, {})
+        out += [f"lock_waits_heads{n}={w}",
+                f"lock_sleeps_heads{n}={fig.get('lock_sleeps') or '0'}",
+                f"lock_contended_pct_heads{n}={100 * num(w) / writes:.2f}",
+                f"bias_grants_heads{n}={fig.get('bias_grants') or '0'}",
+                f"bias_revokes_heads{n}={fig.get('bias_revokes') or '0'}"]
     return out
 
 
@@ -243,7 +247,8 @@ def single(cmd: str, best: Best) -> None:
     best.keep("pair_single_gbinary", pair(rnd["gbinary"], rnd["floor"]))
 
 
-def heads(n: int, cmd: str, best: Best, waits: Dict[int, str], sleeps: Dict[int, str]) -> None:
+def heads(n: int, cmd: str, best: Best, waits: Dict[int, str],
+          sleeps: Dict[int, Dict[str, str]]) -> None:
     """N heads of one device, a VM each, started together."""
     with Cluster(bench_dir(f"heads{n}")) as c:
         c.prepare()
@@ -282,7 +287,8 @@ def heads(n: int, cmd: str, best: Best, waits: Dict[int, str], sleeps: Dict[int,
         with open(c.path("state.txt"), "w", encoding="utf-8") as f:
             f.write("".join(line + "\n" for line in state))
         waits[n] = state_value(state, "lock_waits")
-        sleeps[n] = state_value(state, "lock_sleeps")
+        sleeps[n] = {k: state_value(state, k)
+                     for k in ("lock_sleeps", "bias_grants", "bias_revokes")}
 
 
 def direct(best: Best) -> None:
