@@ -180,7 +180,6 @@ static bool nfabric_lock_span(NFabricCtrl *s, unsigned i, uint64_t off,
                               unsigned n, NFabricHeld *held)
 {
     if (!s->shared) {
-        held->word = held->bias = 0;
         return true;
     }
     if (!nfabric_shared_lock_span(s->sh, s->lock_token, i, off, n, held)) {

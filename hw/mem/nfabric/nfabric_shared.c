@@ -149,18 +149,18 @@ static void nfabric_stuck_clear(NFabricMapping *map, uint32_t bit)
  * one of the two processes: the parent keeps the mappings one of its
  * threads holds biases of, the child may take the others.
  */
-__thread uint32_t nfabric_shared_thr;      /* 0: no number yet */
+static __thread uint32_t nfabric_thr;       /* 0: no number yet */
 static uint32_t nfabric_thr_next;
 static int nfabric_mb_state;                /* 1 registered, -1 cannot */
 static bool nfabric_atfork_installed;
 
 static uint32_t nfabric_thread_number(void)
 {
-    while (!nfabric_shared_thr || nfabric_shared_thr == NFABRIC_BIAS_NONE) {
-        nfabric_shared_thr = __atomic_add_fetch(&nfabric_thr_next, 1,
+    while (!nfabric_thr || nfabric_thr == NFABRIC_BIAS_NONE) {
+        nfabric_thr = __atomic_add_fetch(&nfabric_thr_next, 1,
                                          __ATOMIC_RELAXED);
     }
-    return nfabric_shared_thr;
+    return nfabric_thr;
 }
 
 static long nfabric_membarrier(int cmd)
@@ -216,7 +216,7 @@ static void nfabric_fork_child(void)
             nfabric_maps[k].bias_thr = NFABRIC_BIAS_NONE;
         }
     }
-    nfabric_shared_thr = 0;     /* the parent's thread's number */
+    nfabric_thr = 0;            /* the parent's thread's number */
     nfabric_mb_state = 0;       /* a new process: register again */
     pthread_mutex_unlock(&nfabric_maps_lock);
 }
@@ -1097,12 +1097,12 @@ static bool nfabric_stripes_lock(NFabricShared *sh, uint32_t token, unsigned i,
         held |= 1ull << k;
     }
     /* Biased to another thread (of this head or another): taken back. */
-    me = token | (uint64_t)nfabric_shared_thr << 32;
+    me = token | (uint64_t)nfabric_thr << 32;
     for (uint64_t m = mask; m; m &= m - 1) {
         unsigned k = (unsigned)__builtin_ctzll(m);
         uint64_t b = __atomic_load_n(&sh->stripe[i][k].bias, __ATOMIC_RELAXED);
 
-        if (b && (b != me || !nfabric_shared_thr)) {
+        if (b && (b != me || !nfabric_thr)) {
             revoke |= 1ull << k;
         }
     }
@@ -1137,16 +1137,36 @@ uint32_t nfabric_shared_token(const NFabricShared *sh)
     return map ? map->token : 0;
 }
 
-bool nfabric_shared_lock_span_slow(NFabricShared *sh, uint32_t token,
-                                   unsigned i, uint64_t off, uint64_t len,
-                                   NFabricHeld *held)
+bool nfabric_shared_lock_span(NFabricShared *sh, uint32_t token, unsigned i,
+                              uint64_t off, uint64_t len, NFabricHeld *held)
 {
     uint64_t first = off >> NFABRIC_STRIPE_SHIFT;
     uint64_t last = (off + (len ? len : 1) - 1) >> NFABRIC_STRIPE_SHIFT;
+    unsigned h = (token & NFABRIC_STRIPE_OWNER) - 1;
     uint64_t mask = 0;
 
     held->word = held->bias = 0;
-    held->head = (token & NFABRIC_STRIPE_OWNER) - 1;
+    held->head = h;
+    if (first == last && nfabric_thr && i < NFABRIC_NUM_WINDOWS &&
+        h < NFABRIC_MAX_HEADS) {
+        /* Biased to this thread: busy up, then the bias looked at again. */
+        unsigned k = (unsigned)(first % NFABRIC_WIN_STRIPES);
+        uint64_t *bias = &sh->stripe[i][k].bias;
+        uint64_t me = token | (uint64_t)nfabric_thr << 32;
+
+        if (__atomic_load_n(bias, __ATOMIC_RELAXED) == me) {
+            uint8_t *busy = &sh->head[h].stripe_busy[i][k];
+
+            __atomic_store_n(busy, 1, __ATOMIC_RELAXED);
+            /* Ordered against a taker's store by its membarrier(2). */
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+            if (__atomic_load_n(bias, __ATOMIC_ACQUIRE) == me) {
+                held->bias = 1ull << k;
+                return true;
+            }
+            __atomic_store_n(busy, 0, __ATOMIC_RELEASE);
+        }
+    }
     if (last - first >= NFABRIC_WIN_STRIPES - 1) {
         mask = UINT64_MAX;
     } else {
@@ -1161,9 +1181,14 @@ bool nfabric_shared_lock_span_slow(NFabricShared *sh, uint32_t token,
     return true;
 }
 
-void nfabric_shared_unlock_words(NFabricShared *sh, unsigned i, uint64_t held)
+void nfabric_shared_unlock_span(NFabricShared *sh, unsigned i,
+                                const NFabricHeld *held)
 {
-    nfabric_stripes_unlock_words(sh, i, held);
+    for (uint64_t m = held->bias; m; m &= m - 1) {
+        __atomic_store_n(&sh->head[held->head].stripe_busy[i][__builtin_ctzll(m)],
+                         0, __ATOMIC_RELEASE);
+    }
+    nfabric_stripes_unlock_words(sh, i, held->word);
 }
 
 bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i)

@@ -411,8 +411,7 @@ void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i);
  * The memory path: the stripes of window i that offsets [off, off + len)
  * touch, taken in stripe order as the head whose token is token
  * (nfabric_shared_token); *held says which and how, for the unlock.  A
- * span of one stripe biased to this thread is taken with plain stores
- * (inline here; the rest is nfabric_shared_lock_span_slow).  False, with
+ * span of one stripe biased to this thread is taken with plain stores.  False, with
  * nothing held, as for the locks above (errno ETIMEDOUT or EINVAL).  A
  * stripe held by a head that died (its live byte free), or by an earlier
  * process of this head, is taken over and window i's round flagged
@@ -424,58 +423,10 @@ typedef struct NFabricHeld {
     unsigned head;              /* whose busy bytes .bias raised */
 } NFabricHeld;
 
-/* This thread's number for biases (0: none yet); see NFABRIC_BIAS_STREAK. */
-extern __thread uint32_t nfabric_shared_thr;
-
-bool nfabric_shared_lock_span_slow(NFabricShared *sh, uint32_t token,
-                                   unsigned i, uint64_t off, uint64_t len,
-                                   NFabricHeld *held);
-void nfabric_shared_unlock_words(NFabricShared *sh, unsigned i, uint64_t held);
-
-static inline bool nfabric_shared_lock_span(NFabricShared *sh, uint32_t token,
-                                            unsigned i, uint64_t off,
-                                            uint64_t len, NFabricHeld *held)
-{
-    uint64_t first = off >> NFABRIC_STRIPE_SHIFT;
-    unsigned h = (token & NFABRIC_STRIPE_OWNER) - 1;
-
-    if (first == (off + (len ? len : 1) - 1) >> NFABRIC_STRIPE_SHIFT &&
-        nfabric_shared_thr && i < NFABRIC_NUM_WINDOWS &&
-        h < NFABRIC_MAX_HEADS) {
-        /* Biased to this thread: busy up, then the bias looked at again. */
-        unsigned k = (unsigned)(first % NFABRIC_WIN_STRIPES);
-        uint64_t *bias = &sh->stripe[i][k].bias;
-        uint64_t me = token | (uint64_t)nfabric_shared_thr << 32;
-
-        if (__atomic_load_n(bias, __ATOMIC_RELAXED) == me) {
-            uint8_t *busy = &sh->head[h].stripe_busy[i][k];
-
-            __atomic_store_n(busy, 1, __ATOMIC_RELAXED);
-            /* Ordered against a taker's store by its membarrier(2). */
-            __atomic_signal_fence(__ATOMIC_SEQ_CST);
-            if (__atomic_load_n(bias, __ATOMIC_ACQUIRE) == me) {
-                held->word = 0;
-                held->bias = 1ull << k;
-                held->head = h;
-                return true;
-            }
-            __atomic_store_n(busy, 0, __ATOMIC_RELEASE);
-        }
-    }
-    return nfabric_shared_lock_span_slow(sh, token, i, off, len, held);
-}
-
-static inline void nfabric_shared_unlock_span(NFabricShared *sh, unsigned i,
-                                              const NFabricHeld *held)
-{
-    for (uint64_t m = held->bias; m; m &= m - 1) {
-        __atomic_store_n(&sh->head[held->head].stripe_busy[i][__builtin_ctzll(m)],
-                         0, __ATOMIC_RELEASE);
-    }
-    if (held->word) {
-        nfabric_shared_unlock_words(sh, i, held->word);
-    }
-}
+bool nfabric_shared_lock_span(NFabricShared *sh, uint32_t token, unsigned i,
+                              uint64_t off, uint64_t len, NFabricHeld *held);
+void nfabric_shared_unlock_span(NFabricShared *sh, unsigned i,
+                                const NFabricHeld *held);
 
 /* This process's token as its head of sh (0: a private state). */
 uint32_t nfabric_shared_token(const NFabricShared *sh);
