@@ -376,7 +376,7 @@ static pid_t bias_child(unsigned n, uint64_t dpa, int how)
         write_n(&me, dpa, n);
         if (how == 1) {
             /* Inside its next access, through its bias: killed there. */
-            if (!nfabric_shared_lock_span(me.sh, me.lock_token, 0,
+            if (!nfabric_shared_lock_span(me.sh, me.lock_token, 0, W_SIZE,
                                           dpa - W_BASE, 8, &held) ||
                 !held.bias) {
                 _exit(3);
@@ -403,16 +403,22 @@ static void test_bias(void)
     sh = head_up(&c, 0, 2, &fd);
     win_set(&c, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 16);
 
-    write_n(&c, W_BASE, NFABRIC_BIAS_STREAK - 1);
+    TAP_CHECK(nfabric_stripe_shift(W_SIZE) == 8 &&
+              nfabric_stripe_shift(16 << 10) == 8 &&
+              nfabric_stripe_shift(1 << 20) == 14 &&
+              nfabric_stripe_shift((1 << 20) + 4096) == 15 &&
+              nfabric_stripe_shift(32ull << 20) == 19,
+              "bias: 64 stripes of equal runs of 256 bytes or more");
+    write_n(&c, W_BASE, NFABRIC_BIAS_MIN - 1);
     TAP_CHECK(sh->bias_grants == 0 && sh->stripe[0][0].bias == 0,
-              "bias: none before %u takings in a row", NFABRIC_BIAS_STREAK);
+              "bias: none before %u takings in a row", NFABRIC_BIAS_MIN);
     write_n(&c, W_BASE, 1);
     TAP_CHECK(sh->bias_grants == 1 &&
               (uint32_t)sh->stripe[0][0].bias == c.lock_token &&
               sh->stripe[0][0].bias >> 32,
               "bias: stripe 0 biased to this head's thread after %u takings",
-              NFABRIC_BIAS_STREAK);
-    TAP_CHECK(nfabric_shared_lock_span(sh, c.lock_token, 0, 8, 8, &held) &&
+              NFABRIC_BIAS_MIN);
+    TAP_CHECK(nfabric_shared_lock_span(sh, c.lock_token, 0, W_SIZE, 8, 8, &held) &&
               held.bias == 1 && held.word == 0 && sh->stripe[0][0].word == 0 &&
               sh->head[0].stripe_busy[0][0] == 1,
               "bias: taken without its word, busy byte raised");
@@ -420,33 +426,45 @@ static void test_bias(void)
     TAP_CHECK(sh->head[0].stripe_busy[0][0] == 0,
               "bias: given back, busy byte down");
 
-    /* Another head writes there: the bias is taken back, counts exact. */
+    /* Another head writes there: taken back, counts exact; kept briefly. */
+    sh->stripe[0][0].granted_ns = (uint64_t)now_ms() * 1000000 + 60000000000ull;
     st = wait_child(bias_child(3, W_BASE, 0));
     TAP_CHECK(st == 0 && sh->bias_revokes == 1 && sh->stripe[0][0].bias == 0 &&
               nfabric_counter_get(ram + W_CTRS, 16, 0) ==
-              (int32_t)NFABRIC_BIAS_STREAK + 3,
+              (int32_t)NFABRIC_BIAS_MIN + 3,
               "bias: another head's write takes it back (revokes %" PRIu64
               "), counter 0 is %d", sh->bias_revokes,
               nfabric_counter_get(ram + W_CTRS, 16, 0));
+    TAP_CHECK(sh->stripe[0][0].need == 2 * NFABRIC_BIAS_MIN,
+              "bias: taken back soon after it was given, the next needs %u "
+              "takings", sh->stripe[0][0].need);
 
     /* A child of this process (fork) never uses this thread's bias. */
-    write_n(&c, W_BASE, NFABRIC_BIAS_STREAK);
+    write_n(&c, W_BASE, 2 * NFABRIC_BIAS_MIN - 1);
+    TAP_CHECK(sh->bias_grants == 1, "bias: not again before %u takings",
+              2 * NFABRIC_BIAS_MIN);
+    write_n(&c, W_BASE, 1);
+    sh->stripe[0][0].granted_ns = 0;        /* as if given long ago */
     revokes = sh->bias_revokes;
     pid = fork();
     if (pid == 0) {
-        bool ok = nfabric_shared_lock_span(sh, c.lock_token, 0, 0, 8, &held) &&
+        bool ok = nfabric_shared_lock_span(sh, c.lock_token, 0, W_SIZE, 0, 8, &held) &&
                   !held.bias && held.word == 1;
 
         nfabric_shared_unlock_span(sh, 0, &held);
         _exit(ok ? 0 : 1);
     }
-    TAP_CHECK(wait_child(pid) == 0 && sh->bias_revokes == revokes + 1,
-              "bias: a forked child takes the word and the bias back");
+    st = wait_child(pid);
+    TAP_CHECK(st == 0 && sh->bias_grants == 2 &&
+              sh->bias_revokes == revokes + 1 &&
+              sh->stripe[0][0].need == NFABRIC_BIAS_MIN,
+              "bias: a forked child takes the word and the bias back; kept "
+              "long, the next needs %u again", sh->stripe[0][0].need);
 
     /* Inside through its bias, this head stays: the other waits, bounded. */
-    write_n(&c, W_BASE, NFABRIC_BIAS_STREAK);
+    write_n(&c, W_BASE, NFABRIC_BIAS_MIN);
     revokes = sh->bias_revokes;
-    if (!nfabric_shared_lock_span(sh, c.lock_token, 0, 0, 8, &held) ||
+    if (!nfabric_shared_lock_span(sh, c.lock_token, 0, W_SIZE, 0, 8, &held) ||
         !held.bias) {
         TAP_CHECK(0, "bias: re-earned");
     }
@@ -473,7 +491,7 @@ static void test_bias(void)
               "bias: once the holder gave it back, the other head takes it");
 
     /* Head 1 dies inside through its bias (stripe 1): repaired. */
-    st = wait_child(bias_child(NFABRIC_BIAS_STREAK, W_BASE + 0x100, 1));
+    st = wait_child(bias_child(NFABRIC_BIAS_MIN, W_BASE + 0x100, 1));
     nfabric_ctrl_mem_access(&c, W_BASE + 0x100, (uint8_t *)&v, 8, true);
     TAP_CHECK(st == 128 + SIGKILL && sh->lock_repairs == 1 &&
               sh->round[0].incomplete && sh->stripe[0][1].bias == 0 &&
@@ -520,7 +538,7 @@ static void test_dead_holder(void)
         head_up(&me, 1, 2, &f);
         nfabric_ctrl_mem_access(&me, W_BASE, (uint8_t *)&v, 8, true);
         /* As inside its next access: the stripe of its first 8 bytes. */
-        nfabric_shared_lock_span(me.sh, me.lock_token, 0, 0, 8, &held);
+        nfabric_shared_lock_span(me.sh, me.lock_token, 0, W_SIZE, 0, 8, &held);
         raise(SIGKILL);
     }
     wait_child(pid);

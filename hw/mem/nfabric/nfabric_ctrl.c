@@ -182,7 +182,8 @@ static bool nfabric_lock_span(NFabricCtrl *s, unsigned i, uint64_t off,
     if (!s->shared) {
         return true;
     }
-    if (!nfabric_shared_lock_span(s->sh, s->lock_token, i, off, n, held)) {
+    if (!nfabric_shared_lock_span(s->sh, s->lock_token, i, s->view.size[i],
+                                  off, n, held)) {
         nfabric_lock_failed(s, "window", (int)i);
         return false;
     }

@@ -144,7 +144,7 @@ static void nfabric_stuck_clear(NFabricMapping *map, uint32_t bit)
  * A stripe biased to a thread is taken by it with plain stores, and given
  * back by another head only after a barrier on every running thread of
  * the processes that registered for it (membarrier(2)): see
- * NFABRIC_BIAS_STREAK.  Only one thread of a process may hold a head's
+ * NFABRIC_BIAS_MIN.  Only one thread of a process may hold a head's
  * biased stripes (its busy bytes have one writer), and after a fork only
  * one of the two processes: the parent keeps the mappings one of its
  * threads holds biases of, the child may take the others.
@@ -987,6 +987,13 @@ static int nfabric_stripe_wait_busy(NFabricShared *sh, NFabricMapping *map,
     }
 }
 
+/* A stripe's .need as it is used (the state file is untrusted). */
+static uint32_t nfabric_bias_need(uint32_t need)
+{
+    return need < NFABRIC_BIAS_MIN ? NFABRIC_BIAS_MIN :
+           need > NFABRIC_BIAS_MAX ? NFABRIC_BIAS_MAX : need;
+}
+
 /*
  * Take back the biases of the stripes in mask of window i (their words
  * held by this thread): 0, EINVAL for a bias no head can have written,
@@ -1000,6 +1007,7 @@ static int nfabric_stripes_unbias(NFabricShared *sh, unsigned i, uint64_t mask,
     NFabricMapping *map = nfabric_mapping(sh);
     uint64_t was[NFABRIC_WIN_STRIPES];
     uint64_t m;
+    int64_t now;
     int rc;
 
     if (!map) {
@@ -1020,6 +1028,7 @@ static int nfabric_stripes_unbias(NFabricShared *sh, unsigned i, uint64_t mask,
                          __ATOMIC_RELAXED);
     }
     rc = nfabric_barrier_all();
+    now = nfabric_now_ns();
     for (m = mask; m; m &= m - 1) {
         unsigned k = (unsigned)__builtin_ctzll(m);
 
@@ -1030,6 +1039,14 @@ static int nfabric_stripes_unbias(NFabricShared *sh, unsigned i, uint64_t mask,
             /* Not taken back: its holder may be inside. */
             __atomic_store_n(&sh->stripe[i][k].bias, was[k], __ATOMIC_RELAXED);
         } else {
+            /* Kept briefly: the next bias needs a longer run, else shorter. */
+            __typeof__(sh->stripe[0][0]) *st = &sh->stripe[i][k];
+            uint32_t need = nfabric_bias_need(st->need);
+
+            int64_t kept = now - (int64_t)st->granted_ns;
+
+            st->need = kept < NFABRIC_BIAS_KEEP_NS ? nfabric_bias_need(need * 2)
+                                                   : nfabric_bias_need(need / 2);
             __atomic_fetch_add(&sh->bias_revokes, 1, __ATOMIC_RELAXED);
         }
     }
@@ -1038,7 +1055,7 @@ static int nfabric_stripes_unbias(NFabricShared *sh, unsigned i, uint64_t mask,
 
 /*
  * Stripe k of window i, its word just taken by this thread with token:
- * biased to it once it took it NFABRIC_BIAS_STREAK times in a row.
+ * biased to it once it took it .need times in a row.
  */
 static void nfabric_stripe_streak(NFabricShared *sh, unsigned i, unsigned k,
                                   uint32_t token)
@@ -1055,11 +1072,12 @@ static void nfabric_stripe_streak(NFabricShared *sh, unsigned i, unsigned k,
         st->streak = 1;
         return;
     }
-    if (++st->streak < NFABRIC_BIAS_STREAK) {
+    if (++st->streak < nfabric_bias_need(st->need)) {
         return;
     }
     st->streak = 0;
     if (nfabric_bias_claim(sh, thr)) {
+        st->granted_ns = (uint64_t)nfabric_now_ns();
         __atomic_store_n(&st->bias, me, __ATOMIC_RELAXED);
         __atomic_fetch_add(&sh->bias_grants, 1, __ATOMIC_RELAXED);
     }
@@ -1138,10 +1156,12 @@ uint32_t nfabric_shared_token(const NFabricShared *sh)
 }
 
 bool nfabric_shared_lock_span(NFabricShared *sh, uint32_t token, unsigned i,
-                              uint64_t off, uint64_t len, NFabricHeld *held)
+                              uint64_t size, uint64_t off, uint64_t len,
+                              NFabricHeld *held)
 {
-    uint64_t first = off >> NFABRIC_STRIPE_SHIFT;
-    uint64_t last = (off + (len ? len : 1) - 1) >> NFABRIC_STRIPE_SHIFT;
+    unsigned shift = nfabric_stripe_shift(size);
+    uint64_t first = off >> shift;
+    uint64_t last = (off + (len ? len : 1) - 1) >> shift;
     unsigned h = (token & NFABRIC_STRIPE_OWNER) - 1;
     uint64_t mask = 0;
 

@@ -69,14 +69,23 @@
 #define NFABRIC_SHARED_LAYOUT   11
 
 /*
- * Window locks are striped over the window's offsets: stripe s of window i
- * guards the counters of the offsets o with (o >> NFABRIC_STRIPE_SHIFT) %
- * NFABRIC_WIN_STRIPES == s (256 bytes of signs or codes: 2 or 4 KiB of
- * counters), so heads writing different parts of one window take different
- * locks.  A stripe is a whole number of the datapath's 64-byte lines.
+ * Window locks are striped over the window's offsets: a window of size
+ * bytes is cut into NFABRIC_WIN_STRIPES runs of 2^nfabric_stripe_shift(size)
+ * bytes (256 at least: 2 or 4 KiB of counters), stripe s guarding the
+ * offsets o with o >> shift == s, so heads writing different parts of one
+ * window take different locks, and a head going through a window stays on
+ * one stripe for a while (its bias, below, pays).  A stripe is a whole
+ * number of the datapath's 64-byte lines.
  */
 #define NFABRIC_WIN_STRIPES     64
 #define NFABRIC_STRIPE_SHIFT    8
+
+static inline unsigned nfabric_stripe_shift(uint64_t size)
+{
+    unsigned bits = size > 1 ? 64 - (unsigned)__builtin_clzll(size - 1) : 0;
+
+    return bits > NFABRIC_STRIPE_SHIFT + 6 ? bits - 6 : NFABRIC_STRIPE_SHIFT;
+}
 /*
  * A stripe's lock word: 0 when free, else its holder's token: bits 0-7
  * the head's index + 1, bits 8-30 the head's attach count (a later process
@@ -94,10 +103,14 @@
  * looks at the bias again; a head that wants the stripe takes its word,
  * sets the bias to 0, has every thread of the biased process execute a
  * memory barrier (membarrier(2)) and waits for the busy byte to fall.
- * A head is given a stripe's bias once it took the word NFABRIC_BIAS_STREAK
- * times in a row.
+ * A head is given a stripe's bias once it took the word .need times in a
+ * row (NFABRIC_BIAS_MIN..NFABRIC_BIAS_MAX): a bias taken back within
+ * NFABRIC_BIAS_KEEP_NS of its grant doubles .need, one kept longer halves
+ * it, so that a stripe heads take in turns stays on its word.
  */
-#define NFABRIC_BIAS_STREAK     1024u
+#define NFABRIC_BIAS_MIN        64u
+#define NFABRIC_BIAS_MAX        65536u
+#define NFABRIC_BIAS_KEEP_NS    1000000ll
 
 /*
  * The byte of the state file whose OFD lock says head h is alive (beyond
@@ -288,8 +301,10 @@ typedef struct NFabricShared {
     struct {
         uint32_t word;
         uint32_t streak;        /* takings of the word in a row by .last */
-        uint64_t bias;          /* see NFABRIC_BIAS_STREAK; read by every access */
+        uint64_t bias;          /* see NFABRIC_BIAS_MIN; read by every access */
         uint64_t last;          /* token | thread << 32 of the last taker */
+        uint64_t granted_ns;    /* when .bias was given (CLOCK_MONOTONIC) */
+        uint32_t need;          /* takings in a row that earn the bias */
     } __attribute__((aligned(64))) stripe[NFABRIC_NUM_WINDOWS][NFABRIC_WIN_STRIPES];
     NFabricSharedHead head[NFABRIC_MAX_HEADS];
 
@@ -408,8 +423,8 @@ bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i);
 void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i);
 
 /*
- * The memory path: the stripes of window i that offsets [off, off + len)
- * touch, taken in stripe order as the head whose token is token
+ * The memory path: the stripes of window i (of size bytes, as the caller
+ * validated it) that offsets [off, off + len) touch, taken in stripe order as the head whose token is token
  * (nfabric_shared_token); *held says which and how, for the unlock.  A
  * span of one stripe biased to this thread is taken with plain stores.  False, with
  * nothing held, as for the locks above (errno ETIMEDOUT or EINVAL).  A
@@ -424,7 +439,8 @@ typedef struct NFabricHeld {
 } NFabricHeld;
 
 bool nfabric_shared_lock_span(NFabricShared *sh, uint32_t token, unsigned i,
-                              uint64_t off, uint64_t len, NFabricHeld *held);
+                              uint64_t size, uint64_t off, uint64_t len,
+                              NFabricHeld *held);
 void nfabric_shared_unlock_span(NFabricShared *sh, unsigned i,
                                 const NFabricHeld *held);
 
