@@ -511,7 +511,6 @@ static void nfabric_stripes_release_head(NFabricShared *sh, unsigned h)
         for (unsigned k = 0; k < NFABRIC_WIN_STRIPES; k++) {
             uint32_t *w = &sh->stripe[i][k].word;
             uint32_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
-
             uint64_t *b = &sh->stripe[i][k].bias;
             uint64_t bv = __atomic_load_n(b, __ATOMIC_RELAXED);
             uint8_t *busy = &sh->head[h].stripe_busy[i][k];
@@ -842,6 +841,37 @@ static int64_t nfabric_now_ns(void)
 }
 
 /*
+ * One look of a stripe wait past its spins found the stripe still held:
+ * ETIMEDOUT once *deadline passed (set on the first look: shorter while
+ * window i is stuck for this head, which it then is), else 0 after a nap.
+ */
+static int nfabric_stripe_nap(NFabricShared *sh, NFabricMapping *map,
+                              unsigned i, int64_t now, int64_t *deadline,
+                              bool *slept)
+{
+    struct timespec nap = { 0, NFABRIC_STRIPE_NAP_US * 1000L };
+
+    if (!*deadline) {
+        unsigned ms = (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) &
+                       (1u << i)) ? NFABRIC_SHARED_STUCK_MS
+                                  : NFABRIC_SHARED_LOCK_MS;
+
+        *deadline = now + (int64_t)ms * 1000000;
+    }
+    if (now >= *deadline) {
+        __atomic_fetch_add(&sh->lock_timeouts, 1, __ATOMIC_RELAXED);
+        nfabric_stuck_set(map, 1u << i);
+        return ETIMEDOUT;
+    }
+    if (!*slept) {
+        __atomic_fetch_add(&sh->lock_sleeps, 1, __ATOMIC_RELAXED);
+        *slept = true;
+    }
+    nanosleep(&nap, NULL);
+    return 0;
+}
+
+/*
  * Take stripe w of window i, held by another: 0, ETIMEDOUT past *deadline
  * (0: not set yet; set on the first sleep, shorter while the window is
  * stuck for this head), or EINVAL for a corrupted word.
@@ -852,7 +882,6 @@ static int nfabric_stripe_lock_slow(NFabricShared *sh, unsigned i,
 {
     NFabricMapping *map;
     bool slept = false;
-    uint32_t bit = 1u << i;
     int64_t next_live = 0;
     uint32_t v;
 
@@ -873,7 +902,6 @@ static int nfabric_stripe_lock_slow(NFabricShared *sh, unsigned i,
         return EINVAL;          /* not a state this process attached */
     }
     for (;;) {
-        struct timespec nap = { 0, NFABRIC_STRIPE_NAP_US * 1000L };
         int64_t now;
 
         v = __atomic_load_n(w, __ATOMIC_RELAXED);
@@ -899,22 +927,9 @@ static int nfabric_stripe_lock_slow(NFabricShared *sh, unsigned i,
             }
             next_live = now + NFABRIC_STRIPE_LIVE_MS * 1000000ll;
         }
-        if (!*deadline) {
-            unsigned ms = (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) & bit)
-                          ? NFABRIC_SHARED_STUCK_MS : NFABRIC_SHARED_LOCK_MS;
-
-            *deadline = now + (int64_t)ms * 1000000;
-        }
-        if (now >= *deadline) {
-            __atomic_fetch_add(&sh->lock_timeouts, 1, __ATOMIC_RELAXED);
-            nfabric_stuck_set(map, bit);
+        if (nfabric_stripe_nap(sh, map, i, now, deadline, &slept)) {
             return ETIMEDOUT;
         }
-        if (!slept) {
-            __atomic_fetch_add(&sh->lock_sleeps, 1, __ATOMIC_RELAXED);
-            slept = true;
-        }
-        nanosleep(&nap, NULL);
     }
 }
 
@@ -952,7 +967,6 @@ static int nfabric_stripe_wait_busy(NFabricShared *sh, NFabricMapping *map,
     }
     __atomic_fetch_add(&sh->lock_waits, 1, __ATOMIC_RELAXED);
     for (;;) {
-        struct timespec nap = { 0, NFABRIC_STRIPE_NAP_US * 1000L };
         int64_t now;
 
         if (!__atomic_load_n(busy, __ATOMIC_ACQUIRE)) {
@@ -967,23 +981,9 @@ static int nfabric_stripe_wait_busy(NFabricShared *sh, NFabricMapping *map,
             }
             next_live = now + NFABRIC_STRIPE_LIVE_MS * 1000000ll;
         }
-        if (!*deadline) {
-            unsigned ms = (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) &
-                           (1u << i)) ? NFABRIC_SHARED_STUCK_MS
-                                      : NFABRIC_SHARED_LOCK_MS;
-
-            *deadline = now + (int64_t)ms * 1000000;
-        }
-        if (now >= *deadline) {
-            __atomic_fetch_add(&sh->lock_timeouts, 1, __ATOMIC_RELAXED);
-            nfabric_stuck_set(map, 1u << i);
+        if (nfabric_stripe_nap(sh, map, i, now, deadline, &slept)) {
             return ETIMEDOUT;
         }
-        if (!slept) {
-            __atomic_fetch_add(&sh->lock_sleeps, 1, __ATOMIC_RELAXED);
-            slept = true;
-        }
-        nanosleep(&nap, NULL);
     }
 }
 
@@ -1042,7 +1042,6 @@ static int nfabric_stripes_unbias(NFabricShared *sh, unsigned i, uint64_t mask,
             /* Kept briefly: the next bias needs a longer run, else shorter. */
             __typeof__(sh->stripe[0][0]) *st = &sh->stripe[i][k];
             uint32_t need = nfabric_bias_need(st->need);
-
             int64_t kept = now - (int64_t)st->granted_ns;
 
             st->need = kept < NFABRIC_BIAS_KEEP_NS ? nfabric_bias_need(need * 2)

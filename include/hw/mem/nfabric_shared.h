@@ -199,7 +199,8 @@ typedef struct NFabricSharedHead {
     uint64_t contrib_bytes[NFABRIC_NUM_WINDOWS];
     uint32_t reserved_codes[NFABRIC_NUM_WINDOWS];
     /* 1 while this head holds the stripe through its bias (written by it). */
-    uint8_t stripe_busy[NFABRIC_NUM_WINDOWS][NFABRIC_WIN_STRIPES] __attribute__((aligned(64)));
+    uint8_t stripe_busy[NFABRIC_NUM_WINDOWS][NFABRIC_WIN_STRIPES]
+        __attribute__((aligned(64)));
 } __attribute__((aligned(64))) NFabricSharedHead;
 
 /*
@@ -424,9 +425,10 @@ void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i);
 
 /*
  * The memory path: the stripes of window i (of size bytes, as the caller
- * validated it) that offsets [off, off + len) touch, taken in stripe order as the head whose token is token
- * (nfabric_shared_token); *held says which and how, for the unlock.  A
- * span of one stripe biased to this thread is taken with plain stores.  False, with
+ * validated it) that offsets [off, off + len) touch, taken in stripe
+ * order as the head whose token is token (nfabric_shared_token); *held
+ * says which and how, for the unlock.  A span of one stripe biased to
+ * this thread is taken with plain stores.  False, with
  * nothing held, as for the locks above (errno ETIMEDOUT or EINVAL).  A
  * stripe held by a head that died (its live byte free), or by an earlier
  * process of this head, is taken over and window i's round flagged
