@@ -379,10 +379,11 @@ int main(int argc, char **argv)
            "\nlock_waits=%" PRIu64 "\nlock_sleeps=%" PRIu64
            "\nlock_repairs=%" PRIu64 "\nlock_timeouts=%" PRIu64
            "\nbias_grants=%" PRIu64 "\nbias_revokes=%" PRIu64
-           "\nstate_id=%016" PRIx64 "\n",
+           "\nbias_drops=%" PRIu64 "\nstate_id=%016" PRIx64 "\n",
            sh->heads, sh->mem_size, sh->enabled_mask, sh->lost_mask,
            sh->reaped, sh->lock_waits, sh->lock_sleeps, sh->lock_repairs,
-           sh->lock_timeouts, sh->bias_grants, sh->bias_revokes, sh->state_id);
+           sh->lock_timeouts, sh->bias_grants, sh->bias_revokes,
+           sh->bias_drops, sh->state_id);
     print_cfg_holder(sh);
     for (unsigned h = 0; h < sh->heads && h < NFABRIC_MAX_HEADS; h++) {
         const NFabricSharedHead *hd = &sh->head[h];

@@ -212,7 +212,8 @@ def report(mib: int, rounds: int, best: Best, waits: Dict[int, str],
                 f"lock_sleeps_heads{n}={fig.get('lock_sleeps') or '0'}",
                 f"lock_contended_pct_heads{n}={100 * num(w) / writes:.2f}",
                 f"bias_grants_heads{n}={fig.get('bias_grants') or '0'}",
-                f"bias_revokes_heads{n}={fig.get('bias_revokes') or '0'}"]
+                f"bias_revokes_heads{n}={fig.get('bias_revokes') or '0'}",
+                f"bias_drops_heads{n}={fig.get('bias_drops') or '0'}"]
     return out
 
 
@@ -288,7 +289,8 @@ def heads(n: int, cmd: str, best: Best, waits: Dict[int, str],
             f.write("".join(line + "\n" for line in state))
         waits[n] = state_value(state, "lock_waits")
         sleeps[n] = {k: state_value(state, k)
-                     for k in ("lock_sleeps", "bias_grants", "bias_revokes")}
+                     for k in ("lock_sleeps", "bias_grants", "bias_revokes",
+                                        "bias_drops")}
 
 
 def direct(best: Best) -> None:

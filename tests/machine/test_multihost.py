@@ -239,7 +239,8 @@ def test_bench_report():
     best.every("beside_gbinary", "0.9512")
     best.every("beside_gbinary", "0.9400")
     lines = bc.report(1, 1, best, {2: "1234"},
-                      {2: {"lock_sleeps": "5", "bias_grants": "7", "bias_revokes": "3"}})
+                      {2: {"lock_sleeps": "5", "bias_grants": "7", "bias_revokes": "3",
+                           "bias_drops": "2"}})
     keys = [line.split("=")[0] for line in lines]
     want = ["bench_mib_per_host", "rounds"]
     for p in ("gbinary", "gternary"):
@@ -263,8 +264,8 @@ def test_bench_report():
     want.append("shared_plain_write_vs_ram")
     for n in (1, 2, 4):
         want += [f"lock_waits_heads{n}", f"lock_sleeps_heads{n}", f"lock_contended_pct_heads{n}",
-                 f"bias_grants_heads{n}", f"bias_revokes_heads{n}"]
-    ok(keys == want and len(keys) == 72, "report: the 72 keys in their order", keys)
+                 f"bias_grants_heads{n}", f"bias_revokes_heads{n}", f"bias_drops_heads{n}"]
+    ok(keys == want and len(keys) == 75, "report: the 75 keys in their order", keys)
     d = dict(line.split("=", 1) for line in lines)
     ok(d["gbinary_heads2_vs_heads1"] == "1.885" and d["gbinary_heads4_vs_heads1"] == "0.000"
        and d["gternary_heads2_vs_heads1"] == "n/a"
@@ -283,7 +284,8 @@ def test_bench_report():
     ok(d["lock_waits_heads2"] == "1234" and d["lock_contended_pct_heads2"] == "0.24"
        and d["lock_waits_heads4"] == "0" and d["lock_contended_pct_heads4"] == "0.00"
        and d["lock_sleeps_heads2"] == "5" and d["bias_grants_heads2"] == "7"
-       and d["bias_revokes_heads2"] == "3" and d["bias_grants_heads4"] == "0",
+       and d["bias_revokes_heads2"] == "3" and d["bias_grants_heads4"] == "0"
+       and d["bias_drops_heads2"] == "2" and d["bias_drops_heads4"] == "0",
        "report: lock waits over the writes (N x MiB x 2 paths / 8 bytes), in percent;"
        " the state's sleeps and biases", d)
 

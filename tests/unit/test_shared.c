@@ -396,7 +396,8 @@ static void test_bias(void)
     int fd, st;
     int64_t t0;
     pid_t pid;
-    uint64_t revokes, v = ~0ull;
+    uint64_t revokes, grants, drops, v = ~0ull;
+    int32_t before;
 
     unlink(state_path);
     memset(ram, 0, MEM_SIZE);
@@ -499,6 +500,36 @@ static void test_bias(void)
               "bias: a head killed inside through its bias is repaired "
               "(round INCOMPLETE)");
 
+    /*
+     * A head that moves on gives its oldest bias back itself: of stripes
+     * 1, 2 and 3 earned in turn, 1 is given back (no barrier), and another
+     * head then takes it without taking anything back.
+     */
+    grants = sh->bias_grants;
+    drops = sh->bias_drops;
+    for (unsigned k = 1; k <= 3; k++) {
+        sh->stripe[0][k].need = NFABRIC_BIAS_MIN;  /* 1 was taken back */
+        write_n(&c, W_BASE + k * 0x100, NFABRIC_BIAS_MIN);
+    }
+    TAP_CHECK(sh->bias_grants == grants + 3 && sh->bias_drops == drops + 1 &&
+              sh->stripe[0][1].bias == 0 && sh->stripe[0][1].word == 0 &&
+              (uint32_t)sh->stripe[0][2].bias == c.lock_token &&
+              (uint32_t)sh->stripe[0][3].bias == c.lock_token,
+              "bias: of %u earned in turn, the oldest is given back by its "
+              "holder (drops %" PRIu64 "), the %u latest kept", 3u,
+              sh->bias_drops - drops, NFABRIC_BIAS_KEPT);
+    revokes = sh->bias_revokes;
+    before = nfabric_counter_get(ram + W_CTRS, 16, 0x100 * 8);
+    st = wait_child(bias_child(1, W_BASE + 0x100, 0));
+    TAP_CHECK(st == 0 && sh->bias_revokes == revokes &&
+              nfabric_counter_get(ram + W_CTRS, 16, 0x100 * 8) == before + 1,
+              "bias: another head takes a stripe given back without a "
+              "barrier (revokes +%" PRIu64 ")", sh->bias_revokes - revokes);
+    st = wait_child(bias_child(1, W_BASE + 0x300, 0));
+    TAP_CHECK(st == 0 && sh->bias_revokes == revokes + 1 &&
+              sh->stripe[0][3].bias == 0,
+              "bias: a stripe still kept is taken back with one");
+
     /* A bias no head can have written: refused, nothing waited for. */
     sh->stripe[0][2].bias = 0x7full | 1ull << 32;
     nfabric_ctrl_mem_access(&c, W_BASE + 0x200, (uint8_t *)&v, 8, true);
@@ -508,6 +539,7 @@ static void test_bias(void)
               "bias: a corrupted bias refuses the access (STATE), changes "
               "nothing");
     sh->stripe[0][2].bias = 0;
+
     nfabric_shared_detach(sh, fd, 0);
 }
 

@@ -80,6 +80,12 @@ typedef struct NFabricMapping {
      * nfabric_fork_child).  Under nfabric_maps_lock.
      */
     uint32_t bias_thr;
+    /*
+     * The stripes that thread was given last, oldest first: window *
+     * NFABRIC_WIN_STRIPES + stripe + 1, 0 for none (NFABRIC_BIAS_KEPT).
+     * Only that thread uses them.
+     */
+    uint16_t kept[NFABRIC_BIAS_KEPT];
 } NFabricMapping;
 
 #define NFABRIC_BIAS_NONE   UINT32_MAX
@@ -322,6 +328,7 @@ static NFabricMapping *nfabric_mapping_add(NFabricShared *sh, int fd,
         m->lost = 0;
         m->token = 0;
         m->bias_thr = 0;
+        memset(m->kept, 0, sizeof(m->kept));
         __atomic_store_n(&m->sh, sh, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&nfabric_maps_lock);
@@ -1053,6 +1060,69 @@ static int nfabric_stripes_unbias(NFabricShared *sh, unsigned i, uint64_t mask,
 }
 
 /*
+ * This thread's bias me of stripe slot - 1 (window * NFABRIC_WIN_STRIPES
+ * + stripe) given back: under its word, taken only if free (a head taking
+ * it meanwhile takes the bias back itself), and not while this thread is
+ * inside the stripe.
+ */
+static void nfabric_bias_drop(NFabricShared *sh, const NFabricMapping *map,
+                              unsigned slot, uint64_t me)
+{
+    unsigned i = (slot - 1) / NFABRIC_WIN_STRIPES;
+    unsigned k = (slot - 1) % NFABRIC_WIN_STRIPES;
+    __typeof__(sh->stripe[0][0]) *st;
+
+    if (!slot || i >= NFABRIC_NUM_WINDOWS ||
+        __atomic_load_n(&sh->head[map->head].stripe_busy[i][k],
+                        __ATOMIC_RELAXED)) {
+        return;
+    }
+    st = &sh->stripe[i][k];
+    if (!nfabric_stripe_try(&st->word, (uint32_t)me)) {
+        return;
+    }
+    if (__atomic_load_n(&st->bias, __ATOMIC_RELAXED) == me) {
+        __atomic_store_n(&st->bias, 0, __ATOMIC_RELAXED);
+        st->streak = 0;
+        __atomic_fetch_add(&sh->bias_drops, 1, __ATOMIC_RELAXED);
+    }
+    nfabric_stripe_release(&st->word);
+}
+
+/*
+ * Stripe k of window i just biased to this thread (me): kept, and the
+ * oldest of its NFABRIC_BIAS_KEPT kept before given back.
+ */
+static void nfabric_bias_keep(NFabricShared *sh, unsigned i, unsigned k,
+                              uint64_t me)
+{
+    NFabricMapping *map = nfabric_mapping(sh);
+    unsigned slot = i * NFABRIC_WIN_STRIPES + k + 1, n = 0;
+    uint16_t old;
+
+    if (!map) {
+        return;
+    }
+    /* The list without this stripe (it may have been taken back). */
+    for (unsigned j = 0; j < NFABRIC_BIAS_KEPT; j++) {
+        if (map->kept[j] && map->kept[j] != slot) {
+            map->kept[n++] = map->kept[j];
+        }
+    }
+    old = n == NFABRIC_BIAS_KEPT ? map->kept[0] : 0;
+    if (old) {
+        memmove(map->kept, map->kept + 1, (--n) * sizeof(map->kept[0]));
+    }
+    map->kept[n++] = (uint16_t)slot;
+    while (n < NFABRIC_BIAS_KEPT) {
+        map->kept[n++] = 0;
+    }
+    if (old) {
+        nfabric_bias_drop(sh, map, old, me);
+    }
+}
+
+/*
  * Stripe k of window i, its word just taken by this thread with token:
  * biased to it once it took it .need times in a row.
  */
@@ -1079,6 +1149,7 @@ static void nfabric_stripe_streak(NFabricShared *sh, unsigned i, unsigned k,
         st->granted_ns = (uint64_t)nfabric_now_ns();
         __atomic_store_n(&st->bias, me, __ATOMIC_RELAXED);
         __atomic_fetch_add(&sh->bias_grants, 1, __ATOMIC_RELAXED);
+        nfabric_bias_keep(sh, i, k, me);
     }
 }
 

@@ -66,7 +66,7 @@
 
 #define NFABRIC_SHARED_MAGIC    0x48534e46u     /* "NFSH" */
 /* Bump when NFabricShared changes: old state files are then refused. */
-#define NFABRIC_SHARED_LAYOUT   11
+#define NFABRIC_SHARED_LAYOUT   12
 
 /*
  * Window locks are striped over the window's offsets: a window of size
@@ -106,11 +106,15 @@ static inline unsigned nfabric_stripe_shift(uint64_t size)
  * A head is given a stripe's bias once it took the word .need times in a
  * row (NFABRIC_BIAS_MIN..NFABRIC_BIAS_MAX): a bias taken back within
  * NFABRIC_BIAS_KEEP_NS of its grant doubles .need, one kept longer halves
- * it, so that a stripe heads take in turns stays on its word.
+ * it, so that a stripe heads take in turns stays on its word.  A thread
+ * keeps its NFABRIC_BIAS_KEPT latest biases: given another, it gives the
+ * oldest back itself (under its word, no barrier), so that a head that
+ * moved on leaves no bias behind for the next head to take back.
  */
 #define NFABRIC_BIAS_MIN        64u
 #define NFABRIC_BIAS_MAX        65536u
 #define NFABRIC_BIAS_KEEP_NS    1000000ll
+#define NFABRIC_BIAS_KEPT       2u
 
 /*
  * The byte of the state file whose OFD lock says head h is alive (beyond
@@ -267,6 +271,7 @@ typedef struct NFabricShared {
     uint64_t lock_timeouts;     /* of which gave up (NFABRIC_SHARED_LOCK_MS) */
     uint64_t bias_grants;       /* stripes biased to a head's thread */
     uint64_t bias_revokes;      /* biases taken back (a barrier each time) */
+    uint64_t bias_drops;        /* biases given back by their holder */
 
     /*
      * Read by every access; written only when a window is (dis)enabled:
