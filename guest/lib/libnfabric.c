@@ -687,6 +687,7 @@ void nfabric_close(nfabric_dev *d)
     d->bar = NULL;
     d->regs = NULL;
     d->dax_fd = d->bar_fd = -1;
+    d->heads_known = false;
     d->errmsg[0] = 0;
 }
 
@@ -1312,6 +1313,26 @@ static int mem_xfer(nfabric_dev *d, uint64_t dpa, uint8_t *b, uint64_t len,
         unsigned n = 8 - (unsigned)(dpa & 7);
         uint64_t v = 0;
 
+        if (n == 8 && len >= 16) {
+            /* The aligned bulk: one 8-byte access per word, nothing else. */
+            volatile uint64_t *q = (volatile uint64_t *)p;
+            uint64_t words = len / 8;
+
+            for (uint64_t k = 0; k < words; k++) {
+                if (write) {
+                    memcpy(&v, b + 8 * k, 8);
+                    q[k] = v;
+                } else {
+                    v = q[k];
+                    memcpy(b + 8 * k, &v, 8);
+                }
+            }
+            p += words * 8;
+            b += words * 8;
+            dpa += words * 8;
+            len -= words * 8;
+            continue;
+        }
         n = n > len ? (unsigned)len : n;
         if (n == 8 || (n == 4 && !(dpa & 3))) {
             if (write) {
@@ -1342,10 +1363,57 @@ static int mem_xfer(nfabric_dev *d, uint64_t dpa, uint8_t *b, uint64_t len,
     return 0;
 }
 
+/*
+ * Where a write of len bytes at dpa begins, in bytes from dpa: on a device
+ * that several heads share, head h of n begins at h/n of it (at an 8-byte
+ * boundary) and wraps around, so that heads writing the same range at the
+ * same time, as the ranks of a job do, are at different places of it:
+ * they take different stripes and counter lines instead of each other's
+ * (docs/multihost.md, "Locks and their cost").  0 for a write of less
+ * than NFLIB_STAGGER_MIN bytes, a device that is not shared, or a range
+ * that is not all device memory (refused as a whole, nothing written).
+ */
+#define NFLIB_STAGGER_MIN   4096u
+
+uint64_t nfl_write_start(nfabric_dev *d, uint64_t dpa, uint64_t len)
+{
+    uint64_t start;
+
+    if (len < NFLIB_STAGGER_MIN || dpa > d->dev_mem_size ||
+        len > d->dev_mem_size - dpa ||
+        (!d->xport && !nfabric_dpa_ptr(d, dpa, len))) {
+        return 0;
+    }
+    if (!d->heads_known) {
+        nfabric_heads h;
+
+        if (nfabric_heads_read(d, &h) == 0 && h.shared && h.count > 1 &&
+            h.index < h.count) {
+            d->head_index = h.index;
+            d->head_count = h.count;
+        } else {
+            d->head_index = 0;
+            d->head_count = 1;
+        }
+        d->heads_known = true;
+    }
+    if (d->head_count <= 1 || !d->head_index) {
+        return 0;
+    }
+    start = len / d->head_count * d->head_index;
+    start = ((dpa + start) & ~7ull) - dpa;
+    return start < len ? start : 0;
+}
+
 int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
                       uint64_t len)
 {
-    return mem_xfer(d, dpa, (uint8_t *)buf, len, true);
+    uint64_t start = nfl_write_start(d, dpa, len);
+    uint8_t *b = (uint8_t *)buf;
+    int rc;
+
+    rc = mem_xfer(d, dpa + start, b + start, len - start, true);
+    return rc || !start ? rc : mem_xfer(d, dpa, b, start, true);
 }
 
 int nfabric_mem_read(nfabric_dev *d, uint64_t dpa, void *buf, uint64_t len)

@@ -233,7 +233,10 @@ int nfabric_round_wait_next(nfabric_dev *d, unsigned i, uint32_t seq,
 /*
  * Device memory as accesses, through the mapping or the transport: len
  * bytes at DPA dpa, in naturally aligned accesses of at most 8 bytes (each
- * one a CXL.mem access the device aggregates on low-bit windows).
+ * one a CXL.mem access the device aggregates on low-bit windows).  On a
+ * shared device, a write of 4 KiB or more begins at this head's share of
+ * the range (head h of n at h/n of it) and wraps around: heads writing
+ * the same range at once are at different places of it.
  */
 int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
                       uint64_t len);

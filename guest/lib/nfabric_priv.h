@@ -44,6 +44,9 @@ struct nfabric_dev {
     uint8_t *mem;
     size_t mem_size;
     uint64_t dpa_base;          /* DPA of mem[0] */
+    /* This head's index and the head count, once read (nfabric_mem_write). */
+    bool heads_known;
+    unsigned head_index, head_count;
     char errmsg[512];
 };
 
@@ -53,6 +56,12 @@ struct nfabric_dev {
  */
 int nfl_fail(nfabric_dev *d, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/*
+ * Where nfabric_mem_write of len bytes at dpa begins, in bytes from dpa
+ * (the head's share of a shared device; 0 otherwise).  libnfabric.c.
+ */
+uint64_t nfl_write_start(nfabric_dev *d, uint64_t dpa, uint64_t len);
 
 /*
  * Map the register block of d->pci_name through /dev/nfabricN (mmap of
