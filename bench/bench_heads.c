@@ -17,7 +17,8 @@
  * be run under perf.  Each figure is the best of --rounds runs (a shared
  * machine's noise only ever slows a run).  usage: nfabric-bench-heads
  * [--seconds S] [--procs LIST] [--rounds N] [--path gbinary|gternary]
- * [--apart] [--dir DIR]; --apart's keys are heads_apart_PATH_...
+ * [--apart | --whole] [--dir DIR]; --apart's keys are heads_apart_PATH_...,
+ * --whole's heads_whole_PATH_...
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -49,6 +50,13 @@
  * moving between the cores.
  */
 static uint64_t stride = 4096;
+/*
+ * --whole: each head of n writes the whole window over and over, head h
+ * beginning at h/n of it (as libnfabric's nfabric_mem_write begins each
+ * head of a shared device, and as bench cluster's heads write): the heads
+ * add into the same elements, at different times.
+ */
+static bool whole;
 
 static const NFabricTimingParams tparams = { 1000, 5, 300, 32000 };
 
@@ -125,20 +133,27 @@ static void window(NFabricCtrl *c, unsigned path)
     }
 }
 
-/* Write the window 8 bytes at a time until t_end; the bytes written. */
-static uint64_t loop(NFabricCtrl *c, unsigned h, double t_end)
+/*
+ * Write the window 8 bytes at a time until t_end, head h of n; the bytes
+ * written.
+ */
+static uint64_t loop(NFabricCtrl *c, unsigned h, unsigned n, double t_end)
 {
     uint64_t bytes = 0, v = 0x9e3779b97f4a7c15ull * (h + 1);
+    uint64_t first = whole ? WIN_SIZE / n * h : h * stride;
 
     while (now() < t_end) {
         for (uint64_t off = 0; off < 64 * 1024; off += 8) {
             v ^= v << 13;
             v ^= v >> 7;
             v ^= v << 17;
-            nfabric_ctrl_mem_access(c, WIN_BASE + ((off + h * stride) % WIN_SIZE),
+            nfabric_ctrl_mem_access(c, WIN_BASE + ((off + first) % WIN_SIZE),
                                     (uint8_t *)&v, 8, true);
         }
         bytes += 64 * 1024;
+        if (whole) {
+            first = (first + 64 * 1024) % WIN_SIZE;
+        }
     }
     return bytes;
 }
@@ -177,7 +192,7 @@ static double run_shared(const char *dir, unsigned n, unsigned path,
             while (now() < t_start) {
                 ;
             }
-            res[0] = (double)loop(&c, h, t_start + secs);
+            res[0] = (double)loop(&c, h, n, t_start + secs);
             res[1] = now() - t_start;
             if (write(pfd[h][1], res, sizeof(res)) != sizeof(res)) {
                 _exit(2);
@@ -218,7 +233,7 @@ static double run_single(const char *dir, unsigned path, double secs)
     nfabric_ctrl_init(&c, r.ram, MEM_SIZE, &tparams, NULL, NULL);
     window(&c, path);
     t0 = now();
-    b = (double)loop(&c, 0, t0 + secs);
+    b = (double)loop(&c, 0, 1, t0 + secs);
     b = b / (now() - t0) / 1e6;
     munmap(r.ram, MEM_SIZE);
     unlink(r.mem);
@@ -242,10 +257,14 @@ int main(int argc, char **argv)
             stride = 64 * 1024;
             continue;
         }
+        if (!strcmp(argv[a], "--whole")) {
+            whole = true;
+            continue;
+        }
         if (!v) {
             fprintf(stderr, "usage: nfabric-bench-heads [--seconds S] "
                     "[--procs LIST] [--rounds N] [--path gbinary|gternary] "
-                    "[--apart] [--dir DIR]\n");
+                    "[--apart | --whole] [--dir DIR]\n");
             return 2;
         }
         if (!strcmp(argv[a], "--seconds")) {
@@ -305,8 +324,13 @@ int main(int argc, char **argv)
         counts[ncounts++] = (unsigned)n;
         p = *e ? e + 1 : e;
     }
-    /* --apart's figures have names of their own. */
-    snprintf(key, sizeof(key), "%s%s", stride == 4096 ? "" : "apart_", pname);
+    if (whole && stride != 4096) {
+        fprintf(stderr, "nfabric-bench-heads: --apart or --whole, not both\n");
+        return 2;
+    }
+    /* --apart's and --whole's figures have names of their own. */
+    snprintf(key, sizeof(key), "%s%s",
+             whole ? "whole_" : stride == 4096 ? "" : "apart_", pname);
     pname = key;
     printf("heads_seconds=%g\nheads_rounds=%u\nheads_cores=%ld\n", secs,
            rounds, sysconf(_SC_NPROCESSORS_ONLN));
