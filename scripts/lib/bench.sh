@@ -20,6 +20,10 @@ nf_bench_heads() {
     # counters' lines moving between cores (heads_apart_gbinary_*).
     "$NF_HOST_BUILD/bench/nfabric-bench-heads" --path gbinary --apart --dir "$NF_RUN_SHM" "$@" ||
         nf_die "bench heads: nfabric-bench-heads --path gbinary --apart failed"
+    # Each head over the whole window from its share of it, as
+    # nfabric_mem_write and bench cluster write (heads_whole_gbinary_*).
+    "$NF_HOST_BUILD/bench/nfabric-bench-heads" --path gbinary --whole --dir "$NF_RUN_SHM" "$@" ||
+        nf_die "bench heads: nfabric-bench-heads --path gbinary --whole failed"
 }
 
 nf_bench_main() {
