@@ -623,8 +623,9 @@ nfabric.examples.study --study hard: 4 ranks on host heads, the task
 --task pairs (100 classes), fp32 / gbinary / gternary / layer_aware
 (sensitivity admission, 20 % budget, G-Binary or G-Ternary on the rest),
 N seeds each: acc_CONFIG_hard= (mean), _std=, _min=, _max=, _seeds=,
-traffic_pct_CONFIG_hard=, fp32_layers_CONFIG_hard=, recovered_pct_hard=
-(the share of the fp32 - gbinary gap layer_aware closes, %).
+traffic_pct_CONFIG_hard=, fp32_layers_CONFIG_hard= ("undecided" for a run
+that ended within the admission's probe steps), recovered_pct_hard=
+(the share of the fp32 - gbinary gap layer_aware closes, %; n/a: no gap).
 """,
 }
 DEFAULTS = {"ddp": {"--steps": "400", "--vm-steps": "20", "--parts": "host,hard,archs,vm"},

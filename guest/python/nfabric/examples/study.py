@@ -107,8 +107,11 @@ def main(argv=None):
                 k = "acc_%s_hard" % name
                 print("%s=%.4f" % (k, a.mean()))
                 print("traffic_pct_%s_hard=%.3f" % (name, np.mean([r["traffic_pct"] for r in trace])))
-                kept = sorted(set(",".join(sorted(r["fp32_layers"])) for r in trace
-                                  if "fp32_layers" in r))
+                # None: the run ended before the admission decided (within
+                # its probe steps).
+                kept = sorted(set("undecided" if r["fp32_layers"] is None
+                                  else ",".join(sorted(r["fp32_layers"]))
+                                  for r in trace if "fp32_layers" in r))
                 if kept:
                     print("fp32_layers_%s_hard=%s" % (name, ";".join(kept)))
             else:
@@ -128,8 +131,9 @@ def main(argv=None):
                                 "recovered_pct_hard_gternary")):
             if {name, low, "fp32"} <= set(means):
                 gap = means["fp32"] - means[low]
-                print("%s=%.1f" % (key, 100.0 * (means[name] - means[low]) / gap
-                                   if gap > 0 else float("nan")))
+                # n/a: no gap to close (the low path was as accurate).
+                print("%s=%s" % (key, "%.1f" % (100.0 * (means[name] - means[low]) / gap)
+                                 if gap > 0 else "n/a"))
     return 0
 
 
