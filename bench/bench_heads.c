@@ -300,16 +300,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "nfabric-bench-heads: --seconds must be in (0, 600]\n");
         return 2;
     }
-    if (!dir) {
-        const char *t = getenv("TMPDIR");
-
-        snprintf(tmpl, sizeof(tmpl), "%s/nfabric-bench-heads-XXXXXX",
-                 t && *t ? t : "/tmp");
-        if (!mkdtemp(tmpl)) {
-            die("mkdtemp");
-        }
-        dir = tmpl;
-    }
     for (const char *p = procs; *p;) {
         char *e;
         unsigned long n = strtoul(p, &e, 10);
@@ -327,6 +317,17 @@ int main(int argc, char **argv)
     if (whole && stride != 4096) {
         fprintf(stderr, "nfabric-bench-heads: --apart or --whole, not both\n");
         return 2;
+    }
+    /* Every option checked: a directory of its own, removed at the end. */
+    if (!dir) {
+        const char *t = getenv("TMPDIR");
+
+        snprintf(tmpl, sizeof(tmpl), "%s/nfabric-bench-heads-XXXXXX",
+                 t && *t ? t : "/tmp");
+        if (!mkdtemp(tmpl)) {
+            die("mkdtemp");
+        }
+        dir = tmpl;
     }
     /* --apart's and --whole's figures have names of their own. */
     snprintf(key, sizeof(key), "%s%s",
