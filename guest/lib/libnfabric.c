@@ -1310,15 +1310,16 @@ static int mem_xfer(nfabric_dev *d, uint64_t dpa, uint8_t *b, uint64_t len,
                     "mapped", dpa, len);
     }
     while (len) {
-        unsigned n = 8 - (unsigned)(dpa & 7);
-        uint64_t v = 0;
+        uint64_t n = 8 - (dpa & 7);
 
-        if (n == 8 && len >= 16) {
-            /* The aligned bulk: one 8-byte access per word, nothing else. */
+        n = n > len ? len : n;
+        if (n == 8) {
+            /* The aligned words: one 8-byte access each, nothing else. */
             volatile uint64_t *q = (volatile uint64_t *)p;
-            uint64_t words = len / 8;
+            uint64_t v;
 
-            for (uint64_t k = 0; k < words; k++) {
+            n = len / 8 * 8;
+            for (uint64_t k = 0; k < n / 8; k++) {
                 if (write) {
                     memcpy(&v, b + 8 * k, 8);
                     q[k] = v;
@@ -1327,24 +1328,15 @@ static int mem_xfer(nfabric_dev *d, uint64_t dpa, uint8_t *b, uint64_t len,
                     memcpy(b + 8 * k, &v, 8);
                 }
             }
-            p += words * 8;
-            b += words * 8;
-            dpa += words * 8;
-            len -= words * 8;
-            continue;
-        }
-        n = n > len ? (unsigned)len : n;
-        if (n == 8 || (n == 4 && !(dpa & 3))) {
+        } else if (n == 4 && !(dpa & 3)) {
+            uint32_t v;
+
             if (write) {
-                memcpy(&v, b, n);
-                if (n == 8) {
-                    *(volatile uint64_t *)p = v;
-                } else {
-                    *(volatile uint32_t *)p = (uint32_t)v;
-                }
+                memcpy(&v, b, 4);
+                *(volatile uint32_t *)p = v;
             } else {
-                v = n == 8 ? *(volatile uint64_t *)p : *(volatile uint32_t *)p;
-                memcpy(b, &v, n);
+                v = *(volatile uint32_t *)p;
+                memcpy(b, &v, 4);
             }
         } else {
             for (unsigned k = 0; k < n; k++) {
@@ -1375,7 +1367,7 @@ static int mem_xfer(nfabric_dev *d, uint64_t dpa, uint8_t *b, uint64_t len,
  */
 #define NFLIB_STAGGER_MIN   4096u
 
-uint64_t nfl_write_start(nfabric_dev *d, uint64_t dpa, uint64_t len)
+static uint64_t write_start(nfabric_dev *d, uint64_t dpa, uint64_t len)
 {
     uint64_t start;
 
@@ -1408,7 +1400,7 @@ uint64_t nfl_write_start(nfabric_dev *d, uint64_t dpa, uint64_t len)
 int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
                       uint64_t len)
 {
-    uint64_t start = nfl_write_start(d, dpa, len);
+    uint64_t start = write_start(d, dpa, len);
     uint8_t *b = (uint8_t *)buf;
     int rc;
 

@@ -58,12 +58,6 @@ int nfl_fail(nfabric_dev *d, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /*
- * Where nfabric_mem_write of len bytes at dpa begins, in bytes from dpa
- * (the head's share of a shared device; 0 otherwise).  libnfabric.c.
- */
-uint64_t nfl_write_start(nfabric_dev *d, uint64_t dpa, uint64_t len);
-
-/*
  * Map the register block of d->pci_name through /dev/nfabricN (mmap of
  * its one page) and set d->bar, d->bar_size, d->bar_fd, d->regs and
  * d->access.  Returns 0 when mapped, 1 when the driver is not attached to

@@ -289,8 +289,7 @@ def heads(n: int, cmd: str, best: Best, waits: Dict[int, str],
             f.write("".join(line + "\n" for line in state))
         waits[n] = state_value(state, "lock_waits")
         sleeps[n] = {k: state_value(state, k)
-                     for k in ("lock_sleeps", "bias_grants", "bias_revokes",
-                                        "bias_drops")}
+                     for k in ("lock_sleeps", "bias_grants", "bias_revokes", "bias_drops")}
 
 
 def direct(best: Best) -> None:

@@ -1090,34 +1090,31 @@ static void nfabric_bias_drop(NFabricShared *sh, const NFabricMapping *map,
 }
 
 /*
- * Stripe k of window i just biased to this thread (me): kept, and the
- * oldest of its NFABRIC_BIAS_KEPT kept before given back.
+ * Stripe k of window i just biased to this thread (me): the newest kept.
+ * It leaves the list if it was in it (taken back, earned again), else the
+ * oldest does and is given back.
  */
 static void nfabric_bias_keep(NFabricShared *sh, unsigned i, unsigned k,
                               uint64_t me)
 {
     NFabricMapping *map = nfabric_mapping(sh);
-    unsigned slot = i * NFABRIC_WIN_STRIPES + k + 1, n = 0;
-    uint16_t old;
+    uint16_t slot = (uint16_t)(i * NFABRIC_WIN_STRIPES + k + 1), old;
+    unsigned j = 0;
 
     if (!map) {
         return;
     }
-    /* The list without this stripe (it may have been taken back). */
-    for (unsigned j = 0; j < NFABRIC_BIAS_KEPT; j++) {
-        if (map->kept[j] && map->kept[j] != slot) {
-            map->kept[n++] = map->kept[j];
-        }
+    while (j < NFABRIC_BIAS_KEPT - 1 && map->kept[j] != slot) {
+        j++;
     }
-    old = n == NFABRIC_BIAS_KEPT ? map->kept[0] : 0;
-    if (old) {
-        memmove(map->kept, map->kept + 1, (--n) * sizeof(map->kept[0]));
+    if (map->kept[j] != slot) {
+        j = 0;
     }
-    map->kept[n++] = (uint16_t)slot;
-    while (n < NFABRIC_BIAS_KEPT) {
-        map->kept[n++] = 0;
-    }
-    if (old) {
+    old = map->kept[j];
+    memmove(map->kept + j, map->kept + j + 1,
+            (NFABRIC_BIAS_KEPT - 1 - j) * sizeof(map->kept[0]));
+    map->kept[NFABRIC_BIAS_KEPT - 1] = slot;
+    if (old != slot) {
         nfabric_bias_drop(sh, map, old, me);
     }
 }
