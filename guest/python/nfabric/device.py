@@ -314,7 +314,9 @@ class Device:
 
     # ---- device memory -----------------------------------------------------
     def write(self, dpa, data):
-        """Write bytes (any buffer, e.g. a numpy array) at DPA dpa."""
+        """Write bytes (any buffer, e.g. a numpy array) at DPA dpa, as
+        nfabric_mem_write: on a shared device, 4 KiB or more begins at this
+        head's share of the range and wraps around."""
         dpa = _c_int("dpa", dpa, "uint64_t")
         buf = np.ascontiguousarray(np.frombuffer(memoryview(data).cast("B"),
                                                  dtype=np.uint8))
