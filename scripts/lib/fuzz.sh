@@ -27,12 +27,12 @@ nf_fuzz_model_srcs() {
 }
 
 # nf_fuzz_stale OUT SRC...: true if OUT is missing or older than a source
-# or any project header.
+# or any project header (the model's private ones beside it too).
 nf_fuzz_stale() {
     local out=$1
     shift
     [ -x "$out" ] || return 0
-    [ -n "$(find "$@" "$NF_ROOT/include/hw/mem" "$NF_ROOT/tests/tap.h" \
+    [ -n "$(find "$@" "$NF_ROOT/include/hw/mem" "$NF_ROOT"/hw/mem/nfabric/*.h "$NF_ROOT/tests/tap.h" \
              -newer "$out" -print -quit 2>/dev/null)" ]
 }
 

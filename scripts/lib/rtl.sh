@@ -20,7 +20,7 @@ NF_RTL_BUILD=$NF_BUILD/rtl
 NF_RTL_PKGS="verilator yosys iverilog"
 NF_RTL_PNR_PKGS="nextpnr-ice40 fpga-icestorm"
 # The C sources the harness links: the engine is the reference.
-NF_RTL_REF_SRC="nfabric_engine nfabric_window nfabric_record nfabric_timing"
+NF_RTL_REF_SRC="nfabric_engine nfabric_engine_simd nfabric_window nfabric_record nfabric_timing"
 
 nf_rtl_deps() {
     local p missing=0
@@ -39,7 +39,7 @@ nf_rtl_ref() {
     mkdir -p "$out"
     for f in $NF_RTL_REF_SRC; do
         if [ ! -f "$out/$f.o" ] || [ "$NF_ROOT/hw/mem/nfabric/$f.c" -nt "$out/$f.o" ] ||
-           [ -n "$(find "$NF_ROOT/include/hw/mem" -newer "$out/$f.o" -name '*.h' -print -quit)" ]; then
+           [ -n "$(find "$NF_ROOT/include/hw/mem" "$NF_ROOT/hw/mem/nfabric" -newer "$out/$f.o" -name '*.h' -print -quit)" ]; then
             gcc -std=c11 -O2 -Wall -Wextra -Werror -I"$NF_ROOT/include" \
                 -c "$NF_ROOT/hw/mem/nfabric/$f.c" -o "$out/$f.o" ||
                 nf_die "rtl: cannot build hw/mem/nfabric/$f.c"
@@ -150,7 +150,7 @@ nf_rtl_fault_lib() {
     mkdir -p "${out%/*}"
     gcc -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared -Wl,-Bsymbolic -I"$NF_ROOT/include" -I"$NF_ROOT" \
         "$NF_ROOT/tests/rtl/nfrtl_fault.c" "$NF_ROOT/hw/mem/nfabric/nfabric_engine.c" \
-        "$NF_ROOT/hw/mem/nfabric/nfabric_window.c" -o "$out" >&2 ||
+        "$NF_ROOT/hw/mem/nfabric/nfabric_engine_simd.c" "$NF_ROOT/hw/mem/nfabric/nfabric_window.c" -o "$out" >&2 ||
         { echo "rtl: cannot build tests/rtl/nfrtl_fault.c" >&2; return 1; }
     echo "$out"
 }
