@@ -117,6 +117,48 @@ struct CXLNFabricClass {
     ResettablePhases parent_phases;
 };
 
+/*
+ * The device's I/O regions take what the fixed window's own I/O path
+ * (cfmws_ops) takes: 1 to 8 bytes at any alignment, passed on as they are.
+ */
+#define NFABRIC_ANY_ACCESS                                              \
+    .endianness = DEVICE_LITTLE_ENDIAN,                                 \
+    .valid = {                                                          \
+        .min_access_size = 1,                                           \
+        .max_access_size = 8,                                           \
+        .unaligned = true,                                              \
+    },                                                                  \
+    .impl = {                                                           \
+        .min_access_size = 1,                                           \
+        .max_access_size = 8,                                           \
+        .unaligned = true,                                              \
+    }
+
+/*
+ * cxl_nfabric.c: the CXL.mem path, a decoded access of size (1..8) bytes at
+ * dpa (the parent's mem_read/mem_write hooks; the direct map's traps too).
+ */
+MemTxResult nfabric_mem_read(CXLType3Dev *ct3d, uint64_t dpa,
+                             uint64_t *data, unsigned size, MemTxAttrs attrs);
+MemTxResult nfabric_mem_write(CXLType3Dev *ct3d, uint64_t dpa,
+                              uint64_t data, unsigned size, MemTxAttrs attrs);
+
+/*
+ * cxl_nfabric_map.c: the direct map and the map protocol.  Resolve the
+ * direct-map property (before realize), make the regions (after the
+ * parent realized), join and leave the map protocol, rebuild the traps
+ * (nfabric_direct_update, after every change of what must trap); the
+ * parent's direct_region hook; the controller's wait_begin/wait_end hooks.
+ */
+bool nfabric_direct_resolve(CXLNFabricState *s, Error **errp);
+void nfabric_direct_init(CXLNFabricState *s);
+void nfabric_map_start(CXLNFabricState *s);
+void nfabric_map_stop(CXLNFabricState *s);
+void nfabric_direct_update(CXLNFabricState *s);
+MemoryRegion *nfabric_direct_region(CXLType3Dev *ct3d);
+void nfabric_hook_wait_begin(void *opaque);
+void nfabric_hook_wait_end(void *opaque);
+
 /* cxl_nfabric_mbox.c: refuse memory-wide mailbox commands on a shared head. */
 void nfabric_mbox_scope(CXLNFabricState *s);
 
