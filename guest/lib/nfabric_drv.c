@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * libnfabric: the register block through the driver (nfl_drv_map,
- * nfabric_priv.h; docs/driver.md).
+ * libnfabric's driver transport (nfl_drv_transport, nfabric_priv.h): the
+ * register block through the driver (docs/driver.md).  It may call
+ * libnfabric.c (nfl_fail), the driver's checks (nfabric_checks.h) and the
+ * C library; nothing else of the library.
  */
 #include "nfabric_priv.h"
 #include "../kernel/uapi/nfabric_checks.h"
@@ -41,7 +43,18 @@ static int drv_name(const char *pci_name, char *name, size_t len)
     return rc;
 }
 
-int nfl_drv_map(nfabric_dev *d, char *path, size_t len)
+/*
+ * Map the register block of d->pci_name through /dev/nfabricN (mmap of
+ * its one page) and set d->bar, d->bar_size, d->bar_fd, d->regs and
+ * d->access.  Returns 0 when mapped, 1 when the driver is not attached to
+ * the device (the caller falls back to sysfs resource0), or a negative
+ * library error (with d->errmsg set).  path receives the file used.
+ *
+ * The environment variable NFABRIC_ACCESS chooses: "driver" (the driver
+ * is required), "resource0" (never use the driver), "auto" or unset (the
+ * driver if attached, else resource0).
+ */
+static int drv_map(nfabric_dev *d, char *path, size_t len)
 {
     const char *mode = getenv("NFABRIC_ACCESS");
     char name[32], sys[128], devno[32];
@@ -105,3 +118,7 @@ int nfl_drv_map(nfabric_dev *d, char *path, size_t len)
     snprintf(d->access, sizeof(d->access), "driver %s", path);
     return 0;
 }
+
+const nfabric_transport nfl_drv_transport = {
+    .open = drv_map,
+};

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * libnfabric's host transport (nfabric_host.h): registers and memory
- * accesses go to the controller model (nfabric_ctrl.c) of this process's
- * head, over the shared state (nfabric_shared.c).  The same code QEMU runs
- * for the device, so the per-element semantics are the device's.
+ * libnfabric's host transport (nfabric_host.h; a transport by calls,
+ * nfabric_priv.h): registers and memory accesses go to the controller
+ * model (nfabric_ctrl.c) of this process's head, over the shared state
+ * (nfabric_shared.c).  The same code QEMU runs for the device, so the
+ * per-element semantics are the device's.  It may call the controller
+ * model, libnfabric.c (nfabric_strerror) and the C library; nothing else
+ * of the library.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -146,9 +149,10 @@ int nfabric_open_host(nfabric_dev *d, const char *state_path,
     nfabric_ctrl_use_shared(&h->ctrl, h->sh, head);
     d->xport = &host_transport;
     d->xport_priv = h;
-    d->version = nfabric_rd32(d, NFABRIC_REG_VERSION);
-    d->caps = nfabric_rd32(d, NFABRIC_REG_CAPS);
-    d->dev_mem_size = nfabric_rd64(d, NFABRIC_REG_MEM_SIZE);
+    d->version = host_rd32(h, NFABRIC_REG_VERSION);
+    d->caps = host_rd32(h, NFABRIC_REG_CAPS);
+    d->dev_mem_size = host_rd32(h, NFABRIC_REG_MEM_SIZE);
+    d->dev_mem_size |= (uint64_t)host_rd32(h, NFABRIC_REG_MEM_SIZE + 4) << 32;
     snprintf(d->pci_name, sizeof(d->pci_name), "host");
     snprintf(d->access, sizeof(d->access), "host: head %u of %s", head,
              state_path);

@@ -71,7 +71,10 @@ static void fake_close(void *priv)
 }
 
 static const nfabric_transport fake_transport = {
-    fake_rd32, fake_wr32, fake_mem, fake_close,
+    .rd32 = fake_rd32,
+    .wr32 = fake_wr32,
+    .mem = fake_mem,
+    .close = fake_close,
 };
 
 static Fake fake;

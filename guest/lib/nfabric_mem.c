@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libnfabric: device memory.  It owns the mapping's addresses
+ * (nfabric_dpa_ptr, nfabric_counter) and device memory as accesses
+ * through any transport (nfabric_mem_write, nfabric_mem_read), with where
+ * a head of a shared device begins a write.  It may call libnfabric.c
+ * (nfl_fail), nfabric_round.c (nfabric_heads_read) and a transport's
+ * functions through its table.
+ */
+#include "nfabric_priv.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+void *nfabric_dpa_ptr(const nfabric_dev *d, uint64_t dpa, uint64_t len)
+{
+    if (!d->mem || dpa < d->dpa_base || dpa - d->dpa_base > d->mem_size ||
+        len > d->mem_size - (dpa - d->dpa_base)) {
+        return NULL;
+    }
+    return d->mem + (dpa - d->dpa_base);
+}
+
+int32_t nfabric_counter(const nfabric_dev *d, uint64_t counters,
+                        unsigned width, uint64_t e)
+{
+    const volatile uint8_t *p = nfabric_dpa_ptr(d, counters + e * (width / 8), width / 8);
+
+    if (!p) {
+        return 0;
+    }
+    if (width == 16) {
+        uint16_t v = (uint16_t)(p[0] | p[1] << 8);
+
+        return (int16_t)v;
+    }
+    return (int8_t)p[0];
+}
+
+/* ---- device memory as accesses (any transport) ---------------------------- */
+
+/*
+ * len bytes at DPA dpa through the transport, or through the mapping as
+ * naturally aligned accesses of at most 8 bytes, as a CPU's copy does.
+ */
+static int mem_xfer(nfabric_dev *d, uint64_t dpa, uint8_t *b, uint64_t len,
+                    bool write)
+{
+    volatile uint8_t *p;
+
+    if (nfl_by_calls(d)) {
+        return d->xport->mem(d->xport_priv, dpa, b, len, write) ?
+               nfl_fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
+                    "device memory", dpa, len) : 0;
+    }
+    p = nfabric_dpa_ptr(d, dpa, len);
+    if (!p) {
+        return nfl_fail(d, NFLIB_EINVAL, "DPA 0x%" PRIx64 "+0x%" PRIx64 " is not "
+                    "mapped", dpa, len);
+    }
+    while (len) {
+        uint64_t n = 8 - (dpa & 7);
+
+        n = n > len ? len : n;
+        if (n == 8) {
+            /* The aligned words: one 8-byte access each, nothing else. */
+            volatile uint64_t *q = (volatile uint64_t *)p;
+            uint64_t v;
+
+            n = len / 8 * 8;
+            for (uint64_t k = 0; k < n / 8; k++) {
+                if (write) {
+                    memcpy(&v, b + 8 * k, 8);
+                    q[k] = v;
+                } else {
+                    v = q[k];
+                    memcpy(b + 8 * k, &v, 8);
+                }
+            }
+        } else if (n == 4 && !(dpa & 3)) {
+            uint32_t v;
+
+            if (write) {
+                memcpy(&v, b, 4);
+                *(volatile uint32_t *)p = v;
+            } else {
+                v = *(volatile uint32_t *)p;
+                memcpy(b, &v, 4);
+            }
+        } else {
+            for (unsigned k = 0; k < n; k++) {
+                if (write) {
+                    p[k] = b[k];
+                } else {
+                    b[k] = p[k];
+                }
+            }
+        }
+        p += n;
+        b += n;
+        dpa += n;
+        len -= n;
+    }
+    return 0;
+}
+
+/*
+ * Where a write of len bytes at dpa begins, in bytes from dpa: on a device
+ * that several heads share, head h of n begins at h/n of it (at an 8-byte
+ * boundary) and wraps around, so that heads writing the same range at the
+ * same time, as the ranks of a job do, are at different places of it:
+ * they take different stripes and counter lines instead of each other's
+ * (docs/multihost.md, "Locks and their cost").  0 for a write of less
+ * than NFLIB_STAGGER_MIN bytes, a device that is not shared, or a range
+ * that is not all device memory (refused as a whole, nothing written).
+ */
+#define NFLIB_STAGGER_MIN   4096u
+
+static uint64_t write_start(nfabric_dev *d, uint64_t dpa, uint64_t len)
+{
+    uint64_t start;
+
+    if (len < NFLIB_STAGGER_MIN || dpa > d->dev_mem_size ||
+        len > d->dev_mem_size - dpa ||
+        (!nfl_by_calls(d) && !nfabric_dpa_ptr(d, dpa, len))) {
+        return 0;
+    }
+    if (!d->heads_known) {
+        nfabric_heads h;
+
+        if (nfabric_heads_read(d, &h) == 0 && h.shared && h.count > 1 &&
+            h.index < h.count) {
+            d->head_index = h.index;
+            d->head_count = h.count;
+        } else {
+            d->head_index = 0;
+            d->head_count = 1;
+        }
+        d->heads_known = true;
+    }
+    if (d->head_count <= 1 || !d->head_index) {
+        return 0;
+    }
+    start = len / d->head_count * d->head_index;
+    start = ((dpa + start) & ~7ull) - dpa;
+    return start < len ? start : 0;
+}
+
+int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
+                      uint64_t len)
+{
+    uint64_t start = write_start(d, dpa, len);
+    uint8_t *b = (uint8_t *)buf;
+    int rc;
+
+    rc = mem_xfer(d, dpa + start, b + start, len - start, true);
+    return rc || !start ? rc : mem_xfer(d, dpa, b, start, true);
+}
+
+int nfabric_mem_read(nfabric_dev *d, uint64_t dpa, void *buf, uint64_t len)
+{
+    return mem_xfer(d, dpa, buf, len, false);
+}
+
