@@ -543,6 +543,348 @@ static void test_bias(void)
     nfabric_shared_detach(sh, fd, 0);
 }
 
+/* ---- faults around the locks (issue 49) ------------------------------ */
+
+/* This thread's bias value of stripe k of window 0, as a taker reads it. */
+static bool stripe_biased_to(const NFabricShared *sh, unsigned k,
+                             uint32_t token)
+{
+    uint64_t b = __atomic_load_n(&sh->stripe[0][k].bias, __ATOMIC_ACQUIRE);
+
+    return (uint32_t)b == token && (b >> 32);
+}
+
+/* Wait up to ms for *p to be 0. */
+static bool wait_zero(const uint64_t *p, int ms)
+{
+    int64_t t0 = now_ms();
+
+    while (__atomic_load_n(p, __ATOMIC_ACQUIRE)) {
+        if (now_ms() - t0 > ms) {
+            return false;
+        }
+        usleep(1000);
+    }
+    return true;
+}
+
+/*
+ * A child of head h: CLEAR window 0 (all 64 stripes); exits 0 if it was
+ * refused with STATE, 1 if it went through, 2 on anything else.
+ */
+static pid_t clear_child(unsigned h, unsigned heads)
+{
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        NFabricCtrl me;
+        uint32_t err;
+        int f;
+
+        head_up(&me, h, heads, &f);
+        wr(&me, NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+        err = (uint32_t)rd(&me, NFABRIC_REG_LAST_ERROR, 4);
+        _exit(err == NFABRIC_ERR_STATE ? 0 : err == 0 ? 1 : 2);
+    }
+    return pid;
+}
+
+typedef struct {
+    NFabricShared *sh;
+    volatile int go, stop;
+    unsigned reaps;
+} Reaper;
+
+static void *reaper(void *arg)
+{
+    Reaper *r = arg;
+
+    while (!r->go) {
+        sched_yield();
+    }
+    while (!r->stop) {
+        nfabric_shared_reap(r->sh, 0);
+        r->reaps++;
+    }
+    return NULL;
+}
+
+static void test_lock_faults(void)
+{
+    NFabricCtrl c;
+    NFabricShared *sh;
+    NFabricHeld held;
+    int fd, st, sync[2], back[2];
+    int64_t t0, t;
+    uint64_t revokes, v = ~0ull, me;
+    pid_t a, b;
+    char x;
+
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c, 0, 3, &fd);
+    win_set(&c, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 16);
+    /*
+     * The holder inside through its bias (stripe 0); a taker of it killed
+     * while it waits for the holder; a CLEAR from a third head takes the
+     * dead taker's word: it must finish the taking back, not go in beside
+     * the holder.
+     */
+    write_n(&c, W_BASE, 2 * NFABRIC_BIAS_MAX);
+    TAP_CHECK(stripe_biased_to(sh, 0, c.lock_token) &&
+              nfabric_shared_lock_span(sh, c.lock_token, 0, W_SIZE, 0, 8,
+                                       &held) && held.bias,
+              "revoker killed: head 0 inside stripe 0 through its bias");
+    me = sh->stripe[0][0].bias;
+    a = fork();
+    if (a == 0) {
+        NFabricCtrl r;
+        int f;
+
+        head_up(&r, 1, 3, &f);
+        nfabric_ctrl_mem_access(&r, W_BASE, (uint8_t *)&v, 8, true);
+        _exit(0);
+    }
+    TAP_CHECK(wait_zero(&sh->stripe[0][0].bias, 2000) &&
+              sh->stripe[0][0].revoking == me,
+              "revoker killed: head 1 took the word, set the bias to 0 and "
+              "waits for the holder (revoking names it)");
+    usleep(50000);              /* inside its wait for the holder */
+    kill(a, SIGKILL);
+    st = wait_child(a);
+    t0 = now_ms();
+    st = st == 128 + SIGKILL ? wait_child(clear_child(2, 3)) : -1;
+    t = now_ms() - t0;
+    TAP_CHECK(st == 0 && t < NFABRIC_SHARED_LOCK_MS + 1500 &&
+              sh->stripe[0][0].bias == me && sh->stripe[0][0].revoking == 0 &&
+              sh->head[0].stripe_busy[0][0] == 1,
+              "revoker killed: a CLEAR from head 2 takes the dead taker's "
+              "word, finishes the taking back, waits for the holder and is "
+              "refused (STATE) in %lld ms; the holder keeps its bias "
+              "(child status %d)", (long long)t, st);
+    TAP_CHECK(sh->round[0].incomplete,
+              "revoker killed: the round says INCOMPLETE (a dead holder's "
+              "word)");
+    nfabric_shared_unlock_span(sh, 0, &held);
+    revokes = sh->bias_revokes;
+    st = wait_child(clear_child(2, 3));
+    TAP_CHECK(st == 1 && sh->bias_revokes == revokes + 1 &&
+              sh->stripe[0][0].bias == 0,
+              "revoker killed: once the holder left, the CLEAR takes the bias "
+              "back and goes through (child status %d, revokes +%" PRIu64 ")",
+              st, sh->bias_revokes - revokes);
+
+    /* A dead holder's revoke left with the holder's own thread: cleared. */
+    write_n(&c, W_BASE, 2 * NFABRIC_BIAS_MAX);
+    me = sh->stripe[0][0].bias;
+    sh->stripe[0][0].bias = 0;
+    sh->stripe[0][0].revoking = me;     /* as a taker that died leaves it */
+    revokes = sh->bias_revokes;
+    write_n(&c, W_BASE, 1);
+    TAP_CHECK(me && sh->stripe[0][0].revoking == 0 &&
+              sh->bias_revokes == revokes &&
+              rd(&c, NFABRIC_REG_LAST_ERROR, 4) == 0,
+              "revoker killed: the holder itself, taking the word, clears "
+              "the taking back of its own bias (no barrier)");
+
+    /*
+     * A hostile granted_ns (INT64_MIN as a signed time): a long keep, no
+     * signed overflow (the UBSan fuzz build aborts on one).
+     */
+    write_n(&c, W_BASE + 0x100, 2 * NFABRIC_BIAS_MAX);
+    sh->stripe[0][1].need = 4 * NFABRIC_BIAS_MIN;
+    sh->stripe[0][1].granted_ns = 1ull << 63;
+    st = stripe_biased_to(sh, 1, c.lock_token) ? -1 : -2;
+    if (st == -1) {
+        a = fork();
+        if (a == 0) {
+            NFabricCtrl h1;
+            int f;
+
+            head_up(&h1, 1, 3, &f);
+            write_n(&h1, W_BASE + 0x100, 1);
+            _exit(rd(&h1, NFABRIC_REG_LAST_ERROR, 4) == 0 ? 0 : 1);
+        }
+        st = wait_child(a);
+    }
+    TAP_CHECK(st == 0 && sh->stripe[0][1].need == 2 * NFABRIC_BIAS_MIN,
+              "bias: a granted_ns near INT64_MIN reads as kept long (the next "
+              "needs %u takings), no overflow", sh->stripe[0][1].need);
+    nfabric_shared_detach(sh, fd, 0);
+
+    /*
+     * Two processes forked from one head before it was given any bias:
+     * each may earn biases, never through the other's (their threads'
+     * numbers differ), and the parent keeps earning its own.
+     */
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c, 0, 3, &fd);
+    win_set(&c, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 16);
+    if (pipe(sync) || pipe(back)) {
+        TAP_CHECK(0, "lock faults: pipes");
+        return;
+    }
+    a = fork();
+    if (a == 0) {
+        bool ok;
+
+        write_n(&c, W_BASE + 0x200, NFABRIC_BIAS_MIN);
+        ok = stripe_biased_to(sh, 2, c.lock_token) &&
+             nfabric_shared_lock_span(sh, c.lock_token, 0, W_SIZE, 0x200, 8,
+                                      &held) && held.bias;
+        x = ok ? 'y' : 'n';
+        if (write(sync[1], &x, 1) != 1 || read(back[0], &x, 1) != 1) {
+            _exit(3);
+        }
+        nfabric_shared_unlock_span(sh, 0, &held);
+        _exit(ok ? 0 : 1);
+    }
+    x = 0;
+    TAP_CHECK(read(sync[0], &x, 1) == 1 && x == 'y',
+              "fork: a child of a head with no bias earns one (stripe 2) "
+              "and stays inside through it");
+    revokes = sh->bias_revokes;
+    t0 = now_ms();
+    b = fork();
+    if (b == 0) {
+        /* A number for this thread first (a taking of another stripe). */
+        nfabric_ctrl_mem_access(&c, W_BASE + 0x100, (uint8_t *)&v, 8, true);
+        nfabric_ctrl_mem_access(&c, W_BASE + 0x200, (uint8_t *)&v, 8, true);
+        _exit(rd(&c, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_STATE ? 0 : 1);
+    }
+    st = wait_child(b);
+    t = now_ms() - t0;
+    TAP_CHECK(st == 0 && t >= NFABRIC_SHARED_LOCK_MS - 50 &&
+              sh->bias_revokes == revokes &&
+              stripe_biased_to(sh, 2, c.lock_token),
+              "fork: its sibling (same token) does not go in through that "
+              "bias: it waits for the holder, %lld ms, and is refused (STATE)",
+              (long long)t);
+    x = 'g';
+    st = write(back[1], &x, 1) == 1 ? wait_child(a) : -1;
+    TAP_CHECK(st == 0 && sh->head[0].stripe_busy[0][2] == 0,
+              "fork: the holder leaves, its busy byte down");
+    b = fork();
+    if (b == 0) {
+        nfabric_ctrl_mem_access(&c, W_BASE + 0x200, (uint8_t *)&v, 8, true);
+        _exit(rd(&c, NFABRIC_REG_LAST_ERROR, 4) == 0 ? 0 : 1);
+    }
+    st = wait_child(b);
+    TAP_CHECK(st == 0 && sh->bias_revokes == revokes + 1,
+              "fork: then the sibling takes the bias back and writes");
+    write_n(&c, W_BASE + 0x300, NFABRIC_BIAS_MIN);
+    TAP_CHECK(stripe_biased_to(sh, 3, c.lock_token),
+              "fork: the parent that forked before its first bias still "
+              "earns biases");
+    close(sync[0]);
+    close(sync[1]);
+    close(back[0]);
+    close(back[1]);
+    nfabric_shared_detach(sh, fd, 0);
+
+    /*
+     * A reap during a revoke: head 1 earns a bias and dies (not inside);
+     * head 0 writes there (taking the dead head's bias back) while another
+     * thread reaps head 1 (which gives the bias back too).  Never a
+     * failed state, never a lost write.
+     */
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c, 0, 2, &fd);
+    win_set(&c, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 16);
+    {
+        unsigned tries = 40, bad = 0, raced = 0;
+        int32_t before;
+
+        for (unsigned n = 0; n < tries; n++) {
+            Reaper r = { .sh = sh };
+            pthread_t th;
+
+            sh->stripe[0][0].need = NFABRIC_BIAS_MIN;
+            if (wait_child(bias_child(NFABRIC_BIAS_MIN, W_BASE, 0)) != 0 ||
+                !sh->stripe[0][0].bias) {
+                bad++;
+                continue;
+            }
+            before = nfabric_counter_get(ram + W_CTRS, 16, 0);
+            pthread_create(&th, NULL, reaper, &r);
+            r.go = 1;
+            if (n & 1) {
+                usleep(n * 5);
+            }
+            nfabric_ctrl_mem_access(&c, W_BASE, (uint8_t *)&v, 8, true);
+            r.stop = 1;
+            pthread_join(th, NULL);
+            raced += r.reaps > 0;
+            if (rd(&c, NFABRIC_REG_LAST_ERROR, 4) != 0 ||
+                nfabric_counter_get(ram + W_CTRS, 16, 0) != before + 1 ||
+                nfabric_shared_check(sh, NULL, 0) != 0 || c.failed) {
+                bad++;
+                break;
+            }
+        }
+        TAP_CHECK(bad == 0 && raced > 0,
+                  "reap during a revoke: %u takings back of a dead head's "
+                  "bias with a reaper running (%u raced), no refusal, no "
+                  "failed state, every write counted", tries, raced);
+    }
+    nfabric_shared_detach(sh, fd, 0);
+
+    /*
+     * Stuck is per stripe: a head stopped holding stripe 1 costs the
+     * others the whole bound once, then the short one, even while they
+     * take other stripes of that window in between.
+     */
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c, 0, 2, &fd);
+    win_set(&c, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 16);
+    a = fork();
+    if (a == 0) {
+        NFabricCtrl h1;
+        int f;
+
+        head_up(&h1, 1, 2, &f);
+        if (!nfabric_shared_lock_span(h1.sh, h1.lock_token, 0, W_SIZE, 0x100,
+                                      8, &held)) {
+            _exit(3);
+        }
+        raise(SIGSTOP);
+        nfabric_shared_unlock_span(h1.sh, 0, &held);
+        _exit(0);
+    }
+    waitpid(a, &st, WUNTRACED);
+    {
+        int64_t first, again[3];
+
+        t0 = now_ms();
+        nfabric_ctrl_mem_access(&c, W_BASE + 0x100, (uint8_t *)&v, 8, true);
+        first = now_ms() - t0;
+        for (unsigned n = 0; n < 3; n++) {
+            nfabric_ctrl_mem_access(&c, W_BASE + 0x200, (uint8_t *)&v, 8, true);
+            t0 = now_ms();
+            nfabric_ctrl_mem_access(&c, W_BASE + 0x100, (uint8_t *)&v, 8, true);
+            again[n] = now_ms() - t0;
+        }
+        TAP_CHECK(WIFSTOPPED(st) && first >= NFABRIC_SHARED_LOCK_MS - 50 &&
+                  again[0] < NFABRIC_SHARED_LOCK_MS / 2 &&
+                  again[1] < NFABRIC_SHARED_LOCK_MS / 2 &&
+                  again[2] < NFABRIC_SHARED_LOCK_MS / 2,
+                  "stuck: a stopped holder of stripe 1 costs %lld ms once, "
+                  "then %lld/%lld/%lld ms while stripe 2 is taken in between",
+                  (long long)first, (long long)again[0], (long long)again[1],
+                  (long long)again[2]);
+    }
+    kill(a, SIGCONT);
+    st = wait_child(a);
+    wr(&c, NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_ERROR, 4);
+    nfabric_ctrl_mem_access(&c, W_BASE + 0x100, (uint8_t *)&v, 8, true);
+    TAP_CHECK(st == 0 && rd(&c, NFABRIC_REG_LAST_ERROR, 4) == 0,
+              "stuck: once the holder went on, stripe 1 is served");
+    nfabric_shared_detach(sh, fd, 0);
+}
+
 /* ---- a holder killed with a lock ----------------------------------------- */
 
 static void test_dead_holder(void)
@@ -2379,6 +2721,7 @@ int main(void)
     test_attach();
     test_contention();
     test_bias();
+    test_lock_faults();
     test_dead_holder();
     test_rounds_reset();
     test_fp32_counters();

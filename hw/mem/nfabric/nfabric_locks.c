@@ -67,19 +67,27 @@ void nfabric_stuck_clear(NFabricMapping *map, uint32_t bit)
  * back by another head only after a barrier on every running thread of
  * the processes that registered for it (membarrier(2)): see
  * NFABRIC_BIAS_MIN.  Only one thread of a process may hold a head's
- * biased stripes (its busy bytes have one writer), and after a fork only
- * one of the two processes: the parent keeps the mappings one of its
- * threads holds biases of, the child may take the others.
+ * biased stripes (its list of kept biases has one user).  After a fork
+ * the parent keeps the mappings one of its threads holds biases of, the
+ * child may take the others; a mapping no thread held biases of stays
+ * open to both (their threads' numbers differ: a busy byte still has one
+ * writer, the holder of that stripe's bias).
  */
 static __thread uint32_t nfabric_thr;       /* 0: no number yet */
-static uint32_t nfabric_thr_next;
 static int nfabric_mb_state;                /* 1 registered, -1 cannot */
 
+/*
+ * A thread's number is its kernel thread id: no two live threads of the
+ * machine share one, so that two processes forked from one head (the
+ * same token) never take each other's bias for their own.
+ */
 static uint32_t nfabric_thread_number(void)
 {
-    while (!nfabric_thr || nfabric_thr == NFABRIC_BIAS_NONE) {
-        nfabric_thr = __atomic_add_fetch(&nfabric_thr_next, 1,
-                                         __ATOMIC_RELAXED);
+    if (!nfabric_thr) {
+        long tid = syscall(SYS_gettid);
+
+        nfabric_thr = tid > 0 && (unsigned long)tid < NFABRIC_BIAS_NONE ?
+                      (uint32_t)tid : NFABRIC_BIAS_NONE - 1;
     }
     return nfabric_thr;
 }
@@ -122,11 +130,6 @@ void nfabric_fork_prepare(void)
 
 void nfabric_fork_parent(void)
 {
-    for (unsigned k = 0; k < NFABRIC_MAX_MAPPINGS; k++) {
-        if (nfabric_maps[k].sh && !nfabric_maps[k].bias_thr) {
-            nfabric_maps[k].bias_thr = NFABRIC_BIAS_NONE;
-        }
-    }
     pthread_mutex_unlock(&nfabric_maps_lock);
 }
 
@@ -431,20 +434,21 @@ int64_t nfabric_now_ns(void)
  * window i is stuck for this head, which it then is), else 0 after a nap.
  */
 static int nfabric_stripe_nap(NFabricShared *sh, NFabricMapping *map,
-                              unsigned i, int64_t now, int64_t *deadline,
-                              bool *slept)
+                              unsigned i, unsigned k, int64_t now,
+                              int64_t *deadline, bool *slept)
 {
     struct timespec nap = { 0, NFABRIC_STRIPE_NAP_US * 1000L };
 
     if (!*deadline) {
-        unsigned ms = (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) &
-                       (1u << i)) ? NFABRIC_SHARED_STUCK_MS
-                                  : NFABRIC_SHARED_LOCK_MS;
+        unsigned ms = (__atomic_load_n(&map->stuck_stripes[i],
+                                       __ATOMIC_RELAXED) >> k) & 1 ?
+                      NFABRIC_SHARED_STUCK_MS : NFABRIC_SHARED_LOCK_MS;
 
         *deadline = now + (int64_t)ms * 1000000;
     }
     if (now >= *deadline) {
         __atomic_fetch_add(&sh->lock_timeouts, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_or(&map->stuck_stripes[i], 1ull << k, __ATOMIC_RELAXED);
         nfabric_stuck_set(map, 1u << i);
         return ETIMEDOUT;
     }
@@ -457,22 +461,23 @@ static int nfabric_stripe_nap(NFabricShared *sh, NFabricMapping *map,
 }
 
 /*
- * Take stripe w of window i, held by another: 0, ETIMEDOUT past *deadline
+ * Take stripe k of window i, held by another: 0, ETIMEDOUT past *deadline
  * (0: not set yet; set on the first sleep, shorter while the window is
  * stuck for this head), or EINVAL for a corrupted word.
  */
 static int nfabric_stripe_lock_slow(NFabricShared *sh, unsigned i,
-                                    uint32_t *w, uint32_t token,
+                                    unsigned k, uint32_t token,
                                     int64_t *deadline)
 {
+    uint32_t *w = &sh->stripe[i][k].word;
     NFabricMapping *map;
     bool slept = false;
     int64_t next_live = 0;
     uint32_t v;
 
     __atomic_fetch_add(&sh->lock_waits, 1, __ATOMIC_RELAXED);
-    for (unsigned k = 0; k < NFABRIC_STRIPE_SPINS + NFABRIC_STRIPE_YIELDS; k++) {
-        if (k < NFABRIC_STRIPE_SPINS) {
+    for (unsigned n = 0; n < NFABRIC_STRIPE_SPINS + NFABRIC_STRIPE_YIELDS; n++) {
+        if (n < NFABRIC_STRIPE_SPINS) {
             nfabric_cpu_relax();
         } else {
             sched_yield();
@@ -512,7 +517,7 @@ static int nfabric_stripe_lock_slow(NFabricShared *sh, unsigned i,
             }
             next_live = now + NFABRIC_STRIPE_LIVE_MS * 1000000ll;
         }
-        if (nfabric_stripe_nap(sh, map, i, now, deadline, &slept)) {
+        if (nfabric_stripe_nap(sh, map, i, k, now, deadline, &slept)) {
             return ETIMEDOUT;
         }
     }
@@ -566,7 +571,7 @@ static int nfabric_stripe_wait_busy(NFabricShared *sh, NFabricMapping *map,
             }
             next_live = now + NFABRIC_STRIPE_LIVE_MS * 1000000ll;
         }
-        if (nfabric_stripe_nap(sh, map, i, now, deadline, &slept)) {
+        if (nfabric_stripe_nap(sh, map, i, k, now, deadline, &slept)) {
             return ETIMEDOUT;
         }
     }
@@ -580,17 +585,18 @@ static uint32_t nfabric_bias_need(uint32_t need)
 }
 
 /*
- * Take back the biases of the stripes in mask of window i (their words
- * held by this thread): 0, EINVAL for a bias no head can have written,
+ * Take back the biases was[k] of the stripes k in mask of window i (their
+ * words held by this thread; was as read once under them, a bias or the
+ * one a taker that died was taking back): 0, EINVAL for a bias no head
+ * can have written,
  * ETIMEDOUT for a holder that stays inside past the bound (its bias is
  * then given back to it: it still holds the stripe), or membarrier's
  * error.  All or none.
  */
 static int nfabric_stripes_unbias(NFabricShared *sh, unsigned i, uint64_t mask,
-                                  int64_t *deadline)
+                                  const uint64_t *was, int64_t *deadline)
 {
     NFabricMapping *map = nfabric_mapping(sh);
-    uint64_t was[NFABRIC_WIN_STRIPES];
     uint64_t m;
     int64_t now;
     int rc;
@@ -601,7 +607,6 @@ static int nfabric_stripes_unbias(NFabricShared *sh, unsigned i, uint64_t mask,
     for (m = mask; m; m &= m - 1) {
         unsigned k = (unsigned)__builtin_ctzll(m);
 
-        was[k] = __atomic_load_n(&sh->stripe[i][k].bias, __ATOMIC_RELAXED);
         if (!(was[k] >> 32) || was[k] >> 32 == NFABRIC_BIAS_NONE ||
             !(uint32_t)was[k] ||
             !nfabric_stripe_sane((uint32_t)was[k], map->heads)) {
@@ -609,30 +614,42 @@ static int nfabric_stripes_unbias(NFabricShared *sh, unsigned i, uint64_t mask,
         }
     }
     for (m = mask; m; m &= m - 1) {
-        __atomic_store_n(&sh->stripe[i][__builtin_ctzll(m)].bias, 0,
+        __typeof__(sh->stripe[0][0]) *st = &sh->stripe[i][__builtin_ctzll(m)];
+
+        /* Said first: a taker that dies from here on is finished for. */
+        __atomic_store_n(&st->revoking, was[__builtin_ctzll(m)],
                          __ATOMIC_RELAXED);
+        __atomic_store_n(&st->bias, 0, __ATOMIC_RELEASE);
     }
     rc = nfabric_barrier_all();
     now = nfabric_now_ns();
     for (m = mask; m; m &= m - 1) {
         unsigned k = (unsigned)__builtin_ctzll(m);
+        __typeof__(sh->stripe[0][0]) *st = &sh->stripe[i][k];
 
         if (!rc) {
             rc = nfabric_stripe_wait_busy(sh, map, i, k, was[k], deadline);
         }
         if (rc) {
             /* Not taken back: its holder may be inside. */
-            __atomic_store_n(&sh->stripe[i][k].bias, was[k], __ATOMIC_RELAXED);
+            __atomic_store_n(&st->bias, was[k], __ATOMIC_RELAXED);
         } else {
-            /* Kept briefly: the next bias needs a longer run, else shorter. */
-            __typeof__(sh->stripe[0][0]) *st = &sh->stripe[i][k];
+            /*
+             * Kept briefly: the next bias needs a longer run, else shorter.
+             * A granted_ns no head can have written is a long keep, not an
+             * overflow.
+             */
             uint32_t need = nfabric_bias_need(st->need);
-            int64_t kept = now - (int64_t)st->granted_ns;
+            int64_t kept;
 
+            if (__builtin_sub_overflow(now, (int64_t)st->granted_ns, &kept)) {
+                kept = INT64_MAX;
+            }
             st->need = kept < NFABRIC_BIAS_KEEP_NS ? nfabric_bias_need(need * 2)
                                                    : nfabric_bias_need(need / 2);
             __atomic_fetch_add(&sh->bias_revokes, 1, __ATOMIC_RELAXED);
         }
+        __atomic_store_n(&st->revoking, 0, __ATOMIC_RELEASE);
     }
     return rc;
 }
@@ -738,6 +755,7 @@ static bool nfabric_stripes_lock(NFabricShared *sh, uint32_t token, unsigned i,
 {
     int64_t deadline = 0;
     uint64_t held = 0, revoke = 0;
+    uint64_t was[NFABRIC_WIN_STRIPES];
     uint64_t me;
 
     if (i >= NFABRIC_NUM_WINDOWS || !token) {
@@ -750,7 +768,7 @@ static bool nfabric_stripes_lock(NFabricShared *sh, uint32_t token, unsigned i,
         int rc = 0;
 
         if (!nfabric_stripe_try(w, token)) {
-            rc = nfabric_stripe_lock_slow(sh, i, w, token, &deadline);
+            rc = nfabric_stripe_lock_slow(sh, i, k, token, &deadline);
         }
         if (rc) {
             nfabric_stripes_unlock_words(sh, i, held);
@@ -759,18 +777,36 @@ static bool nfabric_stripes_lock(NFabricShared *sh, uint32_t token, unsigned i,
         }
         held |= 1ull << k;
     }
-    /* Biased to another thread (of this head or another): taken back. */
+    /*
+     * Biased to another thread (of this head or another), or being taken
+     * back by a taker that died: taken back.  Each bias is read once here:
+     * one that a reap gives back meanwhile is taken back all the same (its
+     * holder is dead, not inside).
+     */
     me = token | (uint64_t)nfabric_thr << 32;
     for (uint64_t m = mask; m; m &= m - 1) {
         unsigned k = (unsigned)__builtin_ctzll(m);
         uint64_t b = __atomic_load_n(&sh->stripe[i][k].bias, __ATOMIC_RELAXED);
+        uint64_t r = __atomic_load_n(&sh->stripe[i][k].revoking,
+                                     __ATOMIC_RELAXED);
 
-        if (b && (b != me || !nfabric_thr)) {
+        if (r && r == me && nfabric_thr && (!b || b == me)) {
+            /* A taker of this thread's bias died: it is not inside, here. */
+            __atomic_store_n(&sh->stripe[i][k].revoking, 0, __ATOMIC_RELAXED);
+            r = 0;
+        }
+        if ((b && (b != me || !nfabric_thr)) || r) {
+            if (b && r && b != r) {
+                nfabric_stripes_unlock_words(sh, i, held);
+                errno = EINVAL;     /* no head writes two at once */
+                return false;
+            }
+            was[k] = b ? b : r;
             revoke |= 1ull << k;
         }
     }
     if (revoke) {
-        int rc = nfabric_stripes_unbias(sh, i, revoke, &deadline);
+        int rc = nfabric_stripes_unbias(sh, i, revoke, was, &deadline);
 
         if (rc) {
             nfabric_stripes_unlock_words(sh, i, held);
@@ -785,8 +821,11 @@ static bool nfabric_stripes_lock(NFabricShared *sh, uint32_t token, unsigned i,
     if (__atomic_load_n(&nfabric_stuck_maps, __ATOMIC_RELAXED)) {
         NFabricMapping *map = nfabric_mapping(sh);
 
+        /* The window stays stuck while another of its stripes is. */
         if (map && (__atomic_load_n(&map->stuck, __ATOMIC_RELAXED) &
-                    (1u << i))) {
+                    (1u << i)) &&
+            !__atomic_and_fetch(&map->stuck_stripes[i], ~mask,
+                                __ATOMIC_RELAXED)) {
             nfabric_stuck_clear(map, 1u << i);
         }
     }

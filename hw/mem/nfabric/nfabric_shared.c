@@ -171,6 +171,7 @@ static NFabricMapping *nfabric_mapping_add(NFabricShared *sh, int fd,
         m->token = 0;
         m->bias_thr = 0;
         memset(m->kept, 0, sizeof(m->kept));
+        memset(m->stuck_stripes, 0, sizeof(m->stuck_stripes));
         __atomic_store_n(&m->sh, sh, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&nfabric_maps_lock);
@@ -390,18 +391,27 @@ uint32_t nfabric_shared_reap(NFabricShared *sh, unsigned self)
             NFABRIC_HEAD_ATTACHED) {
             continue;
         }
-        if (h == self || nfabric_live_lock(m->fd, h, F_WRLCK) != 0) {
+        if (h == self || nfabric_live_held(m->fd, h)) {
             live |= 1u << h;    /* ours, or another description holds it */
             continue;
         }
-        /* We hold its live byte: its process is gone.  Mark it, free it. */
-        if (nfabric_shared_lock_cfg(sh)) {
+        /*
+         * Its process looks gone.  Under cfg_lock (a bounded wait), take
+         * its live byte, mark it and free the byte at once: a restarting
+         * process of that head is never refused for the time of our wait.
+         */
+        if (!nfabric_shared_lock_cfg(sh)) {
+            continue;           /* marked by a later reap */
+        }
+        if (nfabric_live_lock(m->fd, h, F_WRLCK) != 0) {
+            live |= 1u << h;    /* attached again meanwhile */
+        } else {
             if (sh->head[h].state == NFABRIC_HEAD_ATTACHED) {
                 nfabric_shared_mark_gone(sh, h, true);
             }
-            nfabric_shared_unlock_cfg(sh);
+            nfabric_live_lock(m->fd, h, F_UNLCK);
         }
-        nfabric_live_lock(m->fd, h, F_UNLCK);
+        nfabric_shared_unlock_cfg(sh);
     }
     return live;
 }

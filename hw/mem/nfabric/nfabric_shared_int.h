@@ -34,6 +34,8 @@ typedef struct NFabricMapping {
     uint64_t state_id;
     volatile sig_atomic_t lost;     /* replaced by zeros after a SIGBUS */
     uint32_t stuck;                 /* locks whose last wait ran out */
+    /* Of a window's bit in .stuck: the stripes whose last wait ran out. */
+    uint64_t stuck_stripes[NFABRIC_NUM_WINDOWS];
     uint32_t token;                 /* this head's stripe lock token */
     /*
      * The one thread of this process that may hold this head's biased

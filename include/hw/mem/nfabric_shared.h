@@ -66,7 +66,7 @@
 
 #define NFABRIC_SHARED_MAGIC    0x48534e46u     /* "NFSH" */
 /* Bump when NFabricShared changes: old state files are then refused. */
-#define NFABRIC_SHARED_LAYOUT   12
+#define NFABRIC_SHARED_LAYOUT   13
 
 /*
  * Window locks are striped over the window's offsets: a window of size
@@ -311,6 +311,12 @@ typedef struct NFabricShared {
         uint64_t last;          /* token | thread << 32 of the last taker */
         uint64_t granted_ns;    /* when .bias was given (CLOCK_MONOTONIC) */
         uint32_t need;          /* takings in a row that earn the bias */
+        /*
+         * The bias being taken back, while its taker waits for the holder
+         * to leave; a taker that dies there leaves it, and the next holder
+         * of the word finishes the taking back before it goes in.
+         */
+        uint64_t revoking;
     } __attribute__((aligned(64))) stripe[NFABRIC_NUM_WINDOWS][NFABRIC_WIN_STRIPES];
     NFabricSharedHead head[NFABRIC_MAX_HEADS];
 
