@@ -146,19 +146,41 @@ static uint64_t write_start(nfabric_dev *d, uint64_t dpa, uint64_t len)
     return start < len ? start : 0;
 }
 
+/*
+ * The device's verdict on the accesses just made: an access it refused
+ * (a shared state that failed, a stripe a stopped head held past the
+ * bound, memory outside this head's job) moved ERROR_COUNT; its error
+ * (LAST_ERROR) is returned, so that a contribution the device did not
+ * count never passes for one it did.  Without registers, nothing to ask.
+ */
+static int mem_judged(nfabric_dev *d, bool regs, uint32_t before, int rc,
+                      const char *what)
+{
+    return rc || !regs ? rc : nfl_judged(d, UINT32_MAX, before, what);
+}
+
 int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
                       uint64_t len)
 {
     uint64_t start = write_start(d, dpa, len);
     uint8_t *b = (uint8_t *)buf;
+    bool regs = nfl_has_regs(d);
+    uint32_t before = regs ? nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT) : 0;
     int rc;
 
     rc = mem_xfer(d, dpa + start, b + start, len - start, true);
-    return rc || !start ? rc : mem_xfer(d, dpa, b, start, true);
+    if (!rc && start) {
+        rc = mem_xfer(d, dpa, b, start, true);
+    }
+    return mem_judged(d, regs, before, rc, "a write of device memory");
 }
 
 int nfabric_mem_read(nfabric_dev *d, uint64_t dpa, void *buf, uint64_t len)
 {
-    return mem_xfer(d, dpa, buf, len, false);
+    bool regs = nfl_has_regs(d);
+    uint32_t before = regs ? nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT) : 0;
+
+    return mem_judged(d, regs, before, mem_xfer(d, dpa, buf, len, false),
+                      "a read of device memory");
 }
 

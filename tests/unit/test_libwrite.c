@@ -20,6 +20,9 @@
 typedef struct Fake {
     unsigned index, count;
     bool shared;
+    /* The device refuses accesses at or past refuse_from (0: none). */
+    uint64_t refuse_from;
+    uint32_t error_count, last_error;
     uint8_t ram[RAM_SIZE];
     unsigned calls;
     uint64_t dpa[MAX_CALLS], len[MAX_CALLS];
@@ -36,6 +39,10 @@ static uint32_t fake_rd32(void *priv, uint32_t off)
                (f->shared ? NFABRIC_HEAD_INFO_SHARED : 0);
     case NFABRIC_REG_HEADS_LIVE:
         return (1u << f->count) - 1;
+    case NFABRIC_REG_ERROR_COUNT:
+        return f->error_count;
+    case NFABRIC_REG_LAST_ERROR:
+        return f->last_error;
     default:
         return 0;
     }
@@ -58,10 +65,23 @@ static int fake_mem(void *priv, uint64_t dpa, void *buf, uint64_t len,
         f->len[f->calls] = len;
     }
     f->calls++;
-    if (!write || dpa > RAM_SIZE || len > RAM_SIZE - dpa) {
+    if (dpa > RAM_SIZE || len > RAM_SIZE - dpa) {
         return -1;
     }
-    memcpy(f->ram + dpa, buf, len);
+    if (f->refuse_from && dpa + len > f->refuse_from) {
+        /* As the device: a refused store is dropped, a load reads ones. */
+        f->error_count++;
+        f->last_error = NFABRIC_ERR_STATE;
+        if (!write) {
+            memset(buf, 0xff, len);
+        }
+        return 0;
+    }
+    if (write) {
+        memcpy(f->ram + dpa, buf, len);
+    } else {
+        memcpy(buf, f->ram + dpa, len);
+    }
     return 0;
 }
 
@@ -171,5 +191,25 @@ int main(void)
 
     TAP_CHECK(in_order(5, 2, true, 8192),
               "a head index the device cannot have is taken as head 0");
+
+    /*
+     * A store the device refused (a peer stopped inside its stripe): the
+     * write returns the device's error, so that a contribution it did not
+     * count never passes for one it did; a refused load too.
+     */
+    d = fake_dev(0, 2, true);
+    fake.refuse_from = 0x2000;
+    rc = nfabric_mem_write(d, 0x1000, buf, 8192);
+    TAP_CHECK(rc == NFABRIC_ERR_STATE && fake.error_count == 1,
+              "a write the device refused part of returns its error (rc %d)",
+              rc);
+    rc = nfabric_mem_read(d, 0x1000, buf, 8192);
+    TAP_CHECK(rc == NFABRIC_ERR_STATE && fake.error_count == 2,
+              "a read the device refused part of returns its error (rc %d)",
+              rc);
+    rc = nfabric_mem_write(d, 0x1000, buf, 4096);
+    TAP_CHECK(rc == 0 && fake.error_count == 2,
+              "a write the device served returns 0");
+    nfabric_free(d);
     return tap_done();
 }
