@@ -236,7 +236,11 @@ int nfabric_round_wait_next(nfabric_dev *d, unsigned i, uint32_t seq,
  * one a CXL.mem access the device aggregates on low-bit windows).  On a
  * shared device, a write of 4 KiB or more begins at this head's share of
  * the range (head h of n at h/n of it) and wraps around: heads writing
- * the same range at once are at different places of it.
+ * the same range at once are at different places of it.  0, or an error:
+ * one of the transport's, or the device's own (LAST_ERROR, e.g.
+ * NFABRIC_ERR_STATE, NFABRIC_ERR_OWNER) when it refused any of the
+ * accesses (its ERROR_COUNT moved meanwhile): a refused store was not
+ * counted, a refused load read all-ones.
  */
 int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
                       uint64_t len);
