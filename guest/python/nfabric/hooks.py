@@ -62,6 +62,7 @@ exchange is one round of the set's FP32 window (every rank completes it and
 waits for all); rank 0 clears a set before its next use, which every rank
 waits for.
 """
+import contextlib
 import errno
 import math
 
@@ -70,7 +71,7 @@ import torch
 
 from .device import NFabricError, counter_bytes
 
-__all__ = ["FabricJob", "fabric_hook", "MODES"]
+__all__ = ["FabricJob", "fabric_hook", "fabric_errors", "MODES"]
 
 MODES = ("fp32", "gbinary", "gternary", "layer_aware")
 _PAD = 512                      # elements: 64 bytes of signs, 128 of codes
@@ -186,6 +187,7 @@ class FabricJob:
         self.ef_server = error_feedback in ("server", "both")
         self.server_residual = {}
         self.timeout_ms = timeout_ms
+        self.last_error = None          # the hook's last NFabricError (fabric_errors)
         self.threshold = threshold or max(1, (world + 1) // 2)
         self.width = 8 if world <= 127 else 16
         self.step = 0
@@ -531,12 +533,21 @@ class FabricJob:
 
 
 def fabric_hook(job, bucket):
-    """DDP communication hook: the bucket's gradients aggregated in the device."""
+    """DDP communication hook: the bucket's gradients aggregated in the device.
+
+    An NFabricError raised here does not reach the caller of backward() as
+    itself: torch 1.13's DDP turns it into a RuntimeError whose text begins
+    "NFabricError: " (docs/pytorch.md, "Errors under DDP").  The hook keeps
+    it in job.last_error, and fabric_errors(job) raises it again as itself."""
     grads = bucket.gradients()
     params = bucket.parameters()
     tensors = [(p.data_ptr(), g.detach().cpu().numpy().ravel())
                for p, g in zip(params, grads)]
-    out = job.exchange(tensors)
+    try:
+        out = job.exchange(tensors)
+    except NFabricError as e:
+        job.last_error = e
+        raise
     flat = torch.from_numpy(np.concatenate(out) if out else np.zeros(0, np.float32))
     result = flat.to(bucket.buffer().dtype).reshape(bucket.buffer().shape)
     if bucket.is_last():
@@ -544,3 +555,23 @@ def fabric_hook(job, bucket):
     fut = torch.futures.Future()
     fut.set_result(result)
     return fut
+
+
+@contextlib.contextmanager
+def fabric_errors(*jobs):
+    """Around a DDP step (``with fabric_errors(job): loss.backward()``): an
+    NFabricError that a job's hook raised inside, which DDP hands on as a
+    RuntimeError, is raised as that NFabricError (its code, its message),
+    chained to DDP's RuntimeError.  Other exceptions pass unchanged."""
+    for job in jobs:
+        job.last_error = None
+    try:
+        yield
+    except NFabricError:
+        raise
+    except RuntimeError as e:
+        for job in jobs:
+            err = job.last_error
+            if err is not None:
+                raise err from e
+        raise

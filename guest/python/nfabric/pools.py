@@ -37,38 +37,163 @@ Exchanges (``exchange=``):
   majority vote at the second tier (Bernstein et al., ICLR 2019): NOT the
   global majority of the ranks; docs/pools.md measures what it costs.
 
-Faults: every exchange ends its device stage with a status every rank
-shares; a pool whose device refused (STATE, PEER, OWNER, a dead head's
-INCOMPLETE round) makes every rank raise an NFabricError naming the pool
-and the reason; a rank that died makes the collectives fail on the others
-(gloo), which raise naming the exchange; nothing waits past the process
-group's timeout (``timeout_ms`` bounds the device's waits the same way).
+Faults (docs/pools.md, "Faults"): the job has one timeout T (PoolJob's
+``timeout_ms``; by default join()'s ``timeout_s``), and no wait of the job
+is longer: join()'s rendezvous, the set-up (every rank of the job meets in
+the rendezvous store before the groups are made, and again once each
+pool's device is set up), every group (``dist.new_group`` with T), every
+device wait and every collective.  A rank that fails says so in the store
+(``fail()``; PoolJob does it for its own errors), and the others, wherever
+they wait, raise NFabricError naming its pool, rank and reason at once; a
+rank that is gone or stopped is named, once T has passed, as the one that
+never reached the wait.
 """
+import datetime
 import errno
+import math
+import operator
+import re
+import time
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
 from .device import NFabricError
-from .hooks import FabricJob, _PAD
+from .hooks import FabricJob, _PAD, _WAIT_MS
 
-__all__ = ["PoolJob", "EXCHANGES", "join"]
+__all__ = ["PoolJob", "EXCHANGES", "join", "fail"]
 
 EXCHANGES = ("counts", "votes")
+MAX_HEADS = 16                  # a device's heads: ranks per pool
+# Polling a wait that may have to end early: the first slice is long
+# enough that an exchange that goes well never polls.
+_SLICE_S = (0.2, 0.1)
+_GRACE_S = 2.0                  # after a timeout: the others' reasons
+_JOINED = {}                    # what join() made here: store, timeout_s
+_JOBS = [0]                     # PoolJobs made in this process (their keys)
+
+
+def _integer(name, v):
+    """V as an int (any integer type but bool), else TypeError naming it."""
+    if not isinstance(v, bool):
+        try:
+            return operator.index(v)
+        except TypeError:
+            pass
+    raise TypeError("%s=%r: not an integer" % (name, v))
+
+
+def check_layout(rank, world, pools):
+    """RANK of WORLD ranks in POOLS pools: (heads per pool), or ValueError
+    (TypeError) saying which argument is wrong and why."""
+    world = _integer("world", world)
+    pools = _integer("pools", pools)
+    rank = _integer("rank", rank)
+    if world < 1:
+        raise ValueError("world=%d: a job has at least 1 rank" % world)
+    if pools < 1:
+        raise ValueError("pools=%d: a job has at least 1 pool" % pools)
+    if pools > world:
+        raise ValueError("pools=%d, world=%d: more pools than ranks (every pool "
+                         "has at least one rank)" % (pools, world))
+    if world % pools:
+        raise ValueError("world=%d, pools=%d: the world must be a multiple of the "
+                         "pools (every pool has world/pools ranks; %d %% %d = %d)"
+                         % (world, pools, world, pools, world % pools))
+    heads = world // pools
+    if heads > MAX_HEADS:
+        raise ValueError("world=%d, pools=%d: %d ranks per pool, a device has at "
+                         "most %d heads" % (world, pools, heads, MAX_HEADS))
+    if not 0 <= rank < world:
+        raise ValueError("rank=%d: not a rank of a world of %d (0..%d)"
+                         % (rank, world, world - 1))
+    return heads
+
+
+def _check_timeout(name, v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError("%s=%r: not a number of seconds" % (name, v))
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError("%s=%r: a positive, finite number of seconds" % (name, v))
+    return float(v)
+
+
+def _where(rank, heads):
+    return "rank %d (pool %d)" % (rank, rank // heads)
+
+
+def _store():
+    """The rendezvous store of the default group: join()'s, else torch's."""
+    if _JOINED.get("store") is not None:
+        return _JOINED["store"]
+    from torch.distributed import distributed_c10d as c10d
+    return c10d._get_default_store()
+
+
+def _has(store, key):
+    """KEY is in STORE now (torch 1.13's stores have no check(): a wait of
+    1 ms)."""
+    try:
+        store.wait([key], datetime.timedelta(milliseconds=1))
+        return True
+    except (RuntimeError, TimeoutError):
+        return False
+
+
+def fail(err, rank=None, world=None, pools=None):
+    """Tell every rank of the job (through the rendezvous store) that this
+    rank cannot go on, and why (ERR: an exception or a text).  PoolJob does
+    it for every error of its own; a rank that fails before its PoolJob
+    exists (its device would not open, say) calls it before it exits, so
+    that the others raise at once instead of at the job's timeout.  Any
+    later wait of any PoolJob on this process group raises NFabricError
+    naming this rank.  Never raises; False if the store could not be told."""
+    try:
+        if rank is None:
+            rank, world = dist.get_rank(), dist.get_world_size()
+        if pools is None:
+            pools = _JOINED.get("pools", 1)
+        heads = max(1, (world or 1) // max(1, pools))
+        text = str(err).splitlines()[0] if str(err) else repr(err)
+        if not text.startswith(_where(rank, heads)):
+            text = "%s: %s" % (_where(rank, heads), text)
+        code = getattr(err, "code", None) or -errno.EIO
+        store = _store()
+        store.set("nfabric-fail-%d" % rank, "%d %s" % (code, text))
+        store.add("nfabric-fails", 1)
+        return True
+    except Exception:
+        return False
+
+
+def _failed(store, world):
+    """The first rank that said it failed (fail()) and its text, or None."""
+    if store.add("nfabric-fails", 0) == 0:
+        return None
+    for r in range(world):
+        if _has(store, "nfabric-fail-%d" % r):
+            return r, store.get("nfabric-fail-%d" % r).decode(errors="replace")
+    return None
 
 
 def join(addr, port, rank, world, pools, timeout_s=60.0):
     """Start torch.distributed's default group (gloo) for a job of POOLS
-    pools, and say which pools did not come.  Every rank registers in the
-    rendezvous store (a TCPStore on rank 0, at ADDR:PORT) first and waits
-    for every other rank's registration at most TIMEOUT_S: a pool that
-    never joins makes every rank that did raise a RuntimeError naming the
-    missing pools and ranks, within the timeout.  The group's own timeout
-    (every collective's bound) is TIMEOUT_S too."""
-    import datetime
-    import time
-    heads = world // pools
+    pools, and say which pools did not come.  Every argument is checked
+    first (ValueError, TypeError: which one and why, at once).  Every rank
+    registers in the rendezvous store (a TCPStore on rank 0, at ADDR:PORT)
+    first and waits for every other rank's registration at most TIMEOUT_S:
+    a pool that never joins makes every rank that did raise a RuntimeError
+    naming the missing pools and ranks, within the timeout.  The group's
+    own timeout (every collective's bound) is TIMEOUT_S too, and it is the
+    default timeout of the PoolJobs made on it."""
+    heads = check_layout(rank, world, pools)
+    timeout_s = _check_timeout("timeout_s", timeout_s)
+    port = _integer("port", port)
+    if not 0 < port < 65536:
+        raise ValueError("port=%d: a TCP port, 1..65535" % port)
+    if not isinstance(addr, str) or not addr:
+        raise ValueError("addr=%r: rank 0's address, a host name or IP address" % (addr,))
     td = datetime.timedelta(seconds=timeout_s)
     t0 = time.monotonic()
     try:
@@ -110,7 +235,44 @@ def join(addr, port, rank, world, pools, timeout_s=60.0):
                                "went away: %s" % (rank, rank // heads, e)) from e
     dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
                             timeout=td)
+    _JOINED.update(store=store, timeout_s=timeout_s, pools=pools, world=world)
     return store
+
+
+def _first_line(e):
+    return str(e).splitlines()[0] if str(e) else repr(e)
+
+
+class _Watched:
+    """A PoolJob's view of its device: the device, whose round waits are
+    cut in slices between which another rank's failure ends them, and
+    whose timeouts name the heads (ranks) that never completed."""
+
+    def __init__(self, dev, job):
+        self._dev, self._job = dev, job
+
+    def __getattr__(self, name):
+        return getattr(self._dev, name)
+
+    def wait(self, i, seq, timeout_ms=_WAIT_MS):
+        job = self._job
+        try:
+            return job._sliced(lambda ms: self._dev.wait(i, seq, ms), timeout_ms,
+                               "waiting for the round of window %d" % i)
+        except NFabricError as e:
+            if e.code == -errno.ETIMEDOUT and getattr(e, "peer", None) is None:
+                raise job._stalled(e, i) from None
+            raise
+
+    def wait_next(self, i, seq, timeout_ms=_WAIT_MS):
+        job = self._job
+        try:
+            return job._sliced(lambda ms: self._dev.wait_next(i, seq, ms), timeout_ms,
+                               "waiting for window %d's next round" % i)
+        except NFabricError as e:
+            if e.code == -errno.ETIMEDOUT and getattr(e, "peer", None) is None:
+                raise job._stalled(e, i, lead=True) from None
+            raise
 
 
 def _int_dtype(limit):
@@ -127,41 +289,217 @@ class PoolJob(FabricJob):
     and the exchange between pools over torch.distributed."""
 
     def __init__(self, dev, model, rank, world, pools=1, exchange="counts",
-                 seed=0, threshold=None, **opts):
+                 seed=0, threshold=None, timeout_ms=None, **opts):
+        heads = check_layout(rank, world, pools)
         if exchange not in EXCHANGES:
-            raise ValueError("exchange %r: one of %s" % (exchange, ", ".join(EXCHANGES)))
-        if pools < 1 or world % pools or not 0 <= rank < world:
-            raise ValueError("rank %d of %d in %d pools: the world must be a "
-                             "multiple of the pools" % (rank, world, pools))
-        heads = world // pools
-        if heads > 16:
-            raise ValueError("%d ranks per pool: a device has at most 16 heads" % heads)
+            raise ValueError("exchange=%r: one of %s" % (exchange, ", ".join(EXCHANGES)))
+        if timeout_ms is None:
+            timeout_ms = (int(_JOINED["timeout_s"] * 1000) if _JOINED.get("timeout_s")
+                          else _WAIT_MS)
+        timeout_ms = _integer("timeout_ms", timeout_ms)
+        if not 0 < timeout_ms < 1 << 32:
+            raise ValueError("timeout_ms=%d: 1..%d ms" % (timeout_ms, (1 << 32) - 1))
         if not dist.is_initialized():
             raise RuntimeError("PoolJob: torch.distributed's default process "
-                               "group must be initialised first")
+                               "group must be initialised first (nfabric.pools.join)")
         if dist.get_world_size() != world or dist.get_rank() != rank:
-            raise ValueError("rank %d of %d, but the process group says %d of %d"
+            raise ValueError("rank=%d, world=%d, but the process group says rank %d of %d"
                              % (rank, world, dist.get_rank(), dist.get_world_size()))
         self.grank, self.gworld, self.npools = rank, world, pools
         self.pool, self.local = divmod(rank, heads)
         self.exchange_kind = exchange
-        # Every rank makes every group, in the same order (torch.distributed).
-        self.g_world = dist.new_group(list(range(world)))
-        self.g_pools = [dist.new_group(list(range(p * heads, (p + 1) * heads)))
-                        for p in range(pools)]
-        self.g_cols = [dist.new_group([p * heads + j for p in range(pools)])
-                       for j in range(heads)]
+        self.exchanges = 0
+        self.timeout_s = timeout_ms / 1000.0
+        self.job_id = _JOBS[0]
+        _JOBS[0] += 1
+        self.store = _store()
+        self.where = _where(rank, heads)
+        # This rank's device first: one head per rank of its pool.
+        try:
+            h = dev.heads()
+            if h.count != heads or h.index != self.local:
+                raise NFabricError(-errno.EINVAL, "%s: its device is head %d of a %d-head "
+                                   "device; pool %d's ranks need heads 0..%d, this one "
+                                   "head %d" % (self.where, h.index, h.count, self.pool,
+                                                heads - 1, self.local))
+        except Exception as e:
+            fail(e, rank, world, pools)
+            raise
+        # Every rank here before any group is made: a rank that failed
+        # before (fail()) is named at once, one that never comes after T.
+        self._meet("set-up")
+        td = datetime.timedelta(seconds=self.timeout_s)
+        try:
+            # Every rank makes every group, in the same order (torch.distributed),
+            # each with the job's timeout (torch's default is 30 minutes).
+            self.g_world = dist.new_group(list(range(world)), timeout=td)
+            self.g_pools = [dist.new_group(list(range(p * heads, (p + 1) * heads)),
+                                           timeout=td) for p in range(pools)]
+            self.g_cols = [dist.new_group([p * heads + j for p in range(pools)], timeout=td)
+                           for j in range(heads)]
+        except RuntimeError as e:
+            err = NFabricError(-errno.ETIMEDOUT, "%s: making the job's process groups "
+                               "(timeout %.0f s): %s" % (self.where, self.timeout_s,
+                                                         _first_line(e)))
+            fail(err, rank, world, pools)
+            raise err from e
         self.g_pool = self.g_pools[self.pool]
         self.g_col = self.g_cols[self.local]
         # The device's view: this pool's H heads.  The decisions use the
         # job's world: the threshold one device with every rank would use.
-        super().__init__(dev, model, self.local, heads, seed=seed, **opts)
+        # Its waits are cut in slices that look for another rank's failure.
+        try:
+            super().__init__(_Watched(dev, self), model, self.local, heads, seed=seed,
+                             timeout_ms=timeout_ms, **opts)
+        except NFabricError as e:
+            if getattr(e, "peer", None) is None:
+                fail(e, rank, world, pools)
+            raise
+        except Exception as e:
+            fail(e, rank, world, pools)
+            raise
+        self._meet("device set-up")
         self.gthreshold = threshold or max(1, (world + 1) // 2)
         self.vthreshold = max(1, (pools + 1) // 2)
         self.rng = np.random.default_rng(seed * 1000003 + rank)
         self.cdt, self.tcdt = _int_dtype(world)
         self.net = {"inter_pool": 0, "intra_pool": 0}
         self.pool_errors = []
+
+    # ---- bounded waits that name who failed -----------------------------
+    def _peer_error(self, what):
+        """NFabricError for the first other rank that said it failed, or None."""
+        try:
+            f = _failed(self.store, self.gworld)
+        except RuntimeError:
+            return None
+        if f is None or f[0] == self.grank:
+            return None
+        r, text = f
+        code, _, text = text.partition(" ")
+        try:
+            code = int(code)
+        except ValueError:
+            code, text = -errno.EIO, f[1]
+        e = NFabricError(code or -errno.EIO, "%s: %s: rank %d failed: %s" % (
+            self.where, what, r, text))
+        e.peer = r
+        return e
+
+    def _meet(self, what):
+        """Every rank of the job at WHAT (the store), at most the timeout;
+        NFabricError naming a rank that failed (at once) or never came."""
+        heads = self.gworld // self.npools
+        key = "nfabric-job%d-%s" % (self.job_id, what.replace(" ", "-"))
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            self.store.set("%s-%d" % (key, self.grank), "1")
+            self.store.add(key, 1)
+            while True:
+                e = self._peer_error(what)
+                if e is not None:
+                    raise e
+                if self.store.add(key, 0) >= self.gworld:
+                    return
+                if time.monotonic() > deadline:
+                    missing = [r for r in range(self.gworld)
+                               if not _has(self.store, "%s-%d" % (key, r))]
+                    raise NFabricError(-errno.ETIMEDOUT, "%s: %s of the job: %s never came "
+                                       "within %.0f s (gone, stopped, or failed before "
+                                       "it without saying so)" % (
+                                           self.where, what, ", ".join(
+                                               _where(r, heads) for r in missing),
+                                           self.timeout_s))
+                time.sleep(0.02)
+        except RuntimeError as e:
+            if isinstance(e, NFabricError):
+                raise
+            raise NFabricError(-errno.EPIPE, "%s: %s of the job: the rendezvous store "
+                               "on rank 0 (pool 0) does not answer: %s"
+                               % (self.where, what, _first_line(e))) from e
+
+    def _sliced(self, call, timeout_ms, what):
+        """CALL(ms), a device wait, at most TIMEOUT_MS in all, in slices
+        between which another rank's failure (fail()) ends it at once."""
+        t0 = time.monotonic()
+        deadline = t0 + timeout_ms / 1000.0
+        first = True
+        while True:
+            left = deadline - time.monotonic()
+            ms = int(min(left, _SLICE_S[0] if first else _SLICE_S[1]) * 1000)
+            first = False
+            try:
+                return call(max(1, ms))
+            except NFabricError as e:
+                if e.code != -errno.ETIMEDOUT:
+                    raise
+                if time.monotonic() >= deadline:
+                    # The library's text gives the last slice's length.
+                    raise NFabricError(e.code, re.sub(
+                        r"after [0-9]+ ms", "after %.1f s" % (time.monotonic() - t0),
+                        str(e))) from None
+            pe = self._peer_error("exchange %d: %s" % (self.exchanges, what))
+            if pe is not None:
+                raise pe
+
+    def _wait_for_barrier_window(self, bar):
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        while time.monotonic() < deadline:
+            if self.dev.enabled_mask() & (1 << bar[0]):
+                return
+            pe = self._peer_error("waiting for rank %d (pool %d) to set up the device"
+                                  % (self.pool * self.world, self.pool))
+            if pe is not None:
+                raise pe
+            time.sleep(0.01)
+        raise NFabricError(-errno.ETIMEDOUT, "%s: rank %d (pool %d) never set up the "
+                           "job's windows within %.0f s" % (
+                               self.where, self.pool * self.world, self.pool,
+                               self.timeout_ms / 1000))
+
+    def _stalled(self, e, window, lead=False):
+        """A device wait that timed out (E): which heads of this pool never
+        completed WINDOW's round, as ranks; with LEAD (a wait for the next
+        round), else the pool's head 0, which starts it."""
+        try:
+            r = self.dev.round(window)
+            late = [h for h in range(self.world) if not r.done >> h & 1]
+        except NFabricError:
+            late = []
+        who = ", ".join("rank %d (pool %d, head %d)" % (self.pool * self.world + h,
+                                                        self.pool, h) for h in late)
+        if who:
+            why = "; %s never completed its part of the round (stopped or stalled)" % who
+        elif lead:
+            why = ("; rank %d (pool %d, head 0) never started the next round (stopped "
+                   "or stalled)" % (self.pool * self.world, self.pool))
+        else:
+            why = ""
+        return NFabricError(e.code, "%s: pool %d's device: %s%s" % (
+            self.where, self.pool, e, why))
+
+    def _marks(self, tag):
+        """After a collective failed: this rank's mark for TAG; then, for at
+        most _GRACE_S, the others' marks and failures.  Returns (the first
+        other rank's failure text or None, the ranks that said nothing)."""
+        heads = self.world
+        key = "nfabric-job%d-%s-" % (self.job_id, tag)
+        silent = []
+        try:
+            self.store.set(key + str(self.grank), "1")
+            end = time.monotonic() + _GRACE_S
+            while True:
+                failed = {r for r in range(self.gworld)
+                          if _has(self.store, "nfabric-fail-%d" % r)}
+                silent = [r for r in range(self.gworld) if r != self.grank and
+                          r not in failed and not _has(self.store, key + str(r))]
+                if not silent or time.monotonic() > end:
+                    break
+                time.sleep(0.05)
+            pe = self._peer_error(tag)
+        except RuntimeError:
+            return None, []
+        return (str(pe) if pe is not None else None), [_where(r, heads) for r in silent]
 
     # ---- collectives, counted ------------------------------------------
     def _count(self, tier, t):
@@ -241,34 +579,48 @@ class PoolJob(FabricJob):
         return self._pool_gather(acc, bounds)
 
     def _status(self, err):
-        """Every rank learns whether any pool's device stage failed."""
+        """Every rank learns whether any pool's device stage failed: one
+        all_gather of an error code; the reasons are in the store (fail())."""
         code = torch.tensor([0 if err is None else (err.code or -errno.EIO)],
                             dtype=torch.int32)
         codes = [torch.zeros(1, dtype=torch.int32) for _ in range(self.gworld)]
         dist.all_gather(codes, code, group=self.g_world)
-        if all(int(c) == 0 for c in codes):
+        bad = [r for r, c in enumerate(codes) if int(c) != 0]
+        if not bad:
             return
-        msgs = [None] * self.gworld
-        dist.all_gather_object(msgs, None if err is None else str(err),
-                               group=self.g_world)
-        first = next(r for r, c in enumerate(codes) if int(c) != 0)
+        told = [r for r in bad if _has(self.store, "nfabric-fail-%d" % r)]
+        first = told[0] if told else bad[0]
+        if first == self.grank and err is not None:
+            msg = str(err)
+        elif told:
+            msg = self.store.get("nfabric-fail-%d" % first).decode(errors="replace")
+            msg = msg.partition(" ")[2] or msg
+        else:
+            msg = "(no reason given)"
         p = first // self.world
-        self.pool_errors.append((p, msgs[first]))
+        self.pool_errors.append((p, msg))
         raise NFabricError(int(codes[first]),
                            "exchange %d: pool %d (rank %d, head %d of its device) "
                            "failed: %s" % (self.exchanges, p, first,
-                                           first % self.world, msgs[first]))
+                                           first % self.world, msg))
 
     # ---- one exchange ----------------------------------------------------
     def exchange(self, tensors):
         """Aggregate [(param_key, grad ndarray float32)] across every pool;
-        returns the aggregated arrays in the same order."""
+        returns the aggregated arrays in the same order.  Raises
+        NFabricError (docs/pools.md, "Faults")."""
         self._admit()
         err = None
         try:
             plan, local = self._device_stage(tensors)
         except NFabricError as e:
             err = e
+            if getattr(e, "peer", None) is None:
+                fail(e, self.grank, self.gworld, self.npools)
+            if e.code == -errno.ETIMEDOUT:
+                # A rank of this pool stalled: the status below would wait
+                # for it too; the others learn it from the store.
+                raise
         try:
             self._status(err)
             return self._combine(plan, local)
@@ -276,11 +628,13 @@ class PoolJob(FabricJob):
             if isinstance(e, NFabricError):
                 raise
             # gloo: a peer's connection closed, or the group's timeout.
-            raise NFabricError(-errno.EPIPE, "exchange %d: rank %d (pool %d): the "
-                               "exchange between pools failed (a rank of the job "
-                               "is gone or stalled): %s%s" % (
-                                   self.exchanges, self.grank, self.pool,
-                                   str(e).splitlines()[0] if str(e) else repr(e),
+            told, silent = self._marks("x%d" % self.exchanges)
+            raise NFabricError(-errno.EPIPE, "exchange %d: %s: the exchange between "
+                               "pools failed: %s%s%s%s" % (
+                                   self.exchanges, self.where, _first_line(e),
+                                   "; %s said nothing (gone or stopped)"
+                                   % ", ".join(silent) if silent else "",
+                                   "; %s" % told if told else "",
                                    "; this pool's device: %s" % err if err else "")) from e
 
     def _device_stage(self, tensors):

@@ -18,10 +18,14 @@ gbinary, gternary, layer_aware.  Prints one JSON line per rank; rank 0's
 has the accuracy and the gradient traffic from the device's statistics.
 """
 import argparse
+import datetime
+import faulthandler
+import gc
 import gzip
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,11 +38,17 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from nfabric import hostrun
-from nfabric.device import Device
-from nfabric.pools import PoolJob, join
-from nfabric.hooks import FabricJob, fabric_hook
+from nfabric.device import Device, NFabricError
+from nfabric.pools import PoolJob, fail, join
+from nfabric.hooks import FabricJob, fabric_errors, fabric_hook
 
 DATA = "/usr/share/datasets/fashion-mnist"      # Debian: dataset-fashion-mnist
+# A rank's teardown (the DDP model, the job, the process groups) takes well
+# under a second; past this bound it is a hang: its stacks on stderr, exit 1.
+TEARDOWN_S = 30.0
+# --spawn: once a rank has ended well, the others' bound (they left the
+# last barrier with it); after a failure, the job's timeout besides.
+EXIT_GRACE_S = 15.0
 
 
 class SmallCNN(nn.Module):
@@ -114,6 +124,44 @@ def params_digest(model):
 
 
 def run_rank(args, rank, world):
+    """One rank: train, print its JSON line, tear down in an order that
+    cannot deadlock (below).  0, or 1 (an NFabricError: said on stderr)."""
+    # `kill -USR1`: every thread's Python stack on stderr (spawn, on a hang).
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    held = {}
+    try:
+        return train_rank(args, rank, world, held)
+    except NFabricError as e:
+        print("nfabric.examples.train: rank %d: NFabricError (code %s): %s"
+              % (rank, e.code, e), file=sys.stderr, flush=True)
+        return 1
+    finally:
+        teardown(held)
+
+
+def teardown(held):
+    """Drop the DDP model first (its Reducer holds the process group), then
+    the job (its groups), then every process group, each explicitly, while
+    this thread can still let gloo's workers take the GIL: torch 1.13 can
+    otherwise destroy a gloo group from ~Reducer with the GIL held, joining
+    a worker that waits for the GIL to free a tensor (a hang at exit).  A
+    teardown longer than TEARDOWN_S is reported (every thread's stack) and
+    the process ends with status 1."""
+    faulthandler.dump_traceback_later(TEARDOWN_S, exit=True)
+    for name in ("opt", "ddp", "job"):
+        held.pop(name, None)
+    gc.collect()
+    time.sleep(0.05)            # gloo's workers finish with their last work
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    gc.collect()
+    dev = held.pop("dev", None)
+    if dev is not None:
+        dev.close()
+    faulthandler.cancel_dump_traceback_later()
+
+
+def train_rank(args, rank, world, held):
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     if args.portable_math:
@@ -126,9 +174,10 @@ def run_rank(args, rank, world):
                      timeout_s=args.timeout_s)
     else:
         dist.init_process_group("gloo", init_method="tcp://%s:%d" % (args.master_addr,
-                                args.master_port), rank=rank, world_size=world)
+                                args.master_port), rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=args.timeout_s))
     model = SmallCNN(100, 2, 128) if args.task == "pairs" else SmallCNN()
-    ddp = nn.parallel.DistributedDataParallel(model)
+    ddp = held["ddp"] = nn.parallel.DistributedDataParallel(model)
     job = dev = None
     spent = [0.0]               # seconds in gradient exchange (the hook)
 
@@ -154,28 +203,37 @@ def run_rank(args, rank, world):
     else:
         heads = world // args.pools
         pool, local = divmod(rank, heads)
-        if args.state:
-            # One device per pool: its own state and memory files.
-            suffix = ".pool%d" % pool if args.pools > 1 else ""
-            dev = Device.host(args.state + suffix, args.mem + suffix,
-                              args.mem_size << 20, local, heads)
-        else:
-            dev = Device.open()
+        try:
+            if args.state:
+                # One device per pool: its own state and memory files.
+                suffix = ".pool%d" % pool if args.pools > 1 else ""
+                dev = Device.host(args.state + suffix, args.mem + suffix,
+                                  args.mem_size << 20, local, heads)
+            else:
+                dev = Device.open()
+        except Exception as e:
+            if args.pools > 1:
+                fail(e, rank, world, args.pools)    # the others raise at once
+            raise
+        held["dev"] = dev
+        # --timeout-s bounds the device's waits too (docs/pools.md).
         opts = dict(mode=args.mode, low=args.low, warmup=args.warmup,
                     error_feedback=args.error_feedback, seed=args.seed,
-                    admission=args.admission, budget_pct=args.budget_pct)
+                    admission=args.admission, budget_pct=args.budget_pct,
+                    timeout_ms=int(args.timeout_s * 1000))
         if args.pools > 1:
             job = PoolJob(dev, model, rank, world, pools=args.pools,
                           exchange=args.exchange, **opts)
         else:
             job = FabricJob(dev, model, rank, world, **opts)
+        held["job"] = job
         ddp.register_comm_hook(job, timed(fabric_hook))
         base = job.traffic_bytes()
     images, labels = task_data(args, True)
     mine = shard(labels, rank, world, args.shards, len(labels), args.seed)
     x = torch.from_numpy(images[mine].astype(np.float32) / 255.0).unsqueeze(1)
     y = torch.from_numpy(labels[mine].astype(np.int64))
-    opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
+    opt = held["opt"] = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
     rng = np.random.default_rng(args.seed + rank)
     t_exchange = 0.0
     t0 = time.monotonic()
@@ -185,7 +243,8 @@ def run_rank(args, rank, world):
         opt.zero_grad()
         loss = F.cross_entropy(ddp(x[b]), y[b])
         te = time.monotonic()
-        loss.backward()                 # the hook runs inside backward
+        with fabric_errors(*([job] if job is not None else [])):
+            loss.backward()             # the hook runs inside backward
         t_exchange += time.monotonic() - te
         opt.step()
         losses.append(float(loss))
@@ -242,15 +301,47 @@ def run_rank(args, rank, world):
     dist.barrier()
     if job is not None:
         job.close()
-    if dev is not None:
-        dev.close()
-    dist.destroy_process_group()
+    del ddp, opt, job, dev      # teardown() drops the last references
     return 0 if out["params_identical"] and out.get("ef_state_identical", True) else 1
 
 
 # The process group's port when every rank is a guest of its own (the
 # guests' link is theirs alone); host ranks (--spawn) take a free one.
 GUEST_PORT = 29517
+
+
+def wait_ranks(procs, timeout_s):
+    """Every rank's status.  The ranks of a job end together: once one has
+    ended well the others have EXIT_GRACE_S, once one has failed the job's
+    timeout besides (they may still be raising); a rank still running then
+    hangs: its stacks go to stderr (SIGUSR1), it is killed, and its status
+    is 124, said on stderr."""
+    rcs = [None] * len(procs)
+    deadline = None
+    while any(rc is None for rc in rcs):
+        for r, p in enumerate(procs):
+            if rcs[r] is None:
+                rcs[r] = p.poll()
+                if rcs[r] is not None and deadline is None:
+                    first, t_first = r, time.monotonic()
+                    deadline = time.monotonic() + EXIT_GRACE_S + TEARDOWN_S + \
+                        (0 if rcs[r] == 0 else timeout_s)
+        if deadline is not None and time.monotonic() > deadline:
+            hung = [r for r, rc in enumerate(rcs) if rc is None]
+            for r in hung:
+                procs[r].send_signal(signal.SIGUSR1)
+            time.sleep(1.0)
+            for r in hung:
+                procs[r].kill()
+                procs[r].wait()
+                rcs[r] = 124
+                print("nfabric.examples.train: rank %d still running %.0f s after "
+                      "rank %d ended (status %d): a hang, its stacks above; killed"
+                      % (r, time.monotonic() - t_first, first, rcs[first]),
+                      file=sys.stderr, flush=True)
+            break
+        time.sleep(0.05)
+    return rcs
 
 
 def spawn(args, argv, state, mem):
@@ -274,7 +365,7 @@ def spawn(args, argv, state, mem):
                "--state", state, "--mem", mem, "--master-port", str(port)]
         outs.append(tempfile.TemporaryFile(mode="w+"))
         procs.append(subprocess.Popen(cmd, stdout=outs[-1]))
-    rcs = [p.wait() for p in procs]
+    rcs = wait_ranks(procs, args.timeout_s)
     for f in outs:
         f.seek(0)
         sys.stdout.write(f.read())
@@ -314,7 +405,8 @@ def main(argv=None):
                     "torch.distributed (docs/pools.md); with --spawn each pool's "
                     "device has files STATE.poolP and MEM.poolP")
     ap.add_argument("--timeout-s", type=float, default=600.0,
-                    help="with --pools: the rendezvous' and every collective's bound")
+                    help="the job's timeout: every wait's bound (the rendezvous, "
+                    "every collective, every device wait; docs/pools.md)")
     ap.add_argument("--exchange", default="counts", choices=["counts", "votes"],
                     help="with --pools: what the pools exchange (docs/pools.md)")
     ap.add_argument("--rank", type=int, default=None)
@@ -352,6 +444,8 @@ def main(argv=None):
         os.environ.get("WORLD_SIZE", os.environ.get("NFABRIC_HOSTS", "1")))
     if args.state and not args.mem:
         ap.error("--state needs --mem")
+    if not 0 < args.timeout_s < 4e6:
+        ap.error("--timeout-s %g: a positive number of seconds" % args.timeout_s)
     if args.pools < 1 or world % args.pools or world // args.pools > 16:
         ap.error("--pools %d: the world (%d ranks) must be a multiple of the pools, "
                  "at most 16 ranks per pool" % (args.pools, world))
