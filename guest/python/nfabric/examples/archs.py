@@ -22,9 +22,11 @@ FP32 (rank 0), and for layer_aware the layers kept on FP32.  The first
 counts only the steps after them (traffic_pct_all: every step).
 """
 import argparse
+import faulthandler
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,7 +39,10 @@ import torch.nn.functional as F
 
 from nfabric import hostrun
 from nfabric.device import Device
-from nfabric.hooks import FabricJob, fabric_hook
+from nfabric.hooks import FabricJob, fabric_hook, _WAIT_MS
+from nfabric.examples.train import teardown, wait_ranks
+
+WAIT_S = _WAIT_MS / 1000        # --spawn: the others' bound after a rank failed
 
 
 class DistilBertSized(nn.Module):
@@ -90,6 +95,17 @@ def digest(model):
 
 
 def run_rank(args, rank, world):
+    """One rank, then its teardown in an order that cannot deadlock
+    (nfabric.examples.train.teardown)."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    held = {}
+    try:
+        return train_rank(args, rank, world, held)
+    finally:
+        teardown(held)
+
+
+def train_rank(args, rank, world, held):
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     if args.portable_math:
@@ -102,17 +118,18 @@ def run_rank(args, rank, world):
     # ResNet's batch-norm statistics differ per rank: DDP broadcasts rank
     # 0's buffers before every forward (broadcast_buffers), the hooks
     # exchange the gradients.
-    ddp = nn.parallel.DistributedDataParallel(model, broadcast_buffers=True)
+    ddp = held["ddp"] = nn.parallel.DistributedDataParallel(model, broadcast_buffers=True)
     if args.guest:
         dev = Device.open()
     else:
         dev = Device.host(args.state, args.mem, args.mem_size << 20, rank, world)
-    job = FabricJob(dev, model, rank, world, mode=args.mode, low=args.low,
+    held["dev"] = dev
+    job = held["job"] = FabricJob(dev, model, rank, world, mode=args.mode, low=args.low,
                     seed=args.seed, budget_pct=args.budget_pct, probe=args.probe,
                     admission=args.admission,
                     error_feedback=args.error_feedback)
     ddp.register_comm_hook(job, fabric_hook)
-    opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
+    opt = held["opt"] = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
     rng = np.random.default_rng(args.seed * 100 + rank)
     n = sum(p.numel() for p in model.parameters())
     base = job.traffic_bytes()
@@ -154,8 +171,7 @@ def run_rank(args, rank, world):
     print(json.dumps(out), flush=True)
     dist.barrier()
     job.close()
-    dev.close()
-    dist.destroy_process_group()
+    del ddp, opt, job, dev      # teardown() drops the last references
     return 0 if out["params_identical"] else 1
 
 
@@ -178,7 +194,7 @@ def spawn(args, argv, state, mem):
                                "--mem", mem, "--master-port", str(port)],
                               stdout=outs[r])
              for r in range(args.spawn)]
-    rc = max(p.wait() for p in procs)
+    rc = max(wait_ranks(procs, WAIT_S))
     for f in outs:
         f.seek(0)
         sys.stdout.write(f.read())
