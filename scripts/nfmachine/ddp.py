@@ -820,9 +820,14 @@ def bench_ddp_vm(c: Ctx, d: str, vm_steps: int) -> None:
                    "--mode", m, "--steps", str(vm_steps), "--train-samples", "4000",
                    "--test-samples", "500", "--master-port", str(free_port()),
                    "--state", c.shm_file("bench-ddp.state"), "--mem", c.shm_file("bench-ddp.mem")]
-            if run(cmd, cwd=d, env=c.py_env(), out=hjson, err=subprocess.DEVNULL,
-                   timeout=BENCH_RUN_S) != 0:
-                raise BenchError(f"bench ddp: host run of {m} failed")
+            # A short run (--vm-steps): HOST_RUN_S bounds it; a rank that
+            # hangs at exit is reported and killed by --spawn (status 124,
+            # its stacks in host-run.err).
+            herr = os.path.join(md, "host-run.err")
+            status = run(cmd, cwd=d, env=c.py_env(), out=hjson, err=herr, timeout=HOST_RUN_S)
+            if status != 0:
+                raise BenchError(f"bench ddp: host run of {m} failed (status {status}:"
+                                 f" {flat(read(herr), 2)}; {herr})")
             print("\n".join(vm_host_result(m, js, nl(grep(read(hjson), '"rank": 0')))))
     finally:
         remove(c.shm_file("bench-ddp.state"), c.shm_file("bench-ddp.mem"))
