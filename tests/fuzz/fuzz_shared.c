@@ -19,10 +19,17 @@
  *   - with a fabric manager's assignment (op 7: assignments made from the
  *     input, refused or not, while windows are enabled), every enabled
  *     window is in one job's slots and its data and counters in that
- *     job's memory.
+ *     job's memory;
+ *   - a head killed at any point of a lock (op 6 with bit 7 of byte 1:
+ *     idle, holding a stripe's word, inside through its bias, or mid-way
+ *     through taking a bias back), reaped or not, never blocks the other:
+ *     it takes the whole window (as a CLEAR does) at once, finishes what
+ *     the dead head left (no bias, no taking back, no word left), and its
+ *     state never fails for it; then the dead head attaches again.
  * Each input starts from a new state (both heads detach and attach again).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -97,6 +104,71 @@ static NFabricShared *attach(NFabricCtrl *c, unsigned h, int *fd)
     nfabric_ctrl_init(c, ram, RAM_SIZE, &tparams, NULL, NULL);
     nfabric_ctrl_use_shared(c, sh, h);
     return sh;
+}
+
+/*
+ * Head h dies at a point of a lock taken from the input (the state left
+ * as its process would leave it, nfabric_shared_abandon), the other head
+ * takes window i whole, and head h attaches again.
+ */
+static void die_at(NFabricCtrl *head, int *fd, unsigned h, const uint8_t *p,
+                   uint64_t v)
+{
+    NFabricCtrl *other = &head[!h];
+    NFabricShared *sh = head[h].sh;
+    unsigned i = p[3] % NFABRIC_NUM_WINDOWS;
+    unsigned k = (unsigned)(v % NFABRIC_WIN_STRIPES);
+    __typeof__(sh->stripe[0][0]) *st = &sh->stripe[i][k];
+    uint32_t token = head[h].lock_token, free_word = 0;
+    uint64_t thr = (uint64_t)(1 + (v >> 8) % 4096) << 32;
+    bool repaired = false;
+
+    switch (p[2] % 4) {
+    case 1:                     /* holding the stripe's word */
+        repaired = __atomic_compare_exchange_n(&st->word, &free_word, token,
+                                               false, __ATOMIC_ACQUIRE,
+                                               __ATOMIC_RELAXED);
+        break;
+    case 2:                     /* inside through its bias */
+        if (!st->word && !st->bias && !st->revoking) {
+            st->bias = token | thr;
+            sh->head[h].stripe_busy[i][k] = 1;
+            repaired = true;
+        }
+        break;
+    case 3:                     /* taking the other head's bias back */
+        if (__atomic_compare_exchange_n(&st->word, &free_word, token, false,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            st->revoking = st->bias ? st->bias : (other->lock_token | thr);
+            st->bias = 0;
+            repaired = true;
+        }
+        break;
+    default:                    /* between two accesses */
+        break;
+    }
+    nfabric_shared_abandon(sh, fd[h]);
+    if (p[3] & 0x80) {
+        nfabric_shared_reap(other->sh, !h);
+    }
+    CHECK(nfabric_shared_lock_win(other->sh, i),
+          "head %u dead at point %u of stripe %u of window %u: the other "
+          "head cannot take the window (errno %d)", h, p[2] % 4, k, i, errno);
+    for (unsigned s = 0; s < NFABRIC_WIN_STRIPES; s++) {
+        const __typeof__(sh->stripe[0][0]) *o = &other->sh->stripe[i][s];
+
+        CHECK(o->revoking == 0 &&
+              (o->bias == 0 || (uint32_t)o->bias == other->lock_token),
+              "window %u stripe %u after a dead head: revoking %llx, bias %llx",
+              i, s, (unsigned long long)o->revoking,
+              (unsigned long long)o->bias);
+    }
+    nfabric_shared_unlock_win(other->sh, i);
+    CHECK(!other->failed, "a head killed at a lock failed the other's state");
+    CHECK(!repaired || other->sh->round[i].incomplete ||
+          other->sh->lock_repairs,
+          "a head killed holding a stripe left no trace (no repair)");
+    attach(&head[h], h, &fd[h]);
 }
 
 static int overlap(uint64_t a, uint64_t al, uint64_t b, uint64_t bl)
@@ -362,7 +434,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fm_from(data, v);
             break;
         default:
-            nfabric_ctrl_reset(c);
+            if (data[1] & 0x80) {
+                die_at(head, fd, data[0] & 1, data, v);
+                sh = head[0].sh;    /* head 0 may have attached again */
+            } else {
+                nfabric_ctrl_reset(c);
+            }
             break;
         }
         check(sh);

@@ -14,7 +14,11 @@ harness's input layout:
 Input layout (fuzz_shared.c): 12 bytes per operation.
   b0: bit 0 the head, (b0 >> 1) % 7 the operation:
       0, 1 register write; 2 register read; 3 memory write, 4 memory read;
-      5 ROUND_COMPLETE of the current round; 6 reset of the head
+      5 ROUND_COMPLETE of the current round; 6 reset of the head, or with
+      b1 & 0x80 the head killed at point b2 % 4 of stripe (value % 64) of
+      window b3 % 16 (0 idle, 1 holding the word, 2 inside through its
+      bias, 3 taking a bias back; b3 & 0x80: the other head reaps it),
+      then attached again
   register ops: b1 % 4 == 0 a window register, b2 window, (b3 % 16) * 4
       the offset in it; b1 % 4 == 3 the offset (b2 << 8 | b3) % 4 KiB;
       b3 & 0x80 masks the value to device memory, b3 & 1 makes the access
@@ -88,6 +92,17 @@ def main():
                              mem(0, 0x4ffc, 8, True, 0x0102030405060708) +
                              op(0, 5, 3, 0, 0) + op(1, 2, 1, 3, 8)),
     }
+    # Heads killed at every point of a window's stripe locks, reaped or
+    # not, between writes of both heads and a round's completion.
+    deaths = window(0, 6, 0x6000, 0x400, 0xa000, GBINARY, 16)
+    for point in range(4):
+        for head in (0, 1):
+            deaths += mem(head, 0x6000 + 0x10 * point, 8, True,
+                          0x00ff00ff00ff00ff)
+            deaths += op(head, 6, 0x80, point, 6 | (0x80 if head else 0),
+                         point * 17)
+    deaths += mem(0, 0x6000, 8, False) + op(0, 5, 6, 0, 0) + op(1, 5, 6, 0, 0)
+    seeds["seed-deaths"] = deaths
     # Window set-ups at the edges of device memory (64 KiB), one per path:
     # an FP32 window ending exactly at the end (its COUNTERS at the end
     # too: stored, never used), a G-Binary and a G-Ternary window whose

@@ -830,6 +830,25 @@ fail:
     return -1;
 }
 
+void nfabric_shared_abandon(NFabricShared *sh, int fd)
+{
+    NFabricMapping *m = sh ? nfabric_mapping(sh) : NULL;
+    bool lost;
+
+    if (!m) {
+        return;                 /* a private state */
+    }
+    if (m->mem_fd >= 0) {
+        close(m->mem_fd);
+    }
+    lost = m->lost;
+    nfabric_mapping_del(m);
+    if (!lost) {
+        munmap(sh, sizeof(*sh));
+    }
+    close(fd);                  /* its live byte falls with the description */
+}
+
 void nfabric_shared_detach(NFabricShared *sh, int fd, unsigned head)
 {
     NFabricMapping *m = sh ? nfabric_mapping(sh) : NULL;

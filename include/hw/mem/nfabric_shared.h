@@ -373,6 +373,13 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
                           char *err, size_t errlen);
 /* Detach head h (as if it had died, but cleanly) and unmap. */
 void nfabric_shared_detach(NFabricShared *sh, int fd, unsigned head);
+/*
+ * Leave sh as this head's process would if it were killed now: unmap and
+ * close, nothing marked, every lock word, bias, busy byte and round bit
+ * left as it is.  For the tests and the fuzzers, which kill heads at any
+ * point without a process of their own per head.
+ */
+void nfabric_shared_abandon(NFabricShared *sh, int fd);
 
 /*
  * Is the attached state sh still usable?  Checks that its mapping was not
