@@ -87,6 +87,66 @@ static int parse_u64(const char *s, uint64_t *v)
     return 0;
 }
 
+/*
+ * The device's error STATE has two causes (docs/registers.md, "Errors"):
+ * this head found the shared device's state unusable (HEAD_INFO bit 17
+ * STATE_FAILED, for good), or another head held a lock or its job's
+ * window table busy past the bound (a stopped or busy peer: this access
+ * only, the state is fine).  HEAD_INFO, read after the refusal, says which.
+ */
+static bool state_failed(const nfabric_dev *d)
+{
+    return nfabric_rd32(d, NFABRIC_REG_HEAD_INFO) &
+           NFABRIC_HEAD_INFO_STATE_FAILED;
+}
+
+/* What an error code of the device (or the library) means, here. */
+static const char *err_text(const nfabric_dev *d, int code)
+{
+    if (code != NFABRIC_ERR_STATE) {
+        return nfabric_strerror(code);
+    }
+    return state_failed(d) ?
+        "STATE: this head found the shared device's state unusable "
+        "(HEAD_INFO.STATE_FAILED)" :
+        "STATE: a peer held a lock past the bound; the shared state is "
+        "fine (HEAD_INFO.STATE_FAILED clear)";
+}
+
+/*
+ * The reason a call that returned rc failed: the library's message, with
+ * the device's STATE told apart (the library's message begins with the
+ * error's text, which names only the first cause).
+ */
+static const char *why(const nfabric_dev *d, int rc)
+{
+    static char buf[768];
+    const char *msg = nfabric_errmsg(d);
+    const char *text = nfabric_strerror(NFABRIC_ERR_STATE);
+    size_t n = strlen(text);
+
+    if (rc != NFABRIC_ERR_STATE) {
+        return msg;
+    }
+    if (!strncmp(msg, text, n) && msg[n] == ':') {
+        msg += n + 1;
+        msg += strspn(msg, " ");
+    }
+    if (state_failed(d)) {
+        snprintf(buf, sizeof(buf), "refused (STATE): this head found the "
+                 "shared device's state unusable (HEAD_INFO.STATE_FAILED) "
+                 "and refuses the device's accesses until its QEMU attaches "
+                 "again: %s", msg);
+    } else {
+        snprintf(buf, sizeof(buf), "refused (STATE): another head held a "
+                 "lock or the job's window table past the bound of 0.5 s (a "
+                 "stopped or busy peer); the shared state is fine "
+                 "(HEAD_INFO.STATE_FAILED clear), the same command may "
+                 "succeed again: %s", msg);
+    }
+    return buf;
+}
+
 /* A library context, or NULL when the library could not make one. */
 static nfabric_dev *new_ctx(void)
 {
@@ -163,7 +223,7 @@ static int cmd_info(void)
     printf("device-memory: %" PRIu64 " bytes\n", nfabric_mem_size(d));
     printf("enabled-mask: 0x%08x\n", nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK));
     printf("last-error: %u (%s)\n", nfabric_rd32(d, NFABRIC_REG_LAST_ERROR),
-           nfabric_strerror((int)nfabric_rd32(d, NFABRIC_REG_LAST_ERROR)));
+           err_text(d, (int)nfabric_rd32(d, NFABRIC_REG_LAST_ERROR)));
     printf("error-count: %u\n", nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT));
     {
         nfabric_heads h;
@@ -285,7 +345,7 @@ static int cmd_set_window(int argc, char **argv)
     }
     rc = nfabric_window_set(d, i, &c);
     if (rc) {
-        fprintf(stderr, "nfabricctl: set-window %u: %s\n", i, nfabric_errmsg(d));
+        fprintf(stderr, "nfabricctl: set-window %u: %s\n", i, why(d, rc));
     } else {
         printf("window %u: %s base 0x%" PRIx64 " size 0x%" PRIx64 " counters 0x%"
                PRIx64 " (%" PRIu64 " bytes) enabled\n", i, nfabric_path_name(c.path),
@@ -314,7 +374,7 @@ static int cmd_window_op(int argc, char **argv, int (*op)(nfabric_dev *, unsigne
     }
     rc = op(d, i);
     if (rc) {
-        fprintf(stderr, "nfabricctl: %s %u: %s\n", argv[0], i, nfabric_errmsg(d));
+        fprintf(stderr, "nfabricctl: %s %u: %s\n", argv[0], i, why(d, rc));
     } else {
         printf("window %u: %s\n", i, !strcmp(argv[0], "clear") ? "cleared" : "disabled");
     }
@@ -457,7 +517,7 @@ static int cmd_round(int argc, char **argv)
         return rc;
     }
     if ((rc = nfabric_round_read(d, i, &r))) {
-        fprintf(stderr, "nfabricctl: %s %u: %s\n", cmd, i, nfabric_strerror(rc));
+        fprintf(stderr, "nfabricctl: %s %u: %s\n", cmd, i, err_text(d, rc));
         nfabric_free(d);
         return 1;
     }
@@ -470,7 +530,7 @@ static int cmd_round(int argc, char **argv)
         rc = nfabric_round_wait(d, i, seq, timeout, &r);
     }
     if (rc) {
-        fprintf(stderr, "nfabricctl: %s %u: %s\n", cmd, i, nfabric_errmsg(d));
+        fprintf(stderr, "nfabricctl: %s %u: %s\n", cmd, i, why(d, rc));
     } else {
         nfabric_round_read(d, i, &r);
         print_round(i, &r);
