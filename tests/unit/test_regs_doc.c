@@ -6,9 +6,15 @@
  * and access, every register row of the specification is in the tables,
  * every reset value the specification gives as a number is the tables'
  * and every reset value of the tables is what a fresh controller reads.
+ * Then where the registers are (NFABRIC_REGS_*, NFABRIC_DVS_* and
+ * NFABRIC_REGLOC_* of nfabric_regs.h): the summary rows, the BAR0 table,
+ * the vendor block's header table and the Register Locator's steps of
+ * registers.md, each against the constants, so that a doc change that
+ * disagrees fails.
  * TAP output.
  */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +193,315 @@ static void check_errors(void)
               NFABRIC_ERR_MAX + 1);
 }
 
+/* ---- where the registers are ------------------------------------------ */
+
+#define MAX_LINES 2048
+static char *doc[MAX_LINES];
+static unsigned ndoc;
+
+static void load_doc(void)
+{
+    FILE *f = fopen(NF_REGISTERS_MD, "r");
+    char line[4096];
+
+    while (f && ndoc < MAX_LINES && fgets(line, sizeof(line), f)) {
+        size_t n = strlen(line) + 1;
+
+        doc[ndoc] = malloc(n);
+        if (!doc[ndoc]) {
+            break;
+        }
+        memcpy(doc[ndoc++], line, n);
+    }
+    if (f) {
+        fclose(f);
+    }
+}
+
+/*
+ * The lines of the section whose heading (any level) begins with title,
+ * up to the next heading: [*first, *end).  False if there is none.
+ */
+static bool section(const char *title, unsigned *first, unsigned *end)
+{
+    for (unsigned k = 0; k < ndoc; k++) {
+        const char *t = doc[k] + strspn(doc[k], "#");
+
+        if (doc[k][0] == '#' && *t == ' ' &&
+            !strncmp(t + 1, title, strlen(title))) {
+            *first = k + 1;
+            for (*end = k + 1; *end < ndoc && doc[*end][0] != '#'; (*end)++) {
+            }
+            return true;
+        }
+    }
+    *first = *end = 0;
+    tap_diag("registers.md has no section \"%s\"", title);
+    return false;
+}
+
+/* Does line hold the text fmt makes (from nfabric_regs.h's values)? */
+static bool says(const char *line, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static bool says(const char *line, const char *fmt, ...)
+{
+    char want[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(want, sizeof(want), fmt, ap);
+    va_end(ap);
+    if (line && strstr(line, want)) {
+        return true;
+    }
+    tap_diag("registers.md should say \"%s\" in: %.160s", want,
+             line ? line : "(no such row)");
+    return false;
+}
+
+/* The row of a table in [first, end) whose first cell is cell. */
+static const char *row(unsigned first, unsigned end, const char *cell)
+{
+    size_t n = strlen(cell);
+
+    for (unsigned k = first; k < end; k++) {
+        if (!strncmp(doc[k], "| ", 2) && !strncmp(doc[k] + 2, cell, n) &&
+            !strncmp(doc[k] + 2 + n, " |", 2)) {
+            return doc[k];
+        }
+    }
+    return NULL;
+}
+
+/*
+ * The summary rows: the vendor block at BAR0 + NFABRIC_DVS_OFFSET, of
+ * NFABRIC_DVS_SIZE bytes; the register page, NFABRIC_REGS_SIZE bytes, at
+ * the vendor block + NFABRIC_DVS_REGS and at BAR0 + NFABRIC_REGS_OFFSET.
+ */
+static void check_where(void)
+{
+    unsigned a, b;
+    bool ok = section("Where the registers are", &a, &b);
+    const char *vb = row(a, b, "vendor block");
+    const char *rp = row(a, b, "register page");
+
+    ok = says(vb, "BAR0 + `0x%x`, %u KiB", NFABRIC_DVS_OFFSET,
+              NFABRIC_DVS_SIZE / 1024) && ok;
+    ok = says(rp, "the vendor block + `0x%x` (BAR0 + `0x%x`), %u KiB",
+              NFABRIC_DVS_REGS, NFABRIC_DVS_OFFSET + NFABRIC_DVS_REGS,
+              NFABRIC_REGS_SIZE / 1024) && ok;
+    ok = says(rp, "the same registers at BAR0 + `0x%x`",
+              NFABRIC_REGS_OFFSET) && ok;
+    TAP_CHECK(ok, "registers.md's summary: the vendor block at BAR0 + 0x%x, "
+              "%u KiB; the register page at its + 0x%x and at BAR0 + 0x%x, "
+              "%u KiB", NFABRIC_DVS_OFFSET, NFABRIC_DVS_SIZE / 1024,
+              NFABRIC_DVS_REGS, NFABRIC_REGS_OFFSET, NFABRIC_REGS_SIZE / 1024);
+}
+
+/*
+ * The BAR0 table: rows | `0xSTART-0xEND` | what | an access there |, in
+ * order and without a gap over BAR0 (twice the vendor block's offset: the
+ * component register block, then the 64 KiB the vendor block starts);
+ * the register page at NFABRIC_REGS_OFFSET and at the vendor block +
+ * NFABRIC_DVS_REGS, the header page at NFABRIC_DVS_OFFSET, and after each
+ * of the two last pages of the component register block and of the
+ * vendor block nothing, which reads 0 and counts nothing.
+ */
+static void check_bar0(void)
+{
+    const uint64_t bar_end = 2ull * NFABRIC_DVS_OFFSET;
+    const uint64_t page2 = NFABRIC_DVS_OFFSET + NFABRIC_DVS_REGS;
+    unsigned a, b, rows = 0, pages = 0, headers = 0, holes = 0, bad = 0;
+    uint64_t next = 0;
+    bool ok = section("BAR0", &a, &b);
+
+    for (unsigned k = a; k < b; k++) {
+        unsigned long long lo, hi;
+        char what[512], acc[512];
+
+        if (sscanf(doc[k], "| `%llx-%llx` | %511[^|]| %511[^|]|", &lo, &hi,
+                   what, acc) != 4) {
+            continue;
+        }
+        rows++;
+        if (lo != next || hi < lo) {
+            bad++;
+            tap_diag("BAR0 table: 0x%llx-0x%llx does not follow 0x%" PRIx64,
+                     lo, hi, next);
+        }
+        next = hi + 1;
+        if (!strncmp(what, "the register page", 17)) {
+            pages++;
+            if ((lo != NFABRIC_REGS_OFFSET && lo != page2) ||
+                hi + 1 - lo != NFABRIC_REGS_SIZE) {
+                bad++;
+                tap_diag("BAR0 table: a register page at 0x%llx-0x%llx; "
+                         "nfabric_regs.h: at 0x%x and 0x%x, 0x%x bytes", lo,
+                         hi, NFABRIC_REGS_OFFSET, (unsigned)page2,
+                         NFABRIC_REGS_SIZE);
+            }
+        } else if (strstr(what, "header page")) {
+            headers++;
+            if (lo != NFABRIC_DVS_OFFSET || hi + 1 != page2) {
+                bad++;
+                tap_diag("BAR0 table: the header page at 0x%llx-0x%llx; "
+                         "nfabric_regs.h: 0x%x-0x%x", lo, hi,
+                         NFABRIC_DVS_OFFSET, (unsigned)page2 - 1);
+            }
+        } else if (!strncmp(what, "nothing", 7)) {
+            holes++;
+            if (!(lo == NFABRIC_REGS_OFFSET + NFABRIC_REGS_SIZE &&
+                  hi + 1 == NFABRIC_DVS_OFFSET) &&
+                !(lo == NFABRIC_DVS_OFFSET + NFABRIC_DVS_SIZE &&
+                  hi + 1 == bar_end)) {
+                bad++;
+                tap_diag("BAR0 table: nothing at 0x%llx-0x%llx; "
+                         "nfabric_regs.h: at 0x%x-0x%x and 0x%x-0x%" PRIx64,
+                         lo, hi, NFABRIC_REGS_OFFSET + NFABRIC_REGS_SIZE,
+                         NFABRIC_DVS_OFFSET - 1,
+                         NFABRIC_DVS_OFFSET + NFABRIC_DVS_SIZE, bar_end - 1);
+            }
+            if (!strstr(acc, "reads 0") || !strstr(acc, "not counted")) {
+                bad++;
+                tap_diag("BAR0 table: 0x%llx-0x%llx: \"reads 0\" and \"not "
+                         "counted\" missing", lo, hi);
+            }
+        } else if (hi >= NFABRIC_REGS_OFFSET) {
+            bad++;
+            tap_diag("BAR0 table: 0x%llx-0x%llx is neither the register "
+                     "page, the header page nor nothing", lo, hi);
+        }
+    }
+    if (next != bar_end) {
+        bad++;
+        tap_diag("BAR0 table: it ends at 0x%" PRIx64 ", BAR0 is 0x%" PRIx64
+                 " bytes", next, bar_end);
+    }
+    ok = says(a < b ? doc[a + 1] : NULL, "BAR0 is %u KiB",
+              (unsigned)(bar_end / 1024)) && ok;
+    TAP_CHECK(ok && rows >= 6 && pages == 2 && headers == 1 && holes == 2 &&
+              bad == 0, "registers.md's BAR0 table (%u rows): 0-0x%" PRIx64
+              ", the register page at 0x%x and 0x%x, the header page at "
+              "0x%x, nothing (reads 0, not counted) at 0x%x-0x%x and 0x%x-0x%"
+              PRIx64, rows, bar_end - 1, NFABRIC_REGS_OFFSET, (unsigned)page2,
+              NFABRIC_DVS_OFFSET, NFABRIC_REGS_OFFSET + NFABRIC_REGS_SIZE,
+              NFABRIC_DVS_OFFSET - 1, NFABRIC_DVS_OFFSET + NFABRIC_DVS_SIZE,
+              bar_end - 1);
+}
+
+/*
+ * The vendor block's header table: | `+0xOFF` | field | HI:LO | `VALUE` |,
+ * one row per field at nfabric_regs.h's offset, bits and value, the
+ * fields ending at NFABRIC_DVS_HDR_SIZE, where the refusals begin.
+ */
+static void check_header(void)
+{
+    static const struct {
+        const char *field;
+        unsigned off, hi, lo;
+        uint32_t value;
+    } want[] = {
+        { "vendor ID", NFABRIC_DVS_HDR_ID, 15, 0, NFABRIC_DVS_VENDOR_ID },
+        { "vendor block ID", NFABRIC_DVS_HDR_ID, 31, 16, NFABRIC_DVS_BLOCK_ID },
+        { "revision", NFABRIC_DVS_HDR_REVISION, 3, 0, NFABRIC_DVS_REVISION },
+        { "length", NFABRIC_DVS_HDR_LENGTH, 31, 0, NFABRIC_DVS_SIZE },
+    };
+    enum { NW = sizeof(want) / sizeof(want[0]) };
+    unsigned a, b, seen = 0, bad = 0, found[NW] = { 0 }, end = 0, past = 0;
+    bool ok = section("The vendor block's header", &a, &b);
+    char refused[32];
+
+    for (unsigned k = a; k < b; k++) {
+        unsigned off, hi, lo, value, w;
+        char field[64];
+
+        if (sscanf(doc[k], "| `+%x` | %63[^|]| %u:%u | `%x`", &off, field,
+                   &hi, &lo, &value) != 5) {
+            continue;
+        }
+        for (size_t n = strlen(field); n && field[n - 1] == ' '; n--) {
+            field[n - 1] = '\0';
+        }
+        seen++;
+        for (w = 0; w < NW && strcmp(want[w].field, field); w++) {
+        }
+        if (w == NW || off != want[w].off || hi != want[w].hi ||
+            lo != want[w].lo || value != want[w].value) {
+            bad++;
+            tap_diag("header: %s at +0x%x, bits %u:%u, 0x%x: not what "
+                     "nfabric_regs.h says", field, off, hi, lo, value);
+            continue;
+        }
+        found[w]++;
+        end = off + 4 > end ? off + 4 : end;
+    }
+    for (unsigned w = 0; w < NW; w++) {
+        if (found[w] != 1) {
+            bad++;
+            tap_diag("header: %u rows for the %s", found[w], want[w].field);
+        }
+    }
+    if (end != NFABRIC_DVS_HDR_SIZE) {
+        bad++;
+        tap_diag("header: its fields end at +0x%x, nfabric_regs.h's at +0x%x",
+                 end, NFABRIC_DVS_HDR_SIZE);
+    }
+    /* Reads and writes there are refused with UNMAPPED. */
+    snprintf(refused, sizeof(refused), "`+0x%x` or beyond",
+             NFABRIC_DVS_HDR_SIZE);
+    for (unsigned k = a; k < b; k++) {
+        past += strstr(doc[k], refused) != NULL;
+    }
+    if (past != 2) {
+        bad++;
+        tap_diag("header: \"%s\" should be said of reads and of writes",
+                 refused);
+    }
+    TAP_CHECK(ok && seen == NW && bad == 0, "registers.md's vendor block "
+              "header: vendor 0x%04x, block 0x%04x, revision %u, length 0x%x "
+              "at +0x%x/+0x%x/+0x%x; refusals from +0x%x",
+              NFABRIC_DVS_VENDOR_ID, NFABRIC_DVS_BLOCK_ID,
+              NFABRIC_DVS_REVISION, NFABRIC_DVS_SIZE, NFABRIC_DVS_HDR_ID,
+              NFABRIC_DVS_HDR_REVISION, NFABRIC_DVS_HDR_LENGTH,
+              NFABRIC_DVS_HDR_SIZE);
+}
+
+/* The Register Locator's steps, against NFABRIC_CXL_DVSEC_*, _REGLOC_*. */
+static void check_locator(void)
+{
+    unsigned a, b;
+    bool ok = section("Finding the block: the Register Locator DVSEC", &a, &b);
+    const char *s1 = row(a, b, "1"), *s2 = row(a, b, "2");
+    const char *s3 = row(a, b, "3"), *s4 = row(a, b, "4");
+
+    ok = says(s1, "vendor `0x%04x` (CXL) and header 2 (`+0x8`) ID `%u`",
+              NFABRIC_CXL_DVSEC_VENDOR_ID, NFABRIC_CXL_DVSEC_REGLOC) && ok;
+    ok = says(s2, "entry from `+0x%x`", NFABRIC_REGLOC_ENTRIES) && ok;
+    ok = says(s2, "bits %d:0 the BAR, %d:%d the Register Block Identifier, "
+              "31:%d the offset's bits 31:%d",
+              31 - __builtin_clz(NFABRIC_REGLOC_BIR_MASK),
+              31 - __builtin_clz(NFABRIC_REGLOC_RBI_MASK),
+              NFABRIC_REGLOC_RBI_SHIFT,
+              __builtin_ctz(NFABRIC_REGLOC_OFF_LO_MASK),
+              __builtin_ctz(NFABRIC_REGLOC_OFF_LO_MASK)) && ok;
+    ok = says(s2, "identifier `0x%02x`", NFABRIC_REGLOC_RBI_VENDOR) && ok;
+    ok = says(s2, "BAR `%u`, offset `0x%x`", NFABRIC_DVS_BIR,
+              NFABRIC_DVS_OFFSET) && ok;
+    ok = says(s3, "vendor `0x%04x`, block `0x%04x`", NFABRIC_DVS_VENDOR_ID,
+              NFABRIC_DVS_BLOCK_ID) && ok;
+    ok = says(s3, "revision %u or later, length at least `0x%x`",
+              NFABRIC_DVS_REVISION, NFABRIC_DVS_REGS + NFABRIC_REGS_SIZE) &&
+         ok;
+    ok = says(s4, "the vendor block + `0x%x` (%u KiB)", NFABRIC_DVS_REGS,
+              NFABRIC_REGS_SIZE / 1024) && ok;
+    TAP_CHECK(ok, "registers.md's Register Locator steps: DVSEC vendor "
+              "0x%04x ID %u, entries from +0x%x, identifier 0x%02x at BAR %u "
+              "+ 0x%x, the header's values, the register page at + 0x%x",
+              NFABRIC_CXL_DVSEC_VENDOR_ID, NFABRIC_CXL_DVSEC_REGLOC,
+              NFABRIC_REGLOC_ENTRIES, NFABRIC_REGLOC_RBI_VENDOR,
+              NFABRIC_DVS_BIR, NFABRIC_DVS_OFFSET, NFABRIC_DVS_REGS);
+}
+
 int main(void)
 {
     static const NFabricTimingParams tp = { 1000, 5, 300, 32000 };
@@ -262,5 +577,10 @@ int main(void)
               "gives as a number (%u) is the tables'", resets);
     check_tables();
     check_resets(&c);
+    load_doc();
+    check_where();
+    check_bar0();
+    check_header();
+    check_locator();
     return tap_done();
 }
