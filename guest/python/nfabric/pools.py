@@ -313,7 +313,17 @@ class PoolJob(FabricJob):
         self.job_id = _JOBS[0]
         _JOBS[0] += 1
         self.store = _store()
+        self.store_ok = True
+        self.silent = set()             # ranks that said nothing after a failure
         self.where = _where(rank, heads)
+        try:
+            self._start(dev, model, heads, seed, threshold, timeout_ms, opts)
+        except BaseException:
+            self._leaving()
+            raise
+
+    def _start(self, dev, model, heads, seed, threshold, timeout_ms, opts):
+        rank, world, pools = self.grank, self.gworld, self.npools
         # This rank's device first: one head per rank of its pool.
         try:
             h = dev.heads()
@@ -368,10 +378,15 @@ class PoolJob(FabricJob):
 
     # ---- bounded waits that name who failed -----------------------------
     def _peer_error(self, what):
-        """NFabricError for the first other rank that said it failed, or None."""
+        """NFabricError for the first other rank that said it failed, or None.
+        A store that does not answer (rank 0 stopped) is not asked again:
+        the waits then end at their own bounds."""
+        if not self.store_ok:
+            return None
         try:
             f = _failed(self.store, self.gworld)
         except RuntimeError:
+            self.store_ok = False
             return None
         if f is None or f[0] == self.grank:
             return None
@@ -485,6 +500,8 @@ class PoolJob(FabricJob):
         heads = self.world
         key = "nfabric-job%d-%s-" % (self.job_id, tag)
         silent = []
+        if not self.store_ok:
+            return None, []
         try:
             self.store.set(key + str(self.grank), "1")
             end = time.monotonic() + _GRACE_S
@@ -498,7 +515,9 @@ class PoolJob(FabricJob):
                 time.sleep(0.05)
             pe = self._peer_error(tag)
         except RuntimeError:
+            self.store_ok = False
             return None, []
+        self.silent.update(silent)
         return (str(pe) if pe is not None else None), [_where(r, heads) for r in silent]
 
     # ---- collectives, counted ------------------------------------------
@@ -609,14 +628,39 @@ class PoolJob(FabricJob):
         """Aggregate [(param_key, grad ndarray float32)] across every pool;
         returns the aggregated arrays in the same order.  Raises
         NFabricError (docs/pools.md, "Faults")."""
+        try:
+            return self._exchange(tensors)
+        except NFabricError:
+            self._leaving()
+            raise
+
+    def _leaving(self):
+        """This rank is about to raise.  The store lives in rank 0: rank 0
+        waits (at most _GRACE_S) until every other rank has said it is
+        leaving too, so that none finds the store gone before it has read
+        why the job failed."""
+        if not getattr(self, "store_ok", False):
+            return
+        key = "nfabric-job%d-leaving" % self.job_id
+        try:
+            n = self.store.add(key, 1)
+            end = time.monotonic() + _GRACE_S
+            want = self.gworld - len(self.silent)       # not those known gone
+            while self.grank == 0 and n < want and time.monotonic() < end:
+                time.sleep(0.02)
+                n = self.store.add(key, 0)
+        except RuntimeError:
+            self.store_ok = False
+
+    def _exchange(self, tensors):
         self._admit()
         err = None
         try:
             plan, local = self._device_stage(tensors)
         except NFabricError as e:
             err = e
-            if getattr(e, "peer", None) is None:
-                fail(e, self.grank, self.gworld, self.npools)
+            if getattr(e, "peer", None) is None and self.store_ok:
+                self.store_ok = fail(e, self.grank, self.gworld, self.npools)
             if e.code == -errno.ETIMEDOUT:
                 # A rank of this pool stalled: the status below would wait
                 # for it too; the others learn it from the store.
