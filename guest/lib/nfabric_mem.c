@@ -4,8 +4,9 @@
  * (nfabric_dpa_ptr, nfabric_counter) and device memory as accesses
  * through any transport (nfabric_mem_write, nfabric_mem_read), with where
  * a head of a shared device begins a write.  It may call libnfabric.c
- * (nfl_fail), nfabric_round.c (nfabric_heads_read) and a transport's
- * functions through its table.
+ * (nfl_fail), nfabric_round.c (nfabric_heads_read), nfabric_reg.c (the
+ * device's verdict: ERROR_COUNT, nfl_judged) and a transport's functions
+ * through its table.
  */
 #include "nfabric_priv.h"
 

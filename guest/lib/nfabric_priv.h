@@ -9,9 +9,9 @@
  * calls none of them; nfabric_find.c, the transports (nfabric_drv.c,
  * nfabric_resource0.c, nfabric_host.c) call only libnfabric.c;
  * nfabric_reg.c calls nfabric_find.c; nfabric_round.c calls
- * nfabric_reg.c; nfabric_mem.c calls nfabric_round.c; nfabric_open.c
- * calls nfabric_find.c, nfabric_reg.c and the transports, those only
- * through their tables.
+ * nfabric_reg.c; nfabric_mem.c calls nfabric_round.c and nfabric_reg.c;
+ * nfabric_open.c calls nfabric_find.c, nfabric_reg.c and the transports,
+ * those only through their tables.
  */
 #ifndef NFABRIC_GUEST_PRIV_H
 #define NFABRIC_GUEST_PRIV_H
