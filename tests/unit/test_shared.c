@@ -609,6 +609,30 @@ static void *reaper(void *arg)
     return NULL;
 }
 
+typedef struct {
+    NFabricCtrl *c;
+    uint64_t dpa;
+    unsigned n;
+} Writer;
+
+static void *writer_thread(void *arg)
+{
+    Writer *w = arg;
+
+    write_n(w->c, w->dpa, w->n);
+    return NULL;
+}
+
+/* n writes at dpa by c from a new thread of this process. */
+static void write_n_thread(NFabricCtrl *c, uint64_t dpa, unsigned n)
+{
+    Writer w = { c, dpa, n };
+    pthread_t th;
+
+    pthread_create(&th, NULL, writer_thread, &w);
+    pthread_join(th, NULL);
+}
+
 static void test_lock_faults(void)
 {
     NFabricCtrl c;
@@ -829,6 +853,30 @@ static void test_lock_faults(void)
                   "bias with a reaper running (%u raced), no refusal, no "
                   "failed state, every write counted", tries, raced);
     }
+    nfabric_shared_detach(sh, fd, 0);
+
+    /*
+     * A guest's writer that moves to another vCPU thread: biases go to
+     * one thread of a process at a time, and to another once the first
+     * holds none any more.
+     */
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c, 0, 2, &fd);
+    win_set(&c, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 16);
+    write_n_thread(&c, W_BASE + 0x100, NFABRIC_BIAS_MIN);
+    me = sh->stripe[0][1].bias;
+    write_n_thread(&c, W_BASE + 0x200, NFABRIC_BIAS_MIN);
+    TAP_CHECK((uint32_t)me == c.lock_token && sh->stripe[0][2].bias == 0,
+              "moved writer: a thread earns a bias (stripe 1); another "
+              "thread of the process earns none while the first holds one");
+    st = wait_child(bias_child(1, W_BASE + 0x100, 0));
+    write_n_thread(&c, W_BASE + 0x200, NFABRIC_BIAS_MIN);
+    TAP_CHECK(st == 0 && sh->stripe[0][1].bias == 0 &&
+              (uint32_t)sh->stripe[0][2].bias == c.lock_token &&
+              sh->stripe[0][2].bias >> 32 != me >> 32,
+              "moved writer: once another head took the first thread's bias "
+              "back, the other thread earns one (stripe 2)");
     nfabric_shared_detach(sh, fd, 0);
 
     /*

@@ -145,19 +145,55 @@ void nfabric_fork_child(void)
     pthread_mutex_unlock(&nfabric_maps_lock);
 }
 
-/* May this thread hold biased stripes of sh's head?  Claims it if none. */
-static bool nfabric_bias_claim(const NFabricShared *sh, uint32_t thr)
+/* Does thread thr of map's head hold a bias of sh (any window, stripe)? */
+static bool nfabric_bias_held(const NFabricShared *sh,
+                              const NFabricMapping *map, uint32_t thr)
+{
+    uint64_t b = map->token | (uint64_t)thr << 32;
+
+    for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+        for (unsigned k = 0; k < NFABRIC_WIN_STRIPES; k++) {
+            if (__atomic_load_n(&sh->stripe[i][k].bias, __ATOMIC_RELAXED) == b) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/*
+ * Give stripe st (its word held by this thread, thr) the bias me if this
+ * thread may hold sh's head's biases: the first thread that earns one
+ * may, and another once that one holds none any more (a guest's writer
+ * that moved to another vCPU).  Stored under nfabric_maps_lock, so that
+ * no other thread is given them meanwhile.  The list of kept biases is
+ * advisory (nfabric_bias_drop gives back only a bias still its own,
+ * under the word): a thread that loses it to another loses nothing else.
+ */
+static bool nfabric_bias_claim(NFabricShared *sh, uint32_t thr,
+                               __typeof__(sh->stripe[0][0]) *st, uint64_t me)
 {
     NFabricMapping *map;
     bool ok = false;
 
     pthread_mutex_lock(&nfabric_maps_lock);
     map = nfabric_mapping(sh);
-    if (map && !map->lost && nfabric_mb_registered()) {
+    if (map && !map->lost && nfabric_mb_registered() &&
+        map->bias_thr != NFABRIC_BIAS_NONE) {
+        if (map->bias_thr && map->bias_thr != thr &&
+            !nfabric_bias_held(sh, map, map->bias_thr)) {
+            map->bias_thr = 0;
+            memset(map->kept, 0, sizeof(map->kept));
+        }
         if (!map->bias_thr) {
             map->bias_thr = thr;
         }
         ok = map->bias_thr == thr;
+    }
+    if (ok) {
+        st->granted_ns = (uint64_t)nfabric_now_ns();
+        __atomic_store_n(&st->bias, me, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&sh->bias_grants, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&nfabric_maps_lock);
     return ok;
@@ -737,10 +773,7 @@ static void nfabric_stripe_streak(NFabricShared *sh, unsigned i, unsigned k,
         return;
     }
     st->streak = 0;
-    if (nfabric_bias_claim(sh, thr)) {
-        st->granted_ns = (uint64_t)nfabric_now_ns();
-        __atomic_store_n(&st->bias, me, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&sh->bias_grants, 1, __ATOMIC_RELAXED);
+    if (nfabric_bias_claim(sh, thr, st, me)) {
         nfabric_bias_keep(sh, i, k, me);
     }
 }
