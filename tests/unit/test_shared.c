@@ -915,6 +915,14 @@ static void test_lock_faults(void)
             nfabric_ctrl_mem_access(&c, W_BASE + 0x100, (uint8_t *)&v, 8, true);
             again[n] = now_ms() - t0;
         }
+        TAP_CHECK(rd(&c, NFABRIC_REG_LAST_ERROR, 4) == NFABRIC_ERR_STATE &&
+                  sh->round[0].incomplete &&
+                  (rd(&c, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_STATUS), 4) &
+                   NFABRIC_RSTAT_INCOMPLETE),
+                  "refused store: a write refused (STATE) while a peer is "
+                  "stopped inside its stripe leaves the round INCOMPLETE "
+                  "(ROUND_STATUS 0x%" PRIx64 ")",
+                  rd(&c, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_STATUS), 4));
         TAP_CHECK(WIFSTOPPED(st) && first >= NFABRIC_SHARED_LOCK_MS - 50 &&
                   again[0] < NFABRIC_SHARED_LOCK_MS / 2 &&
                   again[1] < NFABRIC_SHARED_LOCK_MS / 2 &&

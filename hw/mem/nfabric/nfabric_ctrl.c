@@ -119,8 +119,9 @@ void nfabric_lock_failed(NFabricCtrl *s, const char *which, int win)
 {
     char why[96];
 
-    if (errno == ETIMEDOUT || !nfabric_state_ok(s)) {
-        return;                 /* held too long, or already reported */
+    if (errno == ETIMEDOUT || errno == EAGAIN || !nfabric_state_ok(s)) {
+        /* Held too long, a bias not taken back now, or already reported. */
+        return;
     }
     if (win >= 0) {
         snprintf(why, sizeof(why), "the lock of window %d in the state file "

@@ -427,6 +427,14 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                                    1);
             }
             if (!nfabric_lock_span(s, i, dpa - s->view.base[i], n, &held)) {
+                if (write && s->shared) {
+                    /*
+                     * A contribution the device did not count: the round
+                     * says so where every waiter looks (ROUND_STATUS).
+                     */
+                    __atomic_store_n(&sh->round[i].incomplete, 1,
+                                     __ATOMIC_RELAXED);
+                }
                 nfabric_access_refused(s, dpa, buf, len, write);
                 break;
             }

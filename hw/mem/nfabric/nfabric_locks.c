@@ -626,8 +626,8 @@ static uint32_t nfabric_bias_need(uint32_t need)
  * one a taker that died was taking back): 0, EINVAL for a bias no head
  * can have written,
  * ETIMEDOUT for a holder that stays inside past the bound (its bias is
- * then given back to it: it still holds the stripe), or membarrier's
- * error.  All or none.
+ * then given back to it: it still holds the stripe), or EAGAIN when no
+ * barrier could be issued (the biases given back too).  All or none.
  */
 static int nfabric_stripes_unbias(NFabricShared *sh, unsigned i, uint64_t mask,
                                   const uint64_t *was, int64_t *deadline)
@@ -657,7 +657,12 @@ static int nfabric_stripes_unbias(NFabricShared *sh, unsigned i, uint64_t mask,
                          __ATOMIC_RELAXED);
         __atomic_store_n(&st->bias, 0, __ATOMIC_RELEASE);
     }
-    rc = nfabric_barrier_all();
+    /*
+     * No barrier (membarrier(2) refused to this process: a seccomp
+     * filter, a kernel without it): the bias is not taken back now, the
+     * operation is refused (EAGAIN); the state is fine.
+     */
+    rc = nfabric_barrier_all() ? EAGAIN : 0;
     now = nfabric_now_ns();
     for (m = mask; m; m &= m - 1) {
         unsigned k = (unsigned)__builtin_ctzll(m);

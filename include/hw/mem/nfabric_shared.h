@@ -447,7 +447,9 @@ void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i);
  * order as the head whose token is token (nfabric_shared_token); *held
  * says which and how, for the unlock.  A span of one stripe biased to
  * this thread is taken with plain stores.  False, with
- * nothing held, as for the locks above (errno ETIMEDOUT or EINVAL).  A
+ * nothing held, as for the locks above (errno ETIMEDOUT or EINVAL), or
+ * EAGAIN when another thread's bias had to be taken back and this process
+ * cannot issue membarrier(2) (the state is fine; the holder keeps it).  A
  * stripe held by a head that died (its live byte free), or by an earlier
  * process of this head, is taken over and window i's round flagged
  * INCOMPLETE.
