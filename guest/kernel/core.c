@@ -4,8 +4,9 @@
  * where the host maps device memory, the register mapping, open/release
  * and sysfs.
  *
- * The controller is a vendor register block at BAR0 + 0x2000 of a CXL
- * Type-3 memory device (PCI 1b36:00f0, class 050210).  cxl_pci owns the PCI
+ * The controller's registers are the register page of a designated vendor
+ * specific register block that the Register Locator DVSEC of a CXL Type-3
+ * memory device (PCI 1b36:00f0, class 050210) names (docs/registers.md).  cxl_pci owns the PCI
  * device and its BARs, so this driver does not bind to it: a PCI bus
  * notifier attaches to each such device while cxl_pci is bound to it, maps
  * the 4 KiB block without requesting the region (cxl_pci's mappings of the

@@ -3,7 +3,8 @@
  * libnfabric: guest user-space access to a NEURON-Fabric CXL device.
  *
  * Finds the device in /sys/bus/pci/devices by PCI ID, maps its register
- * block (BAR0 + NFABRIC_REGS_OFFSET, through sysfs resource0) and the
+ * page (through nfabric.ko's /dev/nfabricN, or the vendor block the
+ * Register Locator DVSEC names, through sysfs resourceN) and the
  * device memory of its CXL RAM region (/dev/daxX.Y), and programs the
  * path-select windows.  Plain C11 + POSIX; docs/guest.md describes it.
  *

@@ -68,7 +68,7 @@ struct nfabric_dev {
     int bar_fd;
     void *bar;
     size_t bar_size;
-    volatile uint8_t *regs;     /* bar + NFABRIC_REGS_OFFSET (or bar: driver) */
+    volatile uint8_t *regs;     /* the register page in bar (or bar: driver) */
     char access[64];            /* how: "driver /dev/nfabricN" or "resource0 (...)" */
     uint32_t version, caps;
     uint64_t dev_mem_size;      /* NFABRIC_REG_MEM_SIZE */

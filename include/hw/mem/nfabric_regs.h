@@ -127,7 +127,7 @@
     X(COMMAND,      13, "unknown command") \
     X(ROUND,        14, "not the window's current round") \
     X(HEAD,         15, "no such head") \
-    X(STATE,        16, "the shared device's state is unusable") \
+    X(STATE,        16, "the shared state is unusable, or a lock stayed busy past the bound") \
     X(OWNER,        17, "outside this head's job (fabric manager)") \
     X(PEER,         18, "another head did not trap the window in time")
 
