@@ -23,13 +23,6 @@
 #include "hw/mem/nfabric_window.h"
 #include "nfabric_ctrl_int.h"
 
-void nfabric_ctrl_dirty(NFabricCtrl *s, uint64_t dpa, uint64_t len)
-{
-    if (s->ops && s->ops->dirty && len) {
-        s->ops->dirty(s->opaque, dpa, len);
-    }
-}
-
 void nfabric_win_event(NFabricCtrl *s, NFabricWinEvent ev,
                        unsigned win, uint32_t code)
 {
@@ -156,29 +149,6 @@ void nfabric_unlock_win(NFabricCtrl *s, unsigned i)
 {
     if (s->shared) {
         nfabric_shared_unlock_win(s->sh, i);
-    }
-}
-
-/* The stripes of window i that n bytes at window offset off touch. */
-bool nfabric_lock_span(NFabricCtrl *s, unsigned i, uint64_t off,
-                       unsigned n, NFabricHeld *held)
-{
-    if (!s->shared) {
-        return true;
-    }
-    if (!nfabric_shared_lock_span(s->sh, s->lock_token, i, s->view.size[i],
-                                  off, n, held)) {
-        nfabric_lock_failed(s, "window", (int)i);
-        return false;
-    }
-    return true;
-}
-
-void nfabric_unlock_span(NFabricCtrl *s, unsigned i,
-                         const NFabricHeld *held)
-{
-    if (s->shared) {
-        nfabric_shared_unlock_span(s->sh, i, held);
     }
 }
 

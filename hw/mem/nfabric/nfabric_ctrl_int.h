@@ -15,7 +15,9 @@
  *   nfabric_regs.c      registers: decode, reads, writes, the vendor
  *                       block's header
  *
- * Each function is declared here under the file that defines it.
+ * Each function is declared here under the file that defines it; the
+ * small helpers several files call (the memory path on every access) are
+ * defined here, inline, as they were when the controller was one file.
  */
 #ifndef HW_MEM_NFABRIC_CTRL_INT_H
 #define HW_MEM_NFABRIC_CTRL_INT_H
@@ -27,7 +29,6 @@
 
 /* ---- nfabric_ctrl.c ------------------------------------------------- */
 
-void nfabric_ctrl_dirty(NFabricCtrl *s, uint64_t dpa, uint64_t len);
 void nfabric_win_event(NFabricCtrl *s, NFabricWinEvent ev,
                        unsigned win, uint32_t code);
 uint64_t nfabric_win_counter_len(const NFabricWindow *w);
@@ -39,16 +40,21 @@ void nfabric_lock_failed(NFabricCtrl *s, const char *which, int win);
 void nfabric_unlock_job(NFabricCtrl *s);
 bool nfabric_lock_win(NFabricCtrl *s, unsigned i);
 void nfabric_unlock_win(NFabricCtrl *s, unsigned i);
-bool nfabric_lock_span(NFabricCtrl *s, unsigned i, uint64_t off,
-                       unsigned n, NFabricHeld *held);
-void nfabric_unlock_span(NFabricCtrl *s, unsigned i,
-                         const NFabricHeld *held);
 void nfabric_state_refused(NFabricCtrl *s, uint64_t off);
 void nfabric_win_clear(NFabricCtrl *s, unsigned i, uint64_t off);
 bool nfabric_win_enable_now(NFabricCtrl *s, unsigned i,
                             const NFabricWindowCfg *cp, uint32_t val);
 void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
                             uint32_t val, uint64_t off);
+
+/* Inline: the memory path calls it on every write. */
+static inline void nfabric_ctrl_dirty(NFabricCtrl *s, uint64_t dpa,
+                                      uint64_t len)
+{
+    if (s->ops && s->ops->dirty && len) {
+        s->ops->dirty(s->opaque, dpa, len);
+    }
+}
 
 static inline bool nfabric_win_enabled(const NFabricCtrl *s, unsigned i)
 {

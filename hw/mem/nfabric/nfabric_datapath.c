@@ -350,6 +350,29 @@ static void nfabric_access_refused(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                       "busy past its bounds");
 }
 
+/* The stripes of window i that n bytes at window offset off touch. */
+static bool nfabric_lock_span(NFabricCtrl *s, unsigned i, uint64_t off,
+                              unsigned n, NFabricHeld *held)
+{
+    if (!s->shared) {
+        return true;
+    }
+    if (!nfabric_shared_lock_span(s->sh, s->lock_token, i, s->view.size[i],
+                                  off, n, held)) {
+        nfabric_lock_failed(s, "window", (int)i);
+        return false;
+    }
+    return true;
+}
+
+static void nfabric_unlock_span(NFabricCtrl *s, unsigned i,
+                                const NFabricHeld *held)
+{
+    if (s->shared) {
+        nfabric_shared_unlock_span(s->sh, i, held);
+    }
+}
+
 /* Retries of one access when another head changes the table meanwhile. */
 #define NFABRIC_ACCESS_TRIES    1000
 
