@@ -6,10 +6,10 @@
  * beside it), then accounted in the statistics, the timing shim and the
  * access record.  Pure C11; the guest is untrusted: an access is checked
  * against device memory and the head's reach first.  Calls the engine
- * (nfabric_engine.h), the shared state's window locks, the timing shim and
+ * (nfabric_engine.h), the shared state's stripe locks, the timing shim and
  * the record, and of the controller's other files (nfabric_ctrl_int.h)
- * nfabric_ctrl.c (errors, lock wrappers) and jobs (the assignment, the
- * view).
+ * nfabric_ctrl.c (errors, a lock that failed, dirty memory) and jobs (the
+ * assignment, the view).
  */
 #include <inttypes.h>
 #include <stdarg.h>
