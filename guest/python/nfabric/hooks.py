@@ -408,12 +408,17 @@ class FabricJob:
             agg = self._read(s, off, n, idx, path, scales)
             if path != "fp32" and self.ef_server:
                 est = self._count_estimate(s, off, n, idx, path, scales)
-                prev = self.server_residual.get(key)
-                self.server_residual[key] = (est - agg).astype(np.float32)
-                if prev is not None:
-                    agg = (agg + prev).astype(np.float32)
+                agg = self._server_feedback(key, est, agg)
             out.append(agg)
         return out
+
+    def _server_feedback(self, key, est, agg):
+        """Server-side error feedback: the read-out plus the residual the
+        last exchange of this bucket left, and this exchange's residual
+        (the counts' estimate less the read-out) kept for the next."""
+        prev = self.server_residual.get(key)
+        self.server_residual[key] = (est - agg).astype(np.float32)
+        return agg if prev is None else (agg + prev).astype(np.float32)
 
     def ef_trace(self):
         """What error feedback did on this rank, over the low-bit

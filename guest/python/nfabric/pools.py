@@ -254,25 +254,23 @@ class _Watched:
     def __getattr__(self, name):
         return getattr(self._dev, name)
 
-    def wait(self, i, seq, timeout_ms=_WAIT_MS):
+    def _watch(self, wait, i, timeout_ms, what, lead):
         job = self._job
         try:
-            return job._sliced(lambda ms: self._dev.wait(i, seq, ms), timeout_ms,
-                               "waiting for the round of window %d" % i)
+            return job._sliced(wait, timeout_ms, what)
         except NFabricError as e:
             if e.code == -errno.ETIMEDOUT and getattr(e, "peer", None) is None:
-                raise job._stalled(e, i) from None
+                raise job._stalled(e, i, lead=lead) from None
             raise
 
+    def wait(self, i, seq, timeout_ms=_WAIT_MS):
+        return self._watch(lambda ms: self._dev.wait(i, seq, ms), i, timeout_ms,
+                           "waiting for the round of window %d" % i, False)
+
     def wait_next(self, i, seq, timeout_ms=_WAIT_MS):
-        job = self._job
-        try:
-            return job._sliced(lambda ms: self._dev.wait_next(i, seq, ms), timeout_ms,
-                               "waiting for window %d's next round" % i)
-        except NFabricError as e:
-            if e.code == -errno.ETIMEDOUT and getattr(e, "peer", None) is None:
-                raise job._stalled(e, i, lead=True) from None
-            raise
+        return self._watch(lambda ms: self._dev.wait_next(i, seq, ms), i,
+                           timeout_ms, "waiting for window %d's next round" % i,
+                           True)
 
 
 def _int_dtype(limit):
@@ -764,16 +762,10 @@ class PoolJob(FabricJob):
             scale = np.float32(np.mean(np.ascontiguousarray(scales[:, idx])))
             agg = self._decide(c, path, scale)
             if self.ef_server:
-                if self.exchange_kind == "counts":
-                    est = (c.astype(np.float32) *
-                           (scale / np.float32(self.gworld))).astype(np.float32)
-                else:
-                    est = (c.astype(np.float32) *
-                           (scale / np.float32(self.npools))).astype(np.float32)
-                prev = self.server_residual.get(key)
-                self.server_residual[key] = (est - agg).astype(np.float32)
-                if prev is not None:
-                    agg = (agg + prev).astype(np.float32)
+                div = self.gworld if self.exchange_kind == "counts" else self.npools
+                est = (c.astype(np.float32) *
+                       (scale / np.float32(div))).astype(np.float32)
+                agg = self._server_feedback(key, est, agg)
             out.append(agg)
         return out
 
