@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests of the controller model (hw/mem/nfabric/nfabric_ctrl.c)
+ * Unit tests of the controller model (hw/mem/nfabric/nfabric_ctrl.c and
+ * the files beside it: nfabric_regs.c, nfabric_datapath.c, ...)
  * without QEMU: one test per class of bad guest value.
  *
  *   register offsets   every offset 0..0x1000 (and some far beyond) at

@@ -349,7 +349,7 @@ static void nfabric_shared_mark_gone(NFabricShared *sh, unsigned h, bool died)
     /*
      * Its map no longer matters.  A window it was enabling (the map
      * protocol) is its job's: the job's next holder of its lock gives it
-     * up (nfabric_ctrl.c), as only the job's lock holder changes the job's
+     * up (nfabric_map.c), as only the job's lock holder changes the job's
      * windows.  The map moves so that waiters look again.
      */
     __atomic_fetch_and(&sh->map_direct, ~bit, __ATOMIC_ACQ_REL);

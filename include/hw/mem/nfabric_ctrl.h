@@ -107,7 +107,7 @@ typedef struct NFabricRtlOps {
 
 /*
  * A head's private copy of the window table, made from the shared table
- * and validated before any of it is used (nfabric_ctrl.c): the memory path
+ * and validated before any of it is used (nfabric_jobs.c): the memory path
  * works only from it, so nothing another head or a corrupted state file
  * wrote can send an access outside device memory.
  */

@@ -47,7 +47,8 @@
  * memory path works only from that copy), bounds every wait and retry,
  * checks the file's size, and survives a truncation (SIGBUS) of the
  * mapping (nfabric_shared_check).  A head that finds the state unusable
- * reports it and refuses the device's accesses (nfabric_ctrl.c).
+ * reports it and refuses the device's accesses (nfabric_ctrl.c,
+ * nfabric_datapath.c).
  *
  * Pure C11 + POSIX (pthread, mmap, flock, fcntl, sigaction) and Linux's
  * futex (the map protocol's notifications): no QEMU
