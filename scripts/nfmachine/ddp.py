@@ -36,6 +36,8 @@ import threading
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .tap import Tap
+
 PY = "/usr/bin/python3"       # Debian's: a python3 earlier on PATH cannot see its torch
 TIMED_OUT = 124
 # Bounds of the waits (a run that passes takes a small part of each).
@@ -76,6 +78,7 @@ class Ctx:
         self.host_build = need_env("NF_HOST_BUILD")
         self.shm = need_env("NF_RUN_SHM")
         self.tmp = need_env("NF_RUN_TMP")
+        self.tap = Tap(numbered=False)      # "ok - ...", as the guests' lines
 
     def py_env(self) -> Dict[str, str]:
         """The environment of a host run: the project's package, its library."""
@@ -264,15 +267,9 @@ def rows_of(text: str) -> List[dict]:
     return [json.loads(ln) for ln in lines(text) if ln.startswith("{")]
 
 
-def tap(good: bool, text: str) -> bool:
-    """One TAP line; GOOD."""
-    print(f"{'ok' if good else 'not ok'} - {text}")
-    return good
-
-
-def tap_all(checks: Sequence[Tuple[bool, str]]) -> bool:
+def tap_all(tap: Tap, checks: Sequence[Tuple[bool, str]]) -> bool:
     """A TAP line for each (good, text); True if every one is good."""
-    return all([tap(good, text) for good, text in checks])
+    return all([tap.ok(good, text) for good, text in checks])
 
 
 def remove(*paths: str) -> None:
@@ -460,12 +457,12 @@ def suite_ddp_host(c: Ctx, d: str) -> bool:
         text, err, _ = ddp_train(c, d, mode.replace(" ", "_"),
                               ["--mode", *mode.split(), "--steps", "12", "--train-samples",
                                "4000", "--test-samples", "500"])
-        good &= tap_all(mode_run_checks(mode, text, err))
+        good &= tap_all(c.tap, mode_run_checks(mode, text, err))
     print("# the paper's architectures: a step through the device, 2 ranks (host heads)")
     for spec in ARCH_SPECS:
         text, err, _ = ddp_train(c, d, arch_name(spec), ["--arch", *spec.split()],
                               module="nfabric.examples.archs", nice=10, state="ddp-arch")
-        good &= tap_all(arch_run_checks(spec, text, err))
+        good &= tap_all(c.tap, arch_run_checks(spec, text, err))
     return good
 
 
@@ -492,18 +489,17 @@ def suite_ddp_vms(c: Ctx, d: str) -> bool:
     script, out = os.path.join(vm, "run.sh"), os.path.join(vm, "cluster.out")
     vm_script(c, script, ddp_vm_commands())
     if vm_run(vm, script, out) == 0:
-        good = tap(True, "2 VMs ran the self-test and a DDP run through the shared device")
+        good = c.tap.ok(True, "2 VMs ran the self-test and a DDP run through the shared device")
     else:
-        good = tap(False, f"2 VMs: {flat(read(out), 3)}")
+        good = c.tap.ok(False, f"2 VMs: {flat(read(out), 3)}")
     logs = read_all(sorted(glob.glob(os.path.join(vm, "host*.log"))))
-    for ln in vm_tap_lines(logs):
-        print(ln)
+    c.tap.lines(vm_tap_lines(logs))
     host, _, _ = ddp_train(c, d, "host-portable", VM_ARGS)
-    good &= tap(*vm_ddp_check(host, logs))
+    good &= c.tap.ok(*vm_ddp_check(host, logs))
     # ResNet-18 in the same 2 VMs: both ranks end equal, and equal to the
     # same run of 2 host heads, bit for bit.
     host, err, _ = ddp_train(c, d, "host-resnet18", VM_RESNET, module="nfabric.examples.archs")
-    return tap(*vm_resnet_check(host, logs, err)) and good
+    return c.tap.ok(*vm_resnet_check(host, logs, err)) and good
 
 
 def suite_ddp(c: Ctx) -> int:
@@ -512,7 +508,7 @@ def suite_ddp(c: Ctx) -> int:
     os.makedirs(d, exist_ok=True)
     good = True
     try:
-        print("# the hooks' aggregation against a reference of all ranks' gradients")
+        c.tap.note("the hooks' aggregation against a reference of all ranks' gradients")
         good &= run([PY, "-m", "nfabric.selftest", "--ranks", "3", "--dir",
                      c.shm_file("selftest")], env=c.py_env(), timeout=HOST_RUN_S) == 0
         good &= suite_ddp_host(c, d)
@@ -562,19 +558,19 @@ def pools_vms(c: Ctx, d: str) -> bool:
            *(["--device-props", props] if props else []),
            "--timeout", "1200", "--dir", d, "--run", f"chroot /host /bin/sh {shlex.quote(script)}"]
     if run(cmd, out=out, err=subprocess.STDOUT, timeout=1200 + VM_GRACE_S) == 0:
-        good = tap(True, "scripts/nfabric pools: 2 pools x 2 VMs (direct map on: counter areas"
-                         " read through its traps) ran DDP (gloo over their own network, a hub"
-                         " on unix sockets) through 2 devices")
+        good = c.tap.ok(True, "scripts/nfabric pools: 2 pools x 2 VMs (direct map on: counter"
+                              " areas read through its traps) ran DDP (gloo over their own"
+                              " network, a hub on unix sockets) through 2 devices")
     else:
-        good = tap(False, f"scripts/nfabric pools, 2 x 2 VMs: {flat(read(out), 4)}")
+        good = c.tap.ok(False, f"scripts/nfabric pools, 2 x 2 VMs: {flat(read(out), 4)}")
     logs = read_all(sorted(glob.glob(os.path.join(d, "pool*", "host*.log"))))
     pools, _, _ = ddp_train(c, d, "host-pools", ["--pools", "2", *POOL_ARGS],
                          ranks=4, state="", cwd=c.tmp)
     flat_run, _, _ = ddp_train(c, d, "host-flat", POOL_ARGS, ranks=4, state="", cwd=c.tmp)
-    good = tap(*pools_vm_check(logs, pools, flat_run)) and good
+    good = c.tap.ok(*pools_vm_check(logs, pools, flat_run)) and good
     for m in grep_o(nl(grep(read(os.path.join(d, "pool0", "host0.log")), '"net_bytes_per_step"')),
                     r'"net_bytes_per_step": \{[^}]*\}'):
-        print(f"# VM rank 0 {m}")
+        c.tap.note(f"VM rank 0 {m}")
     return good
 
 

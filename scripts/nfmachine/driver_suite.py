@@ -33,6 +33,7 @@ from typing import Callable, List, Sequence, Tuple
 
 from .ddp import run
 from .hosts import read as read_file, read_console as read
+from .tap import Tap
 
 # boot(vm options with --run, console log) -> the guest command's status
 Boot = Callable[[List[str], str], int]
@@ -253,10 +254,10 @@ def pybind(root: str, host_build: str) -> int:
     print("# libnfabric.so's exported symbols: versioned (guest/lib/libnfabric.sym)",
           flush=True)
     sym = read_file(os.path.join(root, "guest", "lib", "libnfabric.sym"))
-    for n, (ok, text) in enumerate(symbol_checks(sym, objdump_t(env["NFABRIC_LIB"])), 1):
-        print(f"{'ok' if ok else 'not ok'} {n} - {text}", flush=True)
-        good &= ok
-    return 0 if good else 1
+    tap = Tap()
+    for ok, text in symbol_checks(sym, objdump_t(env["NFABRIC_LIB"])):
+        tap.ok(ok, text)
+    return 1 if tap.failed or not good else 0
 
 
 def sid_root_run(root: str, argv: Sequence[str]) -> List[str]:

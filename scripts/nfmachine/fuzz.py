@@ -33,6 +33,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .ddp import stop_on_signals
 from .hosts import read
+from .tap import Tap
 
 TARGETS = ("ctrl", "shared", "state")        # scripts/lib/fuzz.sh builds these
 # libFuzzer options of every run: inputs up to 1 KiB (200 operations).
@@ -364,53 +365,39 @@ def cover(cov: Dict[str, Set[int]]) -> Tuple[List[str], Set[int]]:
 
 # ---- suite fuzz ---------------------------------------------------------
 
-def comment(lines: List[str]) -> None:
-    for l in lines:
-        print("#   " + l, flush=True)
-
-
 def suite(fz: Fuzz, secs: int, shared_secs: int, state_secs: int, seqs: int) -> int:
     """The `fuzz` suite, the short version of bench fuzz, as TAP (8
     checks); 1 if one failed."""
-    bad = False
-
-    def tap(k: int, good: bool, text: str) -> None:
-        nonlocal bad
-        bad |= not good
-        print(f"{'ok' if good else 'not ok'} {k} - {text}", flush=True)
-
+    tap = Tap()
     n, good, text = fz.unit()
-    tap(1, good, f"controller unit tests under ASan + UBSan ({n} checks)" if good
-        else "controller unit tests under ASan + UBSan")
-    if not good:
-        comment(matching(text, r"^not ok|ERROR|runtime error", 10))
+    tap.ok(good, f"controller unit tests under ASan + UBSan ({n} checks)" if good
+           else "controller unit tests under ASan + UBSan",
+           matching(text, r"^not ok|ERROR|runtime error", 10))
 
     # Every kept input once (regression tests): corpora and past findings.
-    for k, t in enumerate(TARGETS, 2):
+    for t in TARGETS:
         n, good = fz.replay(t)
-        tap(k, good, f"replay of fuzz-{t}: {n} inputs of tests/fuzz/{{corpus,regress}}/{t}, no finding"
-            if good else f"replay of fuzz-{t} ({n} inputs; log: build/fuzz/replay-{t}.log)")
-        if not good:
-            comment(matching(read(os.path.join(fz.dir, f"replay-{t}.log")),
-                             r"invariant|ERROR|runtime error|Running:", 5))
+        tap.ok(good, f"replay of fuzz-{t}: {n} inputs of tests/fuzz/{{corpus,regress}}/{t},"
+               " no finding" if good
+               else f"replay of fuzz-{t} ({n} inputs; log: build/fuzz/replay-{t}.log)",
+               [] if good else matching(read(os.path.join(fz.dir, f"replay-{t}.log")),
+                                        r"invariant|ERROR|runtime error|Running:", 5))
 
-    k = 1 + len(TARGETS)
     for t, s, key, name, good_name in (
             ("ctrl", secs, "engine", "controller model", "controller model"),
             ("shared", shared_secs, "shared", "shared state",
              "shared state (two heads, robust locks)"),
             ("state", state_secs, "state", "corrupted state files", "corrupted state files")):
-        k += 1
         lines, good = fz.run(t, s, 1, key)
         out = " ".join(lines) + " "
-        tap(k, good, f"libFuzzer, {good_name}, {s} s: {out}findings=0" if good
-            else f"libFuzzer, {name}: {out}(inputs: build/fuzz/artifacts/)")
+        tap.ok(good, f"libFuzzer, {good_name}, {s} s: {out}findings=0" if good
+               else f"libFuzzer, {name}: {out}(inputs: build/fuzz/artifacts/)")
 
     lines, good = fz.device(seqs)
     out = " ".join(lines) + " "
-    tap(k + 1, good, f"device sequences under qtest: {out}findings=0" if good
-        else f"device sequences: {out}(log: build/fuzz/device.log)")
-    return 1 if bad else 0
+    tap.ok(good, f"device sequences under qtest: {out}findings=0" if good
+           else f"device sequences: {out}(log: build/fuzz/device.log)")
+    return tap.status()
 
 
 # ---- bench fuzz ---------------------------------------------------------

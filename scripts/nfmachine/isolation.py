@@ -42,6 +42,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from . import nfhost
 from .ddp import stop_on_signals
 from .hosts import read
+from .tap import Tap
 
 CLEAN_USAGE = """\
 usage: scripts/nfabric clean [--build] [--all]
@@ -201,24 +202,6 @@ class Job:
             self.proc.wait(timeout=5)
 
 
-class Tap:
-    """Numbered TAP lines on stdout (nf_tap), comments (nf_comment)."""
-
-    def __init__(self, out: Callable[[str], None] = print):
-        self.n = 0
-        self.failed = False
-        self.out = out
-
-    def line(self, good: bool, text: str) -> None:
-        self.n += 1
-        self.failed |= not good
-        self.out(f"{'ok' if good else 'not ok'} {self.n} - {text}")
-
-    def comment(self, lines: Sequence[str]) -> None:
-        for line in lines:
-            self.out(f"#   {line}")
-
-
 def checkout_copy(root: str, dest: str) -> List[str]:
     """The files of the checkout ROOT (tracked, and new ones not ignored) as
     they are in its work tree, copied to DEST; what git or tar said."""
@@ -307,7 +290,7 @@ class Suite:
         one's (links)."""
         said = checkout_copy(self.root, self.copy)
         for line in said:
-            self.tap.out(f"# {line}")
+            self.tap.note(line)
         remove(self.second)
         os.makedirs(self.second)
         os.symlink(self.qemu_build, os.path.join(self.second, "qemu-build"))
@@ -324,7 +307,7 @@ class Suite:
         said = "\n".join(line for line in read(os.path.join(self.d, "demo.out")).splitlines()
                          if line.startswith("demo:"))
         mode = "%o" % (os.stat("/dev/null").st_mode & 0o7777)
-        self.tap.line(st == 0 and not left and mode == "666",
+        self.tap.ok(st == 0 and not left and mode == "666",
                       f"scripts/nfabric demo ({said}) leaves no process, nothing in /dev/shm or "
                       f"{self.tmp_base}{f' (left: {left})' if left else ''}, /dev/null mode {mode}")
 
@@ -347,20 +330,20 @@ class Suite:
             if not first.running() and not second.running():
                 break
             time.sleep(self.tick)
-        self.tap.line(bool(seen), "two checkouts' clusters at once: each device's state in its "
+        self.tap.ok(bool(seen), "two checkouts' clusters at once: each device's state in its "
                       f"own run's directory ({seen or 'not both seen'})")
         end = time.monotonic() + self.waits["cluster"]
         status = {name: job.wait(max(1.0, end - time.monotonic()))
                   for name, job in (("second", second), ("first", first))}
         for name in ("first", "second"):
             st = status_text(status[name])
-            self.tap.line(st == "0", f"the {name} checkout's 2-host cluster ({cmd}) passed "
+            self.tap.ok(st == "0", f"the {name} checkout's 2-host cluster ({cmd}) passed "
                           f"while the other ran (status {st})")
             if st != "0":
-                self.tap.comment(tail(os.path.join(self.d, f"{name}-cluster.out"), 8))
+                self.tap.diag(tail(os.path.join(self.d, f"{name}-cluster.out"), 8))
         for ck in (self.checkout, self.ck2):
             left = self.left(ck)
-            self.tap.line(not left, f"checkout {ck}'s cluster run left no process and nothing "
+            self.tap.ok(not left, f"checkout {ck}'s cluster run left no process and nothing "
                           f"in /dev/shm or {self.tmp_base}{f': {left}' if left else ''}")
         first.stop()
         second.stop()
@@ -376,11 +359,11 @@ class Suite:
             st = status_text(status[s])
             out = read(os.path.join(self.d, f"test-{s}.out")).splitlines()
             host = any(line.startswith("host: ") and " 0 failed" in line[6:] for line in out)
-            self.tap.line(st == "0" and host,
+            self.tap.ok(st == "0" and host,
                           f"scripts/nfabric test {s} beside another test run: "
                           f"{out[-1] if out else ''}, its host check passed (status {st})")
             if st != "0":
-                self.tap.comment([line for line in out
+                self.tap.diag([line for line in out
                                   if line.startswith(" ") and line.lstrip(" ").startswith("[")
                                   or "failed" in line][:10])
             jobs[s].stop()
@@ -389,7 +372,7 @@ class Suite:
         """3. Two host DDP jobs at once with the defaults (device files, port)."""
         if prepared != 0:
             said = joined(tail(os.path.join(self.d, "ddp-prepare.out"), 2))
-            self.tap.line(False, f"PyTorch for the DDP jobs ({said})")
+            self.tap.ok(False, f"PyTorch for the DDP jobs ({said})")
             return
         env = self.env(drop=("NF_RUN_SHM",), PYTHONPATH=os.path.join(self.root, "guest", "python"),
                        NFABRIC_LIB=os.path.join(self.host_build, "guest", "libnfabric.so"))
@@ -402,13 +385,13 @@ class Suite:
             st = status_text(rc)
             equal = sum('"params_identical": true' in line
                         for line in read(os.path.join(self.d, f"ddp{n}.json")).splitlines())
-            self.tap.line(st == "0" and equal == 2,
+            self.tap.ok(st == "0" and equal == 2,
                           f"host DDP job {n} of 2 at once (train --spawn 2, default device files "
                           f"and port): both ranks end equal (status {st})")
             if st != "0":
-                self.tap.comment(tail(os.path.join(self.d, f"ddp{n}.err"), 5))
+                self.tap.diag(tail(os.path.join(self.d, f"ddp{n}.err"), 5))
         left = joined(sorted(glob.glob(os.path.join(glob.escape(self.shm), "nfabric-ddp-*"))))
-        self.tap.line(not left, f"the two DDP jobs removed their device files{f': {left}' if left else ''}")
+        self.tap.ok(not left, f"the two DDP jobs removed their device files{f': {left}' if left else ''}")
         for job in jobs:
             job.stop()
 
@@ -437,15 +420,15 @@ class Suite:
             job.proc.wait(timeout=self.waits["killed"])
         run_shm = os.path.join(self.shm, f"nfabric-{self.checkout}-run-{runid}")
         run_tmp = os.path.join(self.tmp_base, f"nfabric-{self.checkout}-run-{runid}")
-        self.tap.line(bool(runid) and running(qpid) and os.path.isdir(run_shm),
+        self.tap.ok(bool(runid) and running(qpid) and os.path.isdir(run_shm),
                       f"a run killed with SIGKILL leaves its guest's QEMU (pid {qpid or 'none'}) "
                       "and its run directory behind")
         nxt = self.start([self.nfabric, "test", "--list"], "next-run.out", self.env())
         nxt.wait(self.waits["next"])
         out = read(os.path.join(self.d, "next-run.out"))
-        self.tap.comment([line for line in out.splitlines() if "removed what" in line])
+        self.tap.diag([line for line in out.splitlines() if "removed what" in line])
         time.sleep(0.5)
-        self.tap.line(bool(runid) and not running(qpid) and not os.path.lexists(run_shm)
+        self.tap.ok(bool(runid) and not running(qpid) and not os.path.lexists(run_shm)
                       and not os.path.lexists(run_tmp) and "removed what an earlier run" in out,
                       "the next run of the checkout stopped that QEMU and removed the killed "
                       "run's directories, and said so")
@@ -458,7 +441,7 @@ class Suite:
             for p in (run_shm, run_tmp):
                 remove(p)
             if left:
-                self.tap.out(f"# removed what the killed run still left: {joined(left)}")
+                self.tap.note(f"removed what the killed run still left: {joined(left)}")
 
     def run(self, prepared: int) -> int:
         """The suite: 0 if every check passed."""
@@ -473,7 +456,7 @@ class Suite:
             self.stop_all()
             remove(self.copy)
             remove(self.second)
-        return 1 if self.tap.failed else 0
+        return self.tap.status()
 
 
 def running(pid: str) -> bool:

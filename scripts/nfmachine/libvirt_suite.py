@@ -21,22 +21,15 @@ import time
 from typing import Callable, List, Optional, Tuple
 
 from .hosts import read as read_file
+from .tap import Tap
 
 DOMAIN = "nfabric-guest"
 URI = "qemu:///system"
 
 
-class Tap:
+def suite_tap() -> Tap:
     """The suite's numbered lines, "ok N - libvirt: ..."."""
-
-    def __init__(self):
-        self.n = 0
-        self.failed = False
-
-    def __call__(self, good: bool, text: str) -> None:
-        self.n += 1
-        self.failed |= not good
-        print(f"{'ok' if good else 'not ok'} {self.n} - libvirt: {text}", flush=True)
+    return Tap(prefix="libvirt: ")
 
 
 def run(argv: List[str], out: Optional[str] = None, timeout: float = 120) -> int:
@@ -173,34 +166,34 @@ def one_domain(tap: Tap, d: str, xml: str, serial: str) -> None:
     """The guest checks in one domain, then the domain removed."""
     remove(DOMAIN)
     if virsh("define", xml, out=os.path.join(d, "define.log")) != 0:
-        tap(False, f"virsh define failed: {tail(os.path.join(d, 'define.log'), 3)}")
+        tap.ok(False, f"virsh define failed: {tail(os.path.join(d, 'define.log'), 3)}")
     else:
-        tap(True, f"domain {DOMAIN} defined from {xml}")
+        tap.ok(True, f"domain {DOMAIN} defined from {xml}")
         t0 = time.monotonic()
         if virsh("start", DOMAIN, out=os.path.join(d, "start.log")) != 0:
-            tap(False, f"domain did not start: {tail(os.path.join(d, 'start.log'), 3)}")
+            tap.ok(False, f"domain did not start: {tail(os.path.join(d, 'start.log'), 3)}")
         else:
-            tap(True, "domain started")
+            tap.ok(True, "domain started")
             # The guest's verdict on its serial console.
             wait_serial([serial], 9000, lambda: virsh_text("domstate", DOMAIN) == "shut off")
             ready, exitc, p, f = verdict(serial)
             if ready:
-                tap(True, "guest ready: " + ready[len("NFABRIC-READY "):])
+                tap.ok(True, "guest ready: " + ready[len("NFABRIC-READY "):])
             else:
-                tap(False, f"guest never printed NFABRIC-READY (serial log {serial})")
+                tap.ok(False, f"guest never printed NFABRIC-READY (serial log {serial})")
             if exitc == "0" and p > 0 and f == 0:
-                tap(True, f"guest checks passed: {p} ok, 0 not ok, in "
-                          f"{time.monotonic() - t0:.1f} s from start")
+                tap.ok(True, f"guest checks passed: {p} ok, 0 not ok, in "
+                             f"{time.monotonic() - t0:.1f} s from start")
             else:
-                tap(False, f"guest checks: {p} ok, {f} not ok, exit status "
-                           f"'{exitc or 'none'}' (serial log {serial})")
+                tap.ok(False, f"guest checks: {p} ok, {f} not ok, exit status "
+                              f"'{exitc or 'none'}' (serial log {serial})")
                 for l in read(serial).splitlines():
                     if l.startswith("not ok "):
-                        print("# guest: " + l, flush=True)
+                        tap.note("guest: " + l)
     if remove(DOMAIN, out=os.path.join(d, "undefine.log")) == 0 and virsh("dominfo", DOMAIN) != 0:
-        tap(True, "domain destroyed and undefined")
+        tap.ok(True, "domain destroyed and undefined")
     else:
-        tap(False, f"domain could not be removed: {tail(os.path.join(d, 'undefine.log'), 2)}")
+        tap.ok(False, f"domain could not be removed: {tail(os.path.join(d, 'undefine.log'), 2)}")
 
 
 def cluster(tap: Tap, d: str, libvirt_xml: Callable[[List[str]], int]) -> None:
@@ -215,7 +208,7 @@ def cluster(tap: Tap, d: str, libvirt_xml: Callable[[List[str]], int]) -> None:
         rc = libvirt_xml(["--hosts", "2", "--cpus", "1", "--mem", "1G",
                           "--run", "nfabric-multihost agg", "-o", d])
     if rc != 0:
-        tap(False, "two shared-device domains: libvirt-xml --hosts 2 failed")
+        tap.ok(False, "two shared-device domains: libvirt-xml --hosts 2 failed")
     started = 0
     for r, name in enumerate(names):
         if (virsh("define", os.path.join(d, name + ".xml"),
@@ -223,21 +216,21 @@ def cluster(tap: Tap, d: str, libvirt_xml: Callable[[List[str]], int]) -> None:
                 virsh("start", name, out=os.path.join(d, f"start-{r}.log")) == 0):
             started += 1
     if started == 2:
-        tap(True, "two domains (libvirt-xml --hosts 2) share one device: defined and started")
+        tap.ok(True, "two domains (libvirt-xml --hosts 2) share one device: defined and started")
     else:
         logs = "".join(read(os.path.join(d, f"{k}-{r}.log"))
                        for k in ("start", "define") for r in range(2))
-        tap(False, "two shared-device domains: define/start failed: "
-                   + " ".join(logs.splitlines()[-3:]))
+        tap.ok(False, "two shared-device domains: define/start failed: "
+                      + " ".join(logs.splitlines()[-3:]))
     serials = [os.path.join(d, name + "-serial.log") for name in names]
     wait_serial(serials, 3000)
     for r, name in enumerate(names):
         _, exitc, p, f = verdict(serials[r])
         if exitc == "0" and p > 0 and f == 0:
-            tap(True, f"shared-device domain {r}: {p} checks passed (head {r} of 2)")
+            tap.ok(True, f"shared-device domain {r}: {p} checks passed (head {r} of 2)")
         else:
-            tap(False, f"shared-device domain {r}: {p} ok, {f} not ok, exit "
-                       f"'{exitc or 'none'}' ({serials[r]})")
+            tap.ok(False, f"shared-device domain {r}: {p} ok, {f} not ok, exit "
+                          f"'{exitc or 'none'}' ({serials[r]})")
         remove(name)
 
 
@@ -257,26 +250,26 @@ def suite(build: str, libvirt_xml: Callable[[List[str]], int]) -> int:
     xml, serial = os.path.join(d, "domain.xml"), os.path.join(d, "serial.log")
     if os.path.exists(serial):
         os.unlink(serial)
-    tap = Tap()
+    tap = suite_tap()
     if libvirt_xml(["--serial", serial, "--run", "nfabric-test", "-o", xml]) != 0:
-        tap(False, "libvirt-xml failed")
+        tap.ok(False, "libvirt-xml failed")
         return 1
     daemons = Daemons(d)
     if not daemons.start():
-        tap(False, "libvirtd did not start")
+        tap.ok(False, "libvirtd did not start")
         daemons.stop()
         return 1
     try:
-        tap(True, f"{libvirtd_version()} libvirtd and virtlogd answer on {URI}")
+        tap.ok(True, f"{libvirtd_version()} libvirtd and virtlogd answer on {URI}")
         one_domain(tap, d, xml, serial)
         cluster(tap, os.path.join(d, "cluster"), libvirt_xml)
     except BaseException:
         daemons.stop()              # an error or a signal: none left behind
         raise
     if not daemons.started:
-        tap(True, "libvirtd was already running: left running")
+        tap.ok(True, "libvirtd was already running: left running")
     elif daemons.stop():
-        tap(True, "daemons stopped")
+        tap.ok(True, "daemons stopped")
     else:
-        tap(False, "a daemon did not stop")
-    return 1 if tap.failed else 0
+        tap.ok(False, "a daemon did not stop")
+    return tap.status()

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import qmp, vm
+from .tap import Tap
 from .topology import Topology, TopologyError, size_mib
 
 DEVICE_ID = "cxl-vmem0"
@@ -152,31 +153,6 @@ def differences(a: str, b: str, limit: int) -> List[str]:
     return out[:limit]
 
 
-# ---- TAP --------------------------------------------------------------------
-
-class Tap:
-    """The suite's TAP lines on stdout (as nf_tap does for bash suites)."""
-
-    def __init__(self) -> None:
-        self.n = 0
-        self.failed = 0
-
-    def check(self, good: bool, name: str) -> bool:
-        self.n += 1
-        self.failed += 0 if good else 1
-        print(f"{'ok' if good else 'not ok'} {self.n} - {name}", flush=True)
-        return good
-
-    @staticmethod
-    def note(text: str) -> None:
-        print(f"# {text}", flush=True)
-
-    @classmethod
-    def notes(cls, lines: List[str], prefix: str = "") -> None:
-        for line in lines:
-            cls.note(prefix + line)
-
-
 # ---- the guests -------------------------------------------------------------
 
 @dataclass
@@ -211,8 +187,9 @@ class Guest:
     """One guest: booted by vm.boot() in a thread of POOL, watched, stopped."""
 
     def __init__(self, machine: Machine, pool: ThreadPoolExecutor, d: str, name: str,
-                 topo: Topology):
+                 topo: Topology, tap: Optional[Tap] = None):
         self.machine, self.pool, self.name, self.topo = machine, pool, name, topo
+        self.tap = tap or Tap()     # its notes
         self.log, self.qmp = os.path.join(d, name + ".log"), os.path.join(d, name + ".qmp")
         self.pidfile, self.err = os.path.join(d, name + ".pid"), os.path.join(d, name + ".err")
         topo.extra = ["-qmp", f"unix:{self.qmp},server=on,wait=off",
@@ -227,7 +204,7 @@ class Guest:
         try:
             args = self.machine.qemu_args(self.topo)
         except Exception as exc:  # noqa: BLE001: said, the test fails
-            Tap.note(f"{self.name}: not started: {type(exc).__name__}: {exc}")
+            self.tap.note(f"{self.name}: not started: {type(exc).__name__}: {exc}")
             return False
         self.future = self.pool.submit(self._watch, args)
         for _ in range(150):
@@ -236,8 +213,8 @@ class Guest:
             if self.future.done():
                 break
             time.sleep(0.1)
-        Tap.note(f"{self.name}: no QMP socket after 15 s: "
-                 + " | ".join(tail(self.err, 3)))
+        self.tap.note(f"{self.name}: no QMP socket after 15 s: "
+                      + " | ".join(tail(self.err, 3)))
         return False
 
     def _watch(self, args: List[str]) -> vm.Outcome:
@@ -405,9 +382,9 @@ class Suite:
         try:
             topo = topology(*described, **options)
         except TopologyError as exc:
-            Tap.note(f"{name}: not started: {exc}")
+            self.tap.note(f"{name}: not started: {exc}")
             return None
-        g = Guest(self.machine, self.pool, self.d, name, topo)
+        g = Guest(self.machine, self.pool, self.d, name, topo, self.tap)
         self.guests.append(g)
         return g if g.start() else None
 
@@ -417,7 +394,7 @@ class Suite:
         for g in self.guests:
             if g.running():
                 if say:
-                    Tap.note(f"stopping the guest {g.name} left by a failed test")
+                    self.tap.note(f"stopping the guest {g.name} left by a failed test")
                 g.stop()
         self.guests = [g for g in self.guests if g.running()]
 
@@ -431,11 +408,10 @@ class Suite:
         for f in self.files:
             _remove(f)
 
-    @staticmethod
-    def compared(a: str, b: str, limit: int) -> None:
+    def compared(self, a: str, b: str, limit: int) -> None:
         """A's and B's differing lines as comments (nothing if equal)."""
         if a != b:
-            Tap.notes(differences(a, b, limit))
+            self.tap.lines(differences(a, b, limit), "# ")
 
     # ---- 1. live migration mid-round
     def migration(self) -> None:
@@ -450,11 +426,11 @@ class Suite:
         src = self.start("mig-src", "cxl-neuron-fabric", self.mem, self.cxl_mem, MIGRATE_CMD,
                          mem_path=s_mem, extra=RP1)
         if src is None:
-            tap.check(False, "source QEMU started")
+            tap.ok(False, "source QEMU started")
             return
         if not src.wait_for(r"^LC-MIGRATE-READY", 1, 120):
-            tap.check(False, "source guest runs the round (LC-MIGRATE-READY)")
-            tap.notes(src.lines()[-20:])
+            tap.ok(False, "source guest runs the round (LC-MIGRATE-READY)")
+            tap.lines(src.lines()[-20:], "# ")
             return
         sock = os.path.join(d, "mig.sock")
         _remove(sock)
@@ -462,7 +438,7 @@ class Suite:
                          "echo the destination never boots this", mem_path=d_mem,
                          extra=RP1 + ["-S", "-incoming", f"unix:{sock}"])
         if dst is None:
-            tap.check(False, "destination QEMU started")
+            tap.ok(False, "destination QEMU started")
             return
         # QEMU listens for the incoming migration only once the machine is
         # made, well after its QMP socket appears (seconds on a busy machine).
@@ -471,14 +447,14 @@ class Suite:
                 break
             time.sleep(0.1)
         if not _is_socket(sock):
-            tap.check(False, f"destination QEMU listens on {sock} (30 s)")
+            tap.ok(False, f"destination QEMU listens on {sock} (30 s)")
             return
         if not self.migrate(src, sock):
             return
         src_gbw = self.switchover(src, dst, s_mem, d_mem)
         call(src.qmp, "quit")
         rc = src.wait_exit(30)
-        tap.check(rc == 0, f"source QEMU exited normally after the migration (status {rc})")
+        tap.ok(rc == 0, f"source QEMU exited normally after the migration (status {rc})")
         self.destination(dst, d_mem, src_gbw)
 
     def migrate(self, src: Guest, sock: str) -> bool:
@@ -487,11 +463,11 @@ class Suite:
         started, _ = call(src.qmp, "migrate", {"uri": f"unix:{sock}"})
         status, info = migration(src.qmp) if started else ("", None)
         text = json.dumps(info, sort_keys=True) if info is not None else ""
-        Tap.note(f"source query-migrate: {text[:400]}")
+        self.tap.note(f"source query-migrate: {text[:400]}")
         if not self.tap.check(status == "completed",
                               f"migration completed while the guest wrote (status"
                               f" {status or 'none'}, source QEMU alive: no physmem assertion)"):
-            Tap.notes(tail(src.err, 5), "src: ")
+            self.tap.lines(tail(src.err, 5), "# src: ")
             return False
         st = dirty_syncs(info)
         self.tap.check(st is not None and st >= 2,
@@ -505,25 +481,25 @@ class Suite:
         src_fig = figures(src.qmp) or "(qom-get failed)"
         dst_fig = figures(dst.qmp) or "(qom-get failed)"
         src_gbw = figure(src_fig, "stats-gbinary-writes")
-        Tap.note("source at switchover: " + "".join(
+        self.tap.note("source at switchover: " + "".join(
             line + " " for line in src_fig.splitlines()
             if re.search(r"stats-(fp32|gbinary)-writes", line)))
-        tap.check(src_fig == dst_fig and (src_gbw or 0) > 0,
+        tap.ok(src_fig == dst_fig and (src_gbw or 0) > 0,
                   f"every statistic and timing figure ({len(FIGURES)}) equal on source"
                   " and destination")
         self.compared(src_fig, dst_fig, 1000)
         src_pci, dst_pci = hmp(src.qmp, "info pci"), hmp(dst.qmp, "info pci")
-        tap.check(bool(src_pci) and src_pci == dst_pci and "secondary bus 13" in dst_pci,
+        tap.ok(bool(src_pci) and src_pci == dst_pci and "secondary bus 13" in dst_pci,
                   "PCI state equal on the destination: cxl-rp bus numbers and windows,"
                   " device BARs (info pci)")
         self.compared(src_pci, dst_pci, 20)
         for region in ("pxb-cxl-host", "cxl-rp"):
             src_regs, dst_regs = cachemem_regs(src.qmp, region), cachemem_regs(dst.qmp, region)
-            tap.check(bool(src_regs) and src_regs == dst_regs,
+            tap.ok(bool(src_regs) and src_regs == dst_regs,
                       f"{region}: CXL.cache/mem registers (HDM decoders) equal on the"
                       " destination")
             self.compared(src_regs, dst_regs, 10)
-        tap.check(_same_file(s_mem, d_mem), "device memory byte-identical on source and"
+        tap.ok(_same_file(s_mem, d_mem), "device memory byte-identical on source and"
                   f" destination ({self.cxl_mem}, cmp)")
         return src_gbw
 
@@ -540,21 +516,21 @@ class Suite:
         except OSError as exc:
             _say(f"the stop word not written into {d_mem}: {exc}")
         if not dst.wait_for(r"^NFABRIC-EXIT=", 1, 180):
-            tap.check(False, "the guest finished on the destination")
-            tap.notes(dst.lines()[-20:])
+            tap.ok(False, "the guest finished on the destination")
+            tap.lines(dst.lines()[-20:], "# ")
             return
         lines = dst.lines()
         for good, name in guest_checks(lines):
-            tap.check(good, "destination guest: " + name)
+            tap.ok(good, "destination guest: " + name)
         guest_gbw = guest_gbinary_writes(lines)
-        tap.notes([line for line in lines if line.startswith("LC iterations=")])
-        tap.check(guest_gbw is not None and src_gbw is not None and guest_gbw > src_gbw,
+        tap.lines([line for line in lines if line.startswith("LC iterations=")], "# ")
+        tap.ok(guest_gbw is not None and src_gbw is not None and guest_gbw > src_gbw,
                   "the G-Binary round went on after the switchover"
                   f" ({_or_q(src_gbw)} writes on the source, {_or_q(guest_gbw)} in all)")
-        tap.check(count_matching(lines, r"^magic: |^pci: ") > 0 and "NFABRIC-EXIT=0" in lines,
+        tap.ok(count_matching(lines, r"^magic: |^pci: ") > 0 and "NFABRIC-EXIT=0" in lines,
                   "nfabricctl info/windows through the register block on the destination;"
                   " guest exit 0")
-        tap.check(dst.wait_exit(30) == 0, "destination QEMU exited normally")
+        tap.ok(dst.wait_exit(30) == 0, "destination QEMU exited normally")
 
     # ---- 2. two warm resets in one run
     def reboots(self) -> None:
@@ -562,23 +538,23 @@ class Suite:
         tap.note("2. warm reset: guest reboot -f, then QMP system_reset, in one QEMU run")
         g = self.start("reboot", "cxl-neuron-fabric", "1G", "256M", REBOOT_CMD, reboot=True)
         if g is None:
-            tap.check(False, "QEMU started")
+            tap.ok(False, "QEMU started")
             return
         if g.wait_for(r"^LC-RESET-ME", 1, 180):
-            tap.check(call(g.qmp, "system_reset")[0], "QMP system_reset sent on the second boot")
+            tap.ok(call(g.qmp, "system_reset")[0], "QMP system_reset sent on the second boot")
         else:
-            tap.check(False, "the guest rebooted itself and asked for system_reset (LC-RESET-ME)")
+            tap.ok(False, "the guest rebooted itself and asked for system_reset (LC-RESET-ME)")
         g.wait_for(r"^NFABRIC-EXIT=", 1, 180)
         lines = g.lines()
         for good, name in guest_checks(lines):
-            tap.check(good, "guest: " + name)
+            tap.ok(good, "guest: " + name)
         n = count_matching(lines, r"^NFABRIC-READY")
-        tap.check(n == 3 and count_matching(lines, r"NFABRIC-NOT-READY") == 0,
+        tap.ok(n == 3 and count_matching(lines, r"NFABRIC-NOT-READY") == 0,
                   f"region and dax came up on all 3 boots ({n} NFABRIC-READY, no NOT-READY)")
-        tap.notes([line for line in lines
-                   if re.search(r"NFABRIC-(NOT-)?READY|^LC-BOOT|Range register", line)])
-        tap.check("NFABRIC-EXIT=0" in lines, "third boot finished its checks (exit 0)")
-        tap.check(g.wait_exit(30) == 0, "QEMU exited normally")
+        tap.lines([line for line in lines
+                   if re.search(r"NFABRIC-(NOT-)?READY|^LC-BOOT|Range register", line)], "# ")
+        tap.ok("NFABRIC-EXIT=0" in lines, "third boot finished its checks (exit 0)")
+        tap.ok(g.wait_exit(30) == 0, "QEMU exited normally")
 
     # ---- 3. stock cxl-type3: the same QEMU code paths
     def stock(self) -> None:
@@ -587,20 +563,20 @@ class Suite:
                  " 1 GiB of device memory")
         g = self.start("stock", "cxl-type3", "2G", "1G", "sleep 300", reboot=True)
         if g is None:
-            tap.check(False, "QEMU started")
+            tap.ok(False, "QEMU started")
             return
-        tap.check(g.wait_for(r"^NFABRIC-READY", 1, 120)
+        tap.ok(g.wait_for(r"^NFABRIC-READY", 1, 120)
                   and call(g.qmp, "system_reset")[0]
                   and g.wait_for(r"^NFABRIC-(NOT-)?READY", 2, 120)
                   and count_matching(g.lines(), r"^NFABRIC-READY") == 2,
                   "stock cxl-type3: region and dax again after system_reset")
         started, _ = call(g.qmp, "migrate", {"uri": "exec:cat > /dev/null"})
         status = migration(g.qmp)[0] if started else ""
-        if not tap.check(status == "completed", "stock cxl-type3: migration of a 2 GiB guest"
+        if not tap.ok(status == "completed", "stock cxl-type3: migration of a 2 GiB guest"
                          f" completed (status {status or 'none'})"):
-            tap.notes(tail(g.err, 5))
+            tap.lines(tail(g.err, 5), "# ")
         call(g.qmp, "quit")
-        tap.check(g.wait_exit(30) == 0, "stock cxl-type3: QEMU exited normally")
+        tap.ok(g.wait_exit(30) == 0, "stock cxl-type3: QEMU exited normally")
 
 
 def _or_q(n: Optional[int]) -> str:
@@ -630,6 +606,6 @@ def run(machine: Machine, d: str, shm: str, mem: str, cxl_mem: str) -> int:
             suite.reap()
     finally:
         suite.close()
-    print(f"1..{suite.tap.n}", flush=True)
-    Tap.note(f"consoles and QEMU output: {d}")
-    return 1 if suite.tap.failed else 0
+    suite.tap.plan()
+    suite.tap.note(f"consoles and QEMU output: {d}")
+    return suite.tap.status()

@@ -19,6 +19,8 @@ import subprocess
 import sys
 from typing import List
 
+from .tap import Tap
+
 SHEBANG = re.compile(r"#!.*(/sh|/bash|env bash|env sh)$")
 MIN_FILES = 25          # fewer means the search itself is broken
 
@@ -53,26 +55,22 @@ def lint(root: str, out=print) -> int:
                              check=False).stdout
     m = re.search(r"^version: (.*)$", version, re.M)
     files = shell_files(root)
-    out(f"# shellcheck {m.group(1) if m else '?'}, {len(files)} files")
+    tap = Tap(out)
+    tap.note(f"shellcheck {m.group(1) if m else '?'}, {len(files)} files")
     if len(files) < MIN_FILES:
-        out(f"not ok - only {len(files)} shell files found (git ls-files in {root})")
+        tap.ok(False, f"only {len(files)} shell files found (git ls-files in {root})",
+               numbered=False)
         return 1
-    rc = 0
-    for n, f in enumerate(files, 1):
+    for f in files:
         # -x follows `. FILE` (scripts/nfabric reads every library); each
         # file's own directives say where its sources are.
         p = subprocess.run(["shellcheck", "-x", "-f", "gcc", f], cwd=root,
                            capture_output=True, text=True, check=False)
-        if p.returncode == 0:
-            out(f"ok {n} - shellcheck {f}")
-            continue
         text = p.stdout + p.stderr
         findings = len(re.findall(r": (error|warning|note|style):", text))
-        out(f"not ok {n} - shellcheck {f}: {findings} findings")
-        for line in text.splitlines():
-            out(f"#   {line}")
-        rc = 1
-    return rc
+        tap.ok(p.returncode == 0, f"shellcheck {f}" if p.returncode == 0
+               else f"shellcheck {f}: {findings} findings", text)
+    return tap.status()
 
 
 def unit(root: str, host_build: str, qemu_src: str) -> int:

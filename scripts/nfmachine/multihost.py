@@ -22,6 +22,7 @@ import traceback
 from typing import Callable, List, Sequence, TextIO, Tuple
 
 from . import qmp
+from .tap import Tap
 from .vm import thread_event_loop
 from .hosts import (Cluster, env, firmware, read, relay_lines, state_lines, state_tool,
                     state_value)
@@ -64,30 +65,6 @@ REFUSAL_MACHINE = ["-nodefaults", "-display", "none", "-S", "-M", "q35,cxl=on", 
                    "-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"]
 
 
-class Tap:
-    """The suite's TAP on OUT: plain lines, "ok -"/"not ok -" checks, and
-    checks numbered as the shell's nf_tap numbered them."""
-
-    def __init__(self, out: TextIO):
-        self.out = out
-        self.n = 0
-
-    def line(self, text: str) -> None:
-        self.out.write(text + "\n")
-        self.out.flush()
-
-    def lines(self, texts: Sequence[str], prefix: str = "") -> None:
-        for text in texts:
-            self.line(prefix + text)
-
-    def check(self, cond: bool, text: str) -> None:
-        self.line(f"{'ok' if cond else 'not ok'} - {text}")
-
-    def numbered(self, cond: bool, text: str) -> None:
-        self.n += 1
-        self.line(f"{'ok' if cond else 'not ok'} {self.n} - {text}")
-
-
 def case_dir(name: str) -> str:
     return os.path.join(env("NF_BUILD"), "test-logs", "multihost", name)
 
@@ -128,15 +105,15 @@ def kill(tap: Tap) -> None:
         os.kill(pid, signal.SIGKILL)
         tap.line(f"# kill: SIGKILL to host 1's QEMU (pid {pid}) mid-round")
         rc1 = c.status(1, 60)
-        tap.check(rc1 != 0, f"kill: host 1's QEMU is gone (status {rc1})")
+        tap.ok(rc1 != 0, f"kill: host 1's QEMU is gone (status {rc1})")
         shutil.copyfile(c.path("host1.log"), c.path("host1-killed.log"))
         # Started again: the same head joins the same device.
         c.boot(1, 2, "nfabric-multihost rejoin", cpus=1, mem_mib=1024, timeout=600)
         rc0, rc1 = c.status(0, 660), c.status(1, 660)
         c.finish()
         tap.lines(c.tap(2))
-        tap.check(rc0 == 0 and rc1 == 0, f"kill: the survivor (status {rc0}) and the"
-                  f" restarted host (status {rc1}) finish")
+        tap.ok(rc0 == 0 and rc1 == 0, f"kill: the survivor (status {rc0}) and the"
+               f" restarted host (status {rc1}) finish")
 
 
 # ---- (f) system_reset of a host mid-round ----------------------------------
@@ -160,7 +137,7 @@ def reset(tap: Tap) -> None:
         tap.lines(c.tap(2))
         tap.lines([line for line in c.console(1).splitlines()
                    if re.match(r"NFABRIC-(READY|NOT-READY)", line)], "# host 1: ")
-        tap.check(rc0 == 0 and rc1 == 0, f"reset: both hosts finish (status {rc0}, {rc1})")
+        tap.ok(rc0 == 0 and rc1 == 0, f"reset: both hosts finish (status {rc0}, {rc1})")
 
 
 # ---- (g) the state file truncated under 2 running hosts --------------------
@@ -252,7 +229,7 @@ def sanitize(tap: Tap, n: int) -> None:
         tap.lines(c.tap(1))
         for r in range(1, n):
             tap.lines(attack_lines(c.d, n, r, c.console(r).replace("\r", ""), c.messages(r)))
-        tap.check(not any(bad), f"sanitize{n}: all {n} hosts finish")
+        tap.ok(not any(bad), f"sanitize{n}: all {n} hosts finish")
 
 
 # ---- the fabric manager's cases: hosts started paused ----------------------
@@ -310,8 +287,8 @@ def jobs(tap: Tap, n: int) -> None:
         tap.lines(c.tap(n))
         tap.lines([line for line in state_lines(c.path("state")) or []
                    if re.match(r"(fm_|job|head[0-9]+_job|range)", line)], "# state: ")
-        tap.check(not any(bad), f"jobs{n}: every host finishes ({n} hosts: {n - 1} victims,"
-                  " 1 attacker)")
+        tap.ok(not any(bad), f"jobs{n}: every host finishes ({n} hosts: {n - 1} victims,"
+               " 1 attacker)")
 
 
 def reassign_fm(n: int, step: str) -> List[str]:
@@ -341,35 +318,37 @@ def reassign(tap: Tap, n: int) -> None:
             return
         state = c.path("state")
         rc, out = state_tool("fm", state, *reassign_fm(n, "start"))
-        tap.numbered(rc == 0, f"{name}: the fabric manager assigns job 0 (hosts 0-{n - 2},"
-                     f" 0-16 MiB) and job 1 (host {last}, 16-32 MiB)")
+        tap.ok(rc == 0, f"{name}: the fabric manager assigns job 0 (hosts 0-{n - 2},"
+               f" 0-16 MiB) and job 1 (host {last}, 16-32 MiB)", numbered=True)
         for r in range(n):
             c.cont(r)
         if not c.wait_mark(last, 300):
             tap.line(f"not ok - {name}: job 1 never enabled its window")
             return
         rc, out = state_tool("fm", state, *reassign_fm(n, "memory"))
-        tap.numbered(rc != 0 and "window 9 of job 1 is enabled over 0x1400000+0x10000" in out,
-                     f"{name}: giving job 1's memory under its enabled window 9 to job 0 is"
-                     f" refused, naming the window and the range ({out})")
+        tap.ok(rc != 0 and "window 9 of job 1 is enabled over 0x1400000+0x10000" in out,
+               f"{name}: giving job 1's memory under its enabled window 9 to job 0 is"
+               f" refused, naming the window and the range ({out})", numbered=True)
         rc, out = state_tool("fm", state, *reassign_fm(n, "slot"))
-        tap.numbered(rc != 0 and "window 9 is enabled in job 1" in out,
-                     f"{name}: moving enabled window 9's slot to job 0 is refused ({out})")
+        tap.ok(rc != 0 and "window 9 is enabled in job 1" in out,
+               f"{name}: moving enabled window 9's slot to job 0 is refused ({out})",
+               numbered=True)
         if "range1=0x1000000+0x1000000 job=1 owner=job" not in (state_lines(state) or []):
             ranges = [line for line in state_tool(state)[1].splitlines()
                       if line.startswith("range")]
-            tap.numbered(False, f"{name}: the refused assignments changed nothing"
-                         f" ({''.join(line + ' ' for line in ranges)})")
+            tap.ok(False, f"{name}: the refused assignments changed nothing"
+                   f" ({''.join(line + ' ' for line in ranges)})", numbered=True)
         rc, out = state_tool("fm", state, *reassign_fm(n, "ask"))
-        tap.numbered(rc == 0, f"{name}: job 1 is asked to give window 9 up (window 14 in its slots)")
+        tap.ok(rc == 0, f"{name}: job 1 is asked to give window 9 up (window 14 in its slots)",
+               numbered=True)
         c.wait_for(last, "^REASSIGN-DISABLED", 300)
         rc, out = state_tool("fm", state, *reassign_fm(n, "memory"))
-        tap.numbered(rc == 0, f"{name}: with window 9 disabled, the memory goes to job 0"
-                     f" ({out or 'accepted'})")
+        tap.ok(rc == 0, f"{name}: with window 9 disabled, the memory goes to job 0"
+               f" ({out or 'accepted'})", numbered=True)
         bad = [c.status(r, 400) != 0 for r in range(n)]
         c.finish()
         tap.lines(c.tap(n))
-        tap.check(not any(bad), f"{name}: every host finishes ({n - 1} of job 0, 1 of job 1)")
+        tap.ok(not any(bad), f"{name}: every host finishes ({n - 1} of job 0, 1 of job 1)")
 
 
 # ---- (j), (n) a host stopped (SIGSTOP) again and again ---------------------
@@ -454,8 +433,8 @@ def pause(tap: Tap, n: int, apart: bool = False) -> None:
             if not boot_paused(tap, c, name, n, cmd, mem_mib=mem, timeout=400):
                 return
             rc, out = state_tool("fm", c.path("state"), *apart_fm(n))
-            tap.numbered(rc == 0, f"{name}: the fabric manager puts each host in a job of its"
-                         f" own, host 1 (the one stopped) in job 1 ({out})")
+            tap.ok(rc == 0, f"{name}: the fabric manager puts each host in a job of its"
+                   f" own, host 1 (the one stopped) in job 1 ({out})", numbered=True)
             for r in range(n):
                 c.cont(r)
         if not c.wait_mark(1, 300):
@@ -489,17 +468,17 @@ def pause(tap: Tap, n: int, apart: bool = False) -> None:
         tap.line(f"# {name}: host 1's QEMU (pid {pid}) stopped {plan.k} times for about 1.5 s"
                  f" ({plan.free} not holding its job's configuration lock, {plan.busy} holding"
                  f" it; {plan.tries} stops in all)")
-        tap.check(plan.free >= 2, f"{name}: host 1 was stopped at least twice where it held"
-                  f" no configuration lock ({plan.free} times)")
+        tap.ok(plan.free >= 2, f"{name}: host 1 was stopped at least twice where it held"
+               f" no configuration lock ({plan.free} times)")
         if apart:
-            tap.check(plan.busy >= 1, f"{name}: host 1 was stopped at least once holding its"
-                      f" job's configuration lock ({plan.busy} times)")
-        tap.check(worst < 1000, f"{name}: QMP of every other host answered within a second"
-                  f" while host 1 was stopped (slowest {worst} ms)")
+            tap.ok(plan.busy >= 1, f"{name}: host 1 was stopped at least once holding its"
+                   f" job's configuration lock ({plan.busy} times)")
+        tap.ok(worst < 1000, f"{name}: QMP of every other host answered within a second"
+               f" while host 1 was stopped (slowest {worst} ms)")
         bad = [c.status(r, 300) != 0 for r in range(n)]
         c.finish()
         tap.lines(c.tap(n))
-        tap.check(not any(bad), f"{name}: all {n} hosts finish")
+        tap.ok(not any(bad), f"{name}: all {n} hosts finish")
 
 
 # ---- (k) each head's own range mapped directly -----------------------------
@@ -544,7 +523,7 @@ def own(tap: Tap, name: str, n: int, mib: int) -> bool:
         bad = any([c.status(r, 660) != 0 for r in range(n)]) or bad
         c.finish()
         tap.lines(c.tap(n))
-        tap.check(not bad, f"{name}: every host finishes ({n} hosts)")
+        tap.ok(not bad, f"{name}: every host finishes ({n} hosts)")
         return not bad
 
 
@@ -575,8 +554,8 @@ def example(tap: Tap) -> None:
     tap.lines(relay_example(d))
     good = proc.returncode == 0 and \
         len(re.findall(r"^host [01]: status 0,", out, re.M)) == 2
-    tap.numbered(good, f"example_cluster.py: 2 heads booted from Python, both exit 0"
-                 f" (consoles: {d})")
+    tap.ok(good, f"example_cluster.py: 2 heads booted from Python, both exit 0"
+           f" (consoles: {d})", numbered=True)
 
 
 def relay_example(d: str) -> List[str]:
@@ -843,7 +822,7 @@ def suite(out: TextIO = sys.stdout, only: Sequence[str] = ()) -> int:
     case that fails with an error is a "not ok" naming it (the error on
     stderr) and the next case runs.  0 if no case raised (the checks'
     verdicts are in the TAP)."""
-    tap = Tap(out)
+    tap = Tap(out, numbered=False)
     status = 0
     for name, comments, case in cases(tap):
         if only and name not in only:

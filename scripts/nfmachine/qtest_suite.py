@@ -15,9 +15,10 @@ import os
 import signal
 import subprocess
 import time
-from typing import Callable, List, Optional
+from typing import Callable, List
 
 from .hosts import read
+from .tap import Tap
 
 BASE = "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0"
 
@@ -34,23 +35,12 @@ CMDLINE = ["-M", "q35,cxl=on", "-nodefaults", "-display", "none", "-S",
            "-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"]
 
 
-def comment(text: str, head: Optional[int] = None, tail: Optional[int] = None) -> None:
-    lines = text.splitlines()
-    lines = lines[:head] if head else lines[-tail:] if tail else lines
-    for l in lines:
-        print("#   " + l)
-
-
 class Suite:
     def __init__(self, qemu: str, build: str, shm: str):
         self.qemu = qemu
         self.build = build          # NF_BUILD
         self.shm = shm              # the run's /dev/shm directory
-        self.failed = False
-
-    def tap(self, n: int, good: bool, text: str) -> None:
-        self.failed |= not good
-        print(f"{'ok' if good else 'not ok'} {n} - {text}", flush=True)
+        self.tap = Tap()            # the checks, numbered in the order they run
 
     def qemu_quit(self, *devices: str) -> tuple:
         """QEMU with the devices, `quit` on its monitor: (status, output)."""
@@ -65,39 +55,36 @@ class Suite:
             out = e.stdout or ""
             return 124, out.decode(errors="replace") if isinstance(out, bytes) else out
 
-    def refused(self, n: int, name: str, want: str, *devices: str) -> None:
+    def refused(self, name: str, want: str, *devices: str) -> None:
         """QEMU must refuse to start and say what is wrong."""
         rc, out = self.qemu_quit(*devices)
         good = rc != 0 and want in out
-        self.tap(n, good, f"refused: {name}" + ("" if good else f" (rc={rc})"))
-        if not good:
-            comment(out, head=5)
+        self.tap.ok(good, f"refused: {name}" + ("" if good else f" (rc={rc})"),
+                    out.splitlines()[:5])
 
-    def accepted(self, n: int, name: str, device: str) -> None:
+    def accepted(self, name: str, device: str) -> None:
         rc, out = self.qemu_quit(device)
-        self.tap(n, rc == 0, f"accepted: {name}" + ("" if rc == 0 else f" (rc={rc})"))
-        if rc != 0:
-            comment(out, head=5)
+        self.tap.ok(rc == 0, f"accepted: {name}" + ("" if rc == 0 else f" (rc={rc})"),
+                    out.splitlines()[:5])
 
     def listing(self) -> None:
         def out(*args: str) -> str:
             return subprocess.run([self.qemu, *args], capture_output=True, text=True,
                                   timeout=30, check=False).stdout
-        self.tap(1, '"cxl-neuron-fabric"' in out("-device", "help"),
-                 "-device help lists cxl-neuron-fabric")
-        self.tap(2, "datapath-depth=<uint32>" in out("-device", "cxl-neuron-fabric,help"),
-                 "-device cxl-neuron-fabric,help lists its properties")
+        self.tap.ok('"cxl-neuron-fabric"' in out("-device", "help"),
+                    "-device help lists cxl-neuron-fabric")
+        self.tap.ok("datapath-depth=<uint32>" in out("-device", "cxl-neuron-fabric,help"),
+                    "-device cxl-neuron-fabric,help lists its properties")
 
-    def record_full(self, n: int) -> None:
+    def record_full(self) -> None:
         """A record that cannot be written: reported when QEMU quits."""
         _, out = self.qemu_quit(f"{BASE},record=/dev/full")
         good = "property 'record': '/dev/full' is incomplete: writing it failed" in out
-        self.tap(n, good, "record=/dev/full: the lost record is reported when QEMU quits"
-                 if good else "record=/dev/full: no report of the lost record")
-        if not good:
-            comment(out, head=5)
+        self.tap.ok(good, "record=/dev/full: the lost record is reported when QEMU quits"
+                    if good else "record=/dev/full: no report of the lost record",
+                    out.splitlines()[:5])
 
-    def vm_refused(self, n: int, boot_vm: Callable) -> None:
+    def vm_refused(self, boot_vm: Callable) -> None:
         """scripts/nfabric vm reports QEMU's refusal, with QEMU's status."""
         logs = os.path.join(self.build, "test-logs")
         err = os.path.join(logs, "vm-refused.err")
@@ -107,12 +94,11 @@ class Suite:
             out = f.read()
         good = status == 1 and ("vm: QEMU exited with status 1 before the guest started: "
                                 in out and "property 'clock-mhz' must be in" in out)
-        self.tap(n, good, "vm: a property QEMU refuses is reported with QEMU's message and status"
-                 if good else f"vm: refused property: status {status}")
-        if not good:
-            comment(out, tail=3)
+        self.tap.ok(good, "vm: a property QEMU refuses is reported with QEMU's message and status"
+                    if good else f"vm: refused property: status {status}",
+                    out.splitlines()[-3:])
 
-    def rejoin(self, n: int) -> None:
+    def rejoin(self) -> None:
         """Two heads of one shared device (QEMU processes); head 1 is
         killed (SIGKILL) and started again: the trace event
         nfabric_head_attach says created, joined, then rejoined."""
@@ -161,14 +147,10 @@ class Suite:
         good &= ": created" in logs["head0"]
         good &= any(l.endswith(": joined") for l in logs["head1-first"].splitlines())
         good &= ": rejoined (this head was attached before)" in logs["head1-again"]
-        if good:
-            self.tap(n, True, "a killed head that starts again is traced as rejoined (first: joined)")
-        else:
-            self.tap(n, False, f"trace of a killed head's restart (logs in {d})")
-            for text in logs.values():
-                for l in text.splitlines():
-                    if "nfabric_head_attach" in l:
-                        print("#   " + l)
+        self.tap.ok(good, "a killed head that starts again is traced as rejoined (first: joined)"
+                    if good else f"trace of a killed head's restart (logs in {d})",
+                    [l for text in logs.values() for l in text.splitlines()
+                     if "nfabric_head_attach" in l])
         for ext in (".mem", ".state"):
             if os.path.exists(shm + ext):
                 os.unlink(shm + ext)
@@ -205,60 +187,60 @@ def suite(qemu: str, qemu_build: str, tests: List[str], build: str, shm: str, li
     """The suite; tests: the qtests (paths in QEMU's build, built there by
     scripts/lib/qtest.sh); boot_vm(vm options, err file) -> vm.Outcome."""
     s = Suite(qemu, build, shm)
-    s.failed |= not qtests(qemu_build, tests)
+    good = qtests(qemu_build, tests)
     print("# device listing and options", flush=True)
     s.listing()
-    s.refused(3, "clock-mhz=0", "property 'clock-mhz' must be in 1..100000, not 0", f"{BASE},clock-mhz=0")
-    s.refused(4, "link-mbps=0", "property 'link-mbps' must be in", f"{BASE},link-mbps=0")
-    s.refused(5, "datapath-depth=5000", "property 'datapath-depth' must be in 0..1024, not 5000",
+    s.refused("clock-mhz=0", "property 'clock-mhz' must be in 1..100000, not 0", f"{BASE},clock-mhz=0")
+    s.refused("link-mbps=0", "property 'link-mbps' must be in", f"{BASE},link-mbps=0")
+    s.refused("datapath-depth=5000", "property 'datapath-depth' must be in 0..1024, not 5000",
               f"{BASE},datapath-depth=5000")
-    s.refused(6, "service-ns=2000000", "property 'service-ns' must be in", f"{BASE},service-ns=2000000")
-    s.refused(7, "no volatile-memdev", "property 'volatile-memdev' is required", "cxl-neuron-fabric,bus=rp0")
-    s.refused(8, "persistent memory", "only 'volatile-memdev' memory is supported",
+    s.refused("service-ns=2000000", "property 'service-ns' must be in", f"{BASE},service-ns=2000000")
+    s.refused("no volatile-memdev", "property 'volatile-memdev' is required", "cxl-neuron-fabric,bus=rp0")
+    s.refused("persistent memory", "only 'volatile-memdev' memory is supported",
               f"{BASE},persistent-memdev=vmem0")
-    s.refused(9, "clock-mhz=abc", "clock-mhz", f"{BASE},clock-mhz=abc")
-    s.refused(10, "257 MiB of memory",
+    s.refused("clock-mhz=abc", "clock-mhz", f"{BASE},clock-mhz=abc")
+    s.refused("257 MiB of memory",
               "property 'volatile-memdev': 269484032 bytes is not a multiple of 256 MiB",
               "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem257")
-    s.refused(11, "100 MiB of memory", "is not a multiple of 256 MiB",
+    s.refused("100 MiB of memory", "is not a multiple of 256 MiB",
               "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem100")
     rec = os.path.join(build, "test-logs", "record-shared.bin")
-    s.refused(12, "two devices, one record file", f"property 'record': '{rec}' is in use by another device",
+    s.refused("two devices, one record file", f"property 'record': '{rec}' is in use by another device",
               f"{BASE},id=nfa,record={rec}",
               f"cxl-neuron-fabric,bus=rp1,volatile-memdev=vmem1,id=nfb,record={rec}")
-    s.record_full(13)
-    s.vm_refused(14, boot_vm)
+    s.record_full()
+    s.vm_refused(boot_vm)
     # The direct map's options (docs/device.md).  A shared head maps its
     # own ranges directly (docs/multihost.md): the direct map is no reason
     # to refuse shared-state, its memory is.
     logs = os.path.join(build, "test-logs")
-    s.refused(15, "direct-map=on, shared-state over memory no file backs",
+    s.refused("direct-map=on, shared-state over memory no file backs",
               "property 'shared-state' needs 'volatile-memdev' to be a memory-backend-file",
               f"{BASE},direct-map=on,shared-state={logs}/unused.state")
-    s.refused(16, "direct-map=on with record", "property 'direct-map=on' conflicts with 'record'",
+    s.refused("direct-map=on with record", "property 'direct-map=on' conflicts with 'record'",
               f"{BASE},direct-map=on,record={logs}/unused.rec")
-    s.refused(17, "direct-map-fp32=on without the direct map",
+    s.refused("direct-map-fp32=on without the direct map",
               "property 'direct-map-fp32=on' needs the direct map",
               f"{BASE},direct-map=off,direct-map-fp32=on")
-    s.refused(18, "direct-map=maybe", "direct-map", f"{BASE},direct-map=maybe")
+    s.refused("direct-map=maybe", "direct-map", f"{BASE},direct-map=maybe")
     # What the property tables say (README, docs/multihost.md).
-    s.refused(19, "128 MiB of memory",
+    s.refused("128 MiB of memory",
               "property 'volatile-memdev': 134217728 bytes is not a multiple of 256 MiB",
               "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem128")
-    s.accepted(20, "head=0,heads=1 without shared-state (the defaults)", f"{BASE},head=0,heads=1")
-    s.refused(21, "heads=2 without shared-state",
+    s.accepted("head=0,heads=1 without shared-state (the defaults)", f"{BASE},head=0,heads=1")
+    s.refused("heads=2 without shared-state",
               "properties 'head' and 'heads' need 'shared-state'", f"{BASE},heads=2")
-    s.refused(22, "head=1 without shared-state",
+    s.refused("head=1 without shared-state",
               "properties 'head' and 'heads' need 'shared-state'", f"{BASE},head=1")
-    s.rejoin(23)
+    s.rejoin()
     # The RTL datapath's properties (docs/rtl.md); serving through it is
     # suite rtl's.
-    s.refused(24, "rtl=fast", "property 'rtl' must be off, serve or compare, not 'fast'", f"{BASE},rtl=fast")
-    s.refused(25, "rtl=serve without rtl-lib", "property 'rtl=serve' needs 'rtl-lib'", f"{BASE},rtl=serve")
-    s.refused(26, "rtl-lib without rtl", "property 'rtl-lib' needs 'rtl=serve' or 'rtl=compare'",
+    s.refused("rtl=fast", "property 'rtl' must be off, serve or compare, not 'fast'", f"{BASE},rtl=fast")
+    s.refused("rtl=serve without rtl-lib", "property 'rtl=serve' needs 'rtl-lib'", f"{BASE},rtl=serve")
+    s.refused("rtl-lib without rtl", "property 'rtl-lib' needs 'rtl=serve' or 'rtl=compare'",
               f"{BASE},rtl-lib=/nonexistent/libnfrtl.so")
-    s.refused(27, "rtl-lib a missing file", "property 'rtl-lib': cannot load '/nonexistent/libnfrtl.so'",
+    s.refused("rtl-lib a missing file", "property 'rtl-lib': cannot load '/nonexistent/libnfrtl.so'",
               f"{BASE},rtl=compare,rtl-lib=/nonexistent/libnfrtl.so")
-    s.refused(28, "rtl-lib not a libnfrtl.so", "has no symbol 'nfrtl_abi_version'",
+    s.refused("rtl-lib not a libnfrtl.so", "has no symbol 'nfrtl_abi_version'",
               f"{BASE},rtl=serve,rtl-lib={libgcc}")
-    return 1 if s.failed else 0
+    return 1 if s.tap.failed or not good else 0

@@ -27,6 +27,7 @@ import time
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from .hosts import read
+from .tap import Tap
 
 # boot(vm options, messages file) -> the vm's status
 Boot = Callable[[List[str], str], int]
@@ -199,18 +200,16 @@ class Suite:
         self.p = p
         self.boot = boot
         self.timeout = timeout
-        self.n = 0
-        self.failed = False
+        self.tap = Tap()
+        self.run_failed = False     # a harness run failed
 
-    def tap(self, good: bool, text: str) -> None:
-        self.n += 1
-        self.failed |= not good
-        print(f"{'ok' if good else 'not ok'} {self.n} - {text}", flush=True)
+    @property
+    def failed(self) -> bool:
+        return bool(self.tap.failed) or self.run_failed
 
-    def comment(self, text: str, prefix: str = "# ", head: Optional[int] = None) -> None:
-        lines = text.splitlines()
-        for l in lines[:head] if head else lines:
-            print(prefix + l)
+    def comment(self, text: str, head: Optional[int] = None) -> None:
+        lines = text.rstrip("\n").splitlines()
+        self.tap.lines(lines[:head] if head else lines, "# ")
 
     # -- the harness
 
@@ -221,12 +220,11 @@ class Suite:
         for line in out.splitlines():
             t = harness_tap(line)
             if t:
-                self.tap(*t)
+                self.tap.ok(*t)
             else:
-                print(line)
-        sys.stdout.flush()
+                self.tap.line(line)
         if rc != 0:
-            self.failed = True
+            self.run_failed = True
         return out
 
     def lint(self) -> None:
@@ -235,20 +233,20 @@ class Suite:
         for lanes in (512, 64, 16):
             rc, out = run(["verilator", "--lint-only", "-Wall", "-Wno-UNUSEDSIGNAL",
                            f"-GLANES={lanes}", v, "--top-module", "nf_agg"], 300)
-            self.tap(rc == 0, f"verilator --lint-only -Wall: nf_agg, {lanes} lanes, no warning")
-            self.comment(out.rstrip("\n"), head=20)
+            self.tap.ok(rc == 0, f"verilator --lint-only -Wall: nf_agg, {lanes} lanes, no warning")
+            self.comment(out, head=20)
         rc, out = run(["verilator", "--lint-only", "-Wall", "-Wno-UNUSEDSIGNAL",
                        os.path.join(self.p.rtl, "nf_agg_wrap.v"), v,
                        "--top-module", "nf_agg_wrap"], 300)
-        self.tap(rc == 0, "verilator --lint-only -Wall: nf_agg_wrap")
-        self.comment(out.rstrip("\n"), head=20)
+        self.tap.ok(rc == 0, "verilator --lint-only -Wall: nf_agg_wrap")
+        self.comment(out, head=20)
         # Its output into a file of ours: iverilog makes the file it writes
         # executable, and as root would do so to /dev/null (docs/host.md).
         vvp = os.path.join(self.p.out, "iverilog.vvp")
         rc, out = run(["iverilog", "-g2005", "-o", vvp, v,
                        os.path.join(self.p.rtl, "nf_agg_wrap.v")], 300)
-        self.comment(out.rstrip("\n"))
-        self.tap(rc == 0, "iverilog -g2005 (Verilog-2005, no SystemVerilog) accepts hw/rtl/*.v")
+        self.comment(out)
+        self.tap.ok(rc == 0, "iverilog -g2005 (Verilog-2005, no SystemVerilog) accepts hw/rtl/*.v")
         if os.path.exists(vvp):
             os.unlink(vvp)
 
@@ -264,23 +262,23 @@ class Suite:
         good = any("NFABRIC_T_DEFAULT_DEPTH" in l
                    for i, line in enumerate(src) if '"datapath-depth", CXLNFabricState' in line
                    for l in src[i:i + 2])
-        self.tap(good, f"cxl_nfabric.c: the datapath-depth property defaults to "
-                       f"NFABRIC_T_DEFAULT_DEPTH ({d})")
-        self.tap(d == lat, f"nfabric_timing.h: NFABRIC_T_DEFAULT_DEPTH ({d}) = the RTL's "
-                           f"measured latency ({lat})")
+        self.tap.ok(good, f"cxl_nfabric.c: the datapath-depth property defaults to "
+                          f"NFABRIC_T_DEFAULT_DEPTH ({d})")
+        self.tap.ok(d == lat, f"nfabric_timing.h: NFABRIC_T_DEFAULT_DEPTH ({d}) = the RTL's "
+                              f"measured latency ({lat})")
         timing = read(os.path.join(root, "docs", "timing.md")).splitlines()
         readme = read(os.path.join(root, "README.md")).splitlines()
         good = (any(l.startswith(f"| datapath depth D | `datapath-depth` | {lat} cycles |")
                     for l in timing)
                 and any(l.startswith(f"| `datapath-depth` | {lat} |") for l in readme))
-        self.tap(good, f"docs/timing.md and README.md give the default depth as {lat}")
+        self.tap.ok(good, f"docs/timing.md and README.md give the default depth as {lat}")
         if os.access(self.p.qemu, os.X_OK):
             _, out = run([self.p.qemu, "-device", "cxl-neuron-fabric,help"], 60)
             got = "\n".join(m.group(1) for m in (
                 re.match(r".*datapath-depth=.*\(default: ([0-9]*)\).*", l)
                 for l in out.splitlines()) if m)
-            self.tap(got == lat, f"the built QEMU's cxl-neuron-fabric datapath-depth default "
-                                 f"({got or 'none'}) = {lat}")
+            self.tap.ok(got == lat, f"the built QEMU's cxl-neuron-fabric datapath-depth default "
+                                    f"({got or 'none'}) = {lat}")
 
     def record(self, rec: str) -> str:
         """A record of a real guest run (the G-Binary, G-Ternary and mixed
@@ -324,39 +322,39 @@ class Suite:
         (lane 5 of every G-Binary line it writes counts once more) is caught
         by compare mode and shown to serve."""
         if not os.access(self.p.qemu, os.X_OK):
-            self.tap(False, f"the RTL in the emulator: QEMU ({self.p.qemu}) is not built "
-                            "(scripts/nfabric setup)")
+            self.tap.ok(False, f"the RTL in the emulator: QEMU ({self.p.qemu}) is not built "
+                               "(scripts/nfabric setup)")
             return
         for mode in ("serve", "compare"):
             st, log, err = self.guest(mode, lib, mode)
             ok = count(log, "ok ")
             bad_lines = [l for l in log.splitlines() if l.startswith("not ok ")]
             for l in bad_lines[:5]:
-                print("# " + l)
+                self.tap.note(l)
             rep = guest_report(err)
             m = re.match(r"rtl=[a-z]*: ([0-9]*) low-bit", rep)
             n = int(m.group(1)) if m and m.group(1) else 0
             good = (st == 0 and not bad_lines and ok >= 20 and n > 1000
                     and rep.endswith(", 0 differences from the engine"))
             how = "serving" if mode == "serve" else "beside the engine"
-            self.tap(good, f"rtl={mode}: a guest's G-Binary, G-Ternary, mixed and toggle groups "
-                           f"pass with the RTL {how} ({ok} checks, status {st}; QEMU: "
-                           f"{rep or 'no report'})")
+            self.tap.ok(good, f"rtl={mode}: a guest's G-Binary, G-Ternary, mixed and toggle groups "
+                              f"pass with the RTL {how} ({ok} checks, status {st}; QEMU: "
+                              f"{rep or 'no report'})")
         if not fault:
-            self.tap(False, "rtl: cannot build the faulty stand-in")
+            self.tap.ok(False, "rtl: cannot build the faulty stand-in")
             return
         st, log, err = self.guest("compare", fault, "fault-compare", "gbinary")
         rep = next((l for l in err.splitlines() if "the RTL and the engine differ" in l), "")
         bad = count(log, "not ok ")
-        self.tap(st != 0 and bad > 0 and "lane 5 " in rep,
-                 "rtl=compare with a faulty datapath: the first difference drops the access "
-                 f"with an error ({bad} guest checks fail; QEMU: "
-                 f"{rep.split(': ', 1)[1] if ': ' in rep else rep})")
+        self.tap.ok(st != 0 and bad > 0 and "lane 5 " in rep,
+                    "rtl=compare with a faulty datapath: the first difference drops the access "
+                    f"with an error ({bad} guest checks fail; QEMU: "
+                    f"{rep.split(': ', 1)[1] if ': ' in rep else rep})")
         st, log, err = self.guest("serve", fault, "fault-serve", "gbinary")
         bad = count(log, "not ok ")
-        self.tap(st != 0 and bad > 0 and "the RTL and the engine differ" not in err,
-                 f"rtl=serve with a faulty datapath: the guest gets its results ({bad} G-Binary "
-                 "checks fail), so serve mode really serves through the library")
+        self.tap.ok(st != 0 and bad > 0 and "the RTL and the engine differ" not in err,
+                    f"rtl=serve with a faulty datapath: the guest gets its results ({bad} G-Binary "
+                    "checks fail), so serve mode really serves through the library")
 
     def mutant(self, name: str, expr: str, argv: Sequence[str]) -> None:
         """A copy of the RTL with one change (scripts/lib/rtl.sh built its
@@ -364,13 +362,14 @@ class Suite:
         src = read(os.path.join(self.p.rtl, "nf_agg.v"))
         mutated = read(os.path.join(self.p.out, "mutants", name + ".v"))
         if not mutated or mutated == src:
-            self.tap(False, f"mutant {name}: the change ({expr}) no longer applies to nf_agg.v")
+            self.tap.ok(False, f"mutant {name}: the change ({expr}) no longer applies to nf_agg.v")
             return
         rc, out = run([self.p.harness("mut-" + name), *argv], self.timeout)
         first = next((l for l in out.splitlines() if l.startswith("# MISMATCH")), None)
         if first:
-            print("# mutant: " + first)
-        self.tap(rc != 0 and first is not None, f"mutant {name} ({expr}) is caught by the harness")
+            self.tap.note("mutant: " + first)
+        self.tap.ok(rc != 0 and first is not None,
+                    f"mutant {name} ({expr}) is caught by the harness")
 
     def synthesis(self) -> None:
         """A quick synthesis (16 lanes, iCE40 cells): fails if the design
@@ -383,13 +382,13 @@ class Suite:
         stat = read(os.path.join(syn, "stat.txt"))
         luts = stat_sum(stat, ("SB_LUT4",))
         ffs = stat_sum(stat, ICE40_FFS)
-        print(f"# quick synthesis, 16 lanes wrapped: {luts} SB_LUT4, {ffs} flip-flops")
+        self.tap.note(f"quick synthesis, 16 lanes wrapped: {luts} SB_LUT4, {ffs} flip-flops")
         # Every lane's 16-bit counter crosses 5 register stages, the
         # wrapper's shift register holds the inputs: at least 16 * 16 * 5
         # flip-flops.
-        self.tap(rc == 0 and luts > 16 and ffs >= 16 * 16 * 5,
-                 "yosys synth_ice40 + check -assert: 16-lane wrapped datapath synthesizes "
-                 f"({luts} LUTs, {ffs} FFs)")
+        self.tap.ok(rc == 0 and luts > 16 and ffs >= 16 * 16 * 5,
+                    "yosys synth_ice40 + check -assert: 16-lane wrapped datapath synthesizes "
+                    f"({luts} LUTs, {ffs} FFs)")
 
 
 def count(text: str, start: str) -> int:
@@ -421,7 +420,7 @@ def suite(p: Paths, boot: Boot, t0: int, fault: str) -> int:
                "--random", os.environ.get("NF_RTL_LINES") or "200000"])
     rec = os.path.join(p.out, "replay.rec")
     kind = s.record(rec)
-    print(f"# record: {kind} ({rec})")
+    s.tap.note(f"record: {kind} ({rec})")
     s.harness([tb, "--replay", rec])
     # libnfrtl.so, the model behind the engine's calls, loaded as the
     # device would load it: random accesses against the engine.
@@ -434,7 +433,7 @@ def suite(p: Paths, boot: Boot, t0: int, fault: str) -> int:
     for name, expr, _pattern, _replacement in MUTANTS:
         s.mutant(name, expr, ["--random", "5000"])
     s.synthesis()
-    print(f"# suite rtl took {int(time.time()) - t0} s")
+    s.tap.note(f"suite rtl took {int(time.time()) - t0} s")
     return 1 if s.failed else 0
 
 

@@ -21,6 +21,8 @@ import sys
 import time
 from typing import Callable, List, Optional
 
+from .tap import Tap
+
 # NAME, nfabric-train arguments.  The first four are the modes of the
 # study; the others are the variants docs/training.md discusses.
 RUNS = [
@@ -250,19 +252,6 @@ def bench(opts: BenchOptions) -> int:
 
 # ---- suite ----------------------------------------------------------------
 
-class Tap:
-    """Numbered TAP lines, as nf_tap prints them."""
-
-    def __init__(self):
-        self.n = 0
-        self.failed = False
-
-    def __call__(self, cond: bool, text: str) -> None:
-        self.n += 1
-        self.failed |= not cond
-        print(f"{'ok' if cond else 'not ok'} {self.n} - {text}", flush=True)
-
-
 def in_range(path: str, lo: float, hi: float) -> bool:
     v = kv(path, "traffic_pct")
     return v != "" and lo <= float(v) <= hi
@@ -271,15 +260,15 @@ def in_range(path: str, lo: float, hi: float) -> bool:
 def host_checks(tap: Tap, d: str) -> None:
     """What the host build must show: built, deterministic, its traffic."""
     binary, static = env("NF_TRAIN_BIN"), env("NF_TRAIN_STATIC")
-    tap(os.access(binary, os.X_OK) and os.access(static, os.X_OK),
-        "nfabric-train built for the host and the guest")
+    tap.ok(os.access(binary, os.X_OK) and os.access(static, os.X_OK),
+           "nfabric-train built for the host and the guest")
     interp = subprocess.run(["readelf", "-l", static], capture_output=True, text=True,
                             check=False).stdout
-    tap("INTERP" not in interp, "guest nfabric-train is a static binary")
+    tap.ok("INTERP" not in interp, "guest nfabric-train is a static binary")
     rc = train(["--has-embedded"], os.path.join(d, "embedded.txt"))
     with open(os.path.join(d, "embedded.txt"), encoding="utf-8") as f:
         emb = f.read().replace("\n", " ")
-    tap(rc == 0, f"embedded subset present ({emb})")
+    tap.ok(rc == 0, f"embedded subset present ({emb})")
 
     # Host determinism: the same seed twice gives the same hashes.
     for name, args in CHECK_RUNS:
@@ -288,29 +277,30 @@ def host_checks(tap: Tap, d: str) -> None:
         if st == 0:
             st = train([*SMALL.split(), *args.split()], f2)
         a, b = kv(f1, "grad_hash"), kv(f2, "grad_hash")
-        tap(st == 0 and a != "" and a == b and kv(f1, "weights_hash") == kv(f2, "weights_hash"),
-            f"host determinism {name}: same seed twice, grad_hash {a} = {b}, same weights")
+        tap.ok(st == 0 and a != "" and a == b and kv(f1, "weights_hash") == kv(f2, "weights_hash"),
+               f"host determinism {name}: same seed twice, grad_hash {a} = {b}, same weights")
     seed2 = os.path.join(d, "host-gbinary-seed2.txt")
     train([*SMALL.split(), "--mode", "gbinary", "--seed", "2"], seed2)
     a, b = kv(os.path.join(d, "host-gbinary-1.txt"), "grad_hash"), kv(seed2, "grad_hash")
-    tap(b != "" and a != b, f"another seed gives another hash ({a} vs {b})")
+    tap.ok(b != "" and a != b, f"another seed gives another hash ({a} vs {b})")
 
     # Traffic as the engine backend counted it.
     k = os.path.join(d, "host-fp32-1.txt")
     per_step = kv(k, "fp32_bytes_per_step")
-    tap(kv(k, "traffic_pct") == "100.000" and per_step.isdigit() and
-        kv(k, "bytes_written_fp32") == str(int(per_step) * 20),
-        "fp32 writes W x 4 bytes x params per step on the FP32 path")
+    tap.ok(kv(k, "traffic_pct") == "100.000" and per_step.isdigit() and
+           kv(k, "bytes_written_fp32") == str(int(per_step) * 20),
+           "fp32 writes W x 4 bytes x params per step on the FP32 path")
     gb, gt, la = (os.path.join(d, f"host-{m}-1.txt") for m in ("gbinary", "gternary", "layeraware"))
-    tap(in_range(gb, 3.1, 3.2) and kv(gb, "bytes_written_fp32") == "0",
-        f"gbinary traffic {kv(gb, 'traffic_pct')}% of FP32, all on the G-Binary path")
-    tap(in_range(gt, 6.2, 6.4), f"gternary traffic {kv(gt, 'traffic_pct')}% of FP32 (codes + scales)")
+    tap.ok(in_range(gb, 3.1, 3.2) and kv(gb, "bytes_written_fp32") == "0",
+           f"gbinary traffic {kv(gb, 'traffic_pct')}% of FP32, all on the G-Binary path")
+    tap.ok(in_range(gt, 6.2, 6.4),
+           f"gternary traffic {kv(gt, 'traffic_pct')}% of FP32 (codes + scales)")
     la_fp32 = kv(la, "bytes_written_fp32")
-    tap(in_range(la, 3.5, 3.8) and la_fp32.isdigit() and int(la_fp32) > 0,
-        f"layeraware traffic {kv(la, 'traffic_pct')}% of FP32 (head on FP32)")
+    tap.ok(in_range(la, 3.5, 3.8) and la_fp32.isdigit() and int(la_fp32) > 0,
+           f"layeraware traffic {kv(la, 'traffic_pct')}% of FP32 (head on FP32)")
     acc_f, acc_b = kv(k, "final_acc"), kv(gb, "final_acc")
     learned = acc_f != "" and acc_b != "" and float(acc_f) > 50 and float(acc_b) > 50
-    tap(learned, f"20 steps learn: fp32 {acc_f}%, gbinary {acc_b}%")
+    tap.ok(learned, f"20 steps learn: fp32 {acc_f}%, gbinary {acc_b}%")
 
 
 def guest_script() -> str:
@@ -345,7 +335,7 @@ def guest_checks(tap: Tap, d: str, boot: Callable[[str, str], int], why: str) ->
     """The same runs in the guest through the device: the same hashes."""
     if why:
         # Not a skip: the suite exists to run this part.
-        tap(False, f"guest run: {why}")
+        tap.ok(False, f"guest run: {why}")
         return
     for name, args in CHECK_RUNS:
         if train([*GUEST_ARGS.split(), *args.split()], os.path.join(d, f"ref-{name}.txt")) != 0:
@@ -353,7 +343,7 @@ def guest_checks(tap: Tap, d: str, boot: Callable[[str, str], int], why: str) ->
     console_log = os.path.join(d, "guest-console.log")
     log(f"train: guest run (console: {console_log})")
     rc = boot(guest_script(), console_log)
-    tap(rc == 0, f"guest runs exited 0 (vm status {rc})")
+    tap.ok(rc == 0, f"guest runs exited 0 (vm status {rc})")
     with open(console_log, encoding="utf-8", errors="replace") as f:
         console = f.read().replace("\r", "")
     for name, _ in CHECK_RUNS:
@@ -361,13 +351,14 @@ def guest_checks(tap: Tap, d: str, boot: Callable[[str, str], int], why: str) ->
         with open(gpath, "w", encoding="utf-8") as f:
             f.write(guest_section(console, name))
         h, g = kv(rpath, "grad_hash"), kv(gpath, "grad_hash")
-        tap(kv(gpath, "end") == "0" and kv(gpath, "traffic_source") == "device-stats" and
-            h != "" and h == g, f"guest {name}: device grad_hash {g} = host engine {h} (5 steps)")
+        tap.ok(kv(gpath, "end") == "0" and kv(gpath, "traffic_source") == "device-stats" and
+               h != "" and h == g,
+               f"guest {name}: device grad_hash {g} = host engine {h} (5 steps)")
         same = kv(rpath, "weights_hash") == kv(gpath, "weights_hash") and all(
             kv(gpath, k) != "" and kv(rpath, k) == kv(gpath, k) for k in STAT_KEYS)
-        tap(same, f"guest {name}: same final weights; device statistics = engine byte counts "
-                  f"(wrote {kv(gpath, 'grad_bytes_per_step')} B/step, "
-                  f"{kv(gpath, 'traffic_pct')}% of FP32)")
+        tap.ok(same, f"guest {name}: same final weights; device statistics = engine byte counts "
+                     f"(wrote {kv(gpath, 'grad_bytes_per_step')} B/step, "
+                     f"{kv(gpath, 'traffic_pct')}% of FP32)")
 
 
 def guest_problem() -> str:
@@ -401,7 +392,7 @@ def suite(boot: Callable[[str, str], int]) -> int:
     tap = Tap()
     host_checks(tap, d)
     guest_checks(tap, d, boot, guest_problem())
-    return 1 if tap.failed else 0
+    return tap.status()
 
 
 def main(argv: List[str], boot_vm: Optional[Callable] = None) -> int:

@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 
-from tap import done, ok  # tests/machine/tap.py
+from nfmachine.tap import done, ok
 from nfmachine import vm
 
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_qemu.py")

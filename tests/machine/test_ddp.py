@@ -14,7 +14,7 @@ import os
 import tempfile
 import time
 
-from tap import done, ok  # tests/machine/tap.py
+from nfmachine.tap import done, ok
 from nfmachine import ddp, pools
 
 

@@ -11,10 +11,8 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from nfmachine import demo  # noqa: E402
-from tap import ok, done  # noqa: E402
+from nfmachine import demo
+from nfmachine.tap import done, ok
 
 CXL = json.dumps([{"memdevs": [{"memdev": "mem0", "ram_size": 268435456, "host": "0000:0d:00.0"}]},
                   {"regions": [{"region": "region0", "type": "ram", "size": 268435456,

@@ -14,10 +14,8 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from nfmachine import driver_suite as ds  # noqa: E402
-from tap import ok, done  # noqa: E402
+from nfmachine import driver_suite as ds
+from nfmachine.tap import done, ok
 
 READY = ("NFABRIC-READY uptime=4.25s region=region0 dax=/dev/dax0.0 via=cxl create-region"
          " bind=daxctl driver=")

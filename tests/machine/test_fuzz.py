@@ -13,10 +13,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from nfmachine import fuzz  # noqa: E402
-from tap import ok, done  # noqa: E402
+from nfmachine import fuzz
+from nfmachine.tap import done, ok
 
 # A libFuzzer that runs, saves an input into its working corpus and
 # prints its final statistics.

@@ -9,10 +9,8 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from nfmachine import guestbench as gb  # noqa: E402
-from tap import ok, done  # noqa: E402
+from nfmachine import guestbench as gb
+from nfmachine.tap import done, ok
 
 
 def console(kind: str, scale: float) -> str:

@@ -11,12 +11,10 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from nfmachine import concurrency as cc  # noqa: E402
-from nfmachine import lint  # noqa: E402
-from nfmachine import testfront as tf  # noqa: E402
-from tap import ok, done  # noqa: E402
+from nfmachine import concurrency as cc
+from nfmachine import lint
+from nfmachine import testfront as tf
+from nfmachine.tap import done, ok
 
 GOOD = "NFABRIC-READY uptime=1s\nNFABRIC-CPUS=4\nok 1 - a\nok 2 - b\n1..2\n"
 SHORT = ("NFABRIC-READY uptime=1s\nNFABRIC-CPUS=3\n# guest kernel: smpboot: CPU 3 is now"

@@ -10,10 +10,8 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from nfmachine import libvirt_suite as lv  # noqa: E402
-from tap import ok, done  # noqa: E402
+from nfmachine import libvirt_suite as lv
+from nfmachine.tap import done, ok
 
 
 def write(path, text):
@@ -56,7 +54,7 @@ def main():
         real = lv.virsh
         lv.virsh = fake_virsh
         try:
-            tap = lv.Tap()
+            tap = lv.suite_tap()
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
                 lv.one_domain(tap, d, os.path.join(d, "domain.xml"), os.path.join(d, "serial.log"))
@@ -68,7 +66,7 @@ def main():
                 os.makedirs(argv[argv.index("-o") + 1], exist_ok=True)
                 print("paths the suite does not show")
                 return 0
-            tap = lv.Tap()
+            tap = lv.suite_tap()
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 lv.cluster(tap, os.path.join(d, "cluster"), libvirt_xml)
             text = out.getvalue()
@@ -82,7 +80,7 @@ def main():
                     return 1
                 return fake_virsh(*args, out=out) if args[0] != "dominfo" else 1
             lv.virsh = no_start
-            tap = lv.Tap()
+            tap = lv.suite_tap()
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 lv.one_domain(tap, d, os.path.join(d, "domain.xml"), os.path.join(d, "serial.log"))
             ok(tap.failed and "not ok 2 - libvirt: domain did not start: error: failed to start"

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from tap import done, ok  # tests/machine/tap.py
+from nfmachine.tap import done, ok
 from nfmachine import lifecycle as lc
 from nfmachine import vm
 from nfmachine.topology import TopologyError

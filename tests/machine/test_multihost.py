@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 
-from tap import done, ok  # tests/machine/tap.py
+from nfmachine.tap import done, ok
 from nfmachine import benchcluster as bc
 from nfmachine import hosts, multihost as mh, vm
 
@@ -62,12 +62,12 @@ def test_relay_and_report():
 
 def test_tap():
     out = io.StringIO()
-    tap = mh.Tap(out)
-    tap.check(True, "a")
-    tap.numbered(False, "b")
-    tap.numbered(True, "c")
+    tap = mh.Tap(out, numbered=False)
+    tap.ok(True, "a")
+    tap.ok(False, "b", numbered=True)
+    tap.ok(True, "c", numbered=True)
     tap.lines(["x", "y"], "# ")
-    tap.check(False, "d")
+    tap.ok(False, "d")
     ok(out.getvalue() == "ok - a\nnot ok 1 - b\nok 2 - c\n# x\n# y\nnot ok - d\n",
        "the suite's TAP: plain checks, and numbered ones as nf_tap numbered them",
        out.getvalue())

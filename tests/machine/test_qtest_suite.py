@@ -11,10 +11,8 @@ import sys
 import tempfile
 from types import SimpleNamespace
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from nfmachine import qtest_suite as qs  # noqa: E402
-from tap import ok, done  # noqa: E402
+from nfmachine import qtest_suite as qs
+from nfmachine.tap import done, ok
 
 
 def stand_in(d, status, words):
@@ -30,19 +28,19 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         s = qs.Suite(stand_in(d, 1, "qemu: property 'clock-mhz' must be in 1..100000, not 0"), d, d)
         with contextlib.redirect_stdout(io.StringIO()) as out:
-            s.refused(3, "clock-mhz=0", "property 'clock-mhz' must be in", "dev")
-        ok(out.getvalue() == "ok 3 - refused: clock-mhz=0\n" and not s.failed,
+            s.refused("clock-mhz=0", "property 'clock-mhz' must be in", "dev")
+        ok(out.getvalue() == "ok 1 - refused: clock-mhz=0\n" and not s.tap.failed,
            "a refusal with the words wanted", out.getvalue())
         with contextlib.redirect_stdout(io.StringIO()) as out:
-            s.refused(4, "other words", "property 'link-mbps'", "dev")
-        ok(out.getvalue().startswith("not ok 4 - refused: other words (rc=1)\n#   ") and s.failed,
+            s.refused("other words", "property 'link-mbps'", "dev")
+        ok(out.getvalue().startswith("not ok 2 - refused: other words (rc=1)\n#   ") and s.tap.failed,
            "a refusal with other words fails, QEMU's output as comments", out.getvalue())
         s = qs.Suite(stand_in(d, 0, "started"), d, d)
         with contextlib.redirect_stdout(io.StringIO()) as out:
-            s.refused(5, "not refused", "anything", "dev")
-            s.accepted(6, "defaults", "dev")
-        ok(out.getvalue().splitlines()[0] == "not ok 5 - refused: not refused (rc=0)"
-           and "ok 6 - accepted: defaults" in out.getvalue(),
+            s.refused("not refused", "anything", "dev")
+            s.accepted("defaults", "dev")
+        ok(out.getvalue().splitlines()[0] == "not ok 1 - refused: not refused (rc=0)"
+           and "ok 2 - accepted: defaults" in out.getvalue(),
            "QEMU that starts: not a refusal, an acceptance", out.getvalue())
 
         log = os.path.join(d, "trace.log")
@@ -62,11 +60,11 @@ def main():
             return SimpleNamespace(status=status)
         s = qs.Suite("qemu", d, d)
         with contextlib.redirect_stdout(io.StringIO()) as out:
-            s.vm_refused(14, boot_vm)
-            s.vm_refused(15, lambda a, e: boot_vm(a, e, status=0))
+            s.vm_refused(boot_vm)
+            s.vm_refused(lambda a, e: boot_vm(a, e, status=0))
         lines = out.getvalue().splitlines()
-        ok(lines[0].startswith("ok 14 - vm: a property QEMU refuses is reported")
-           and lines[1] == "not ok 15 - vm: refused property: status 0",
+        ok(lines[0].startswith("ok 1 - vm: a property QEMU refuses is reported")
+           and lines[1] == "not ok 2 - vm: refused property: status 0",
            "vm relays QEMU's refusal with its status; another status fails", lines)
     return done()
 

@@ -12,10 +12,8 @@ import stat
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from nfmachine import rtl  # noqa: E402
-from tap import ok, done  # noqa: E402
+from nfmachine import rtl
+from nfmachine.tap import done, ok
 
 
 def script(path, body):
@@ -102,7 +100,7 @@ def harness(d):
     script(p.harness("full"), 'echo "ok 1 - latency"; echo "rtl_latency_cycles=5";'
            ' echo "not ok 2 - lane 3" >&2; exit 1\n')
     s = rtl.Suite(p, None)
-    s.n = 4
+    s.tap.n = 4
     out, text = captured(s.harness, [p.harness("full"), "--latency"])
     ok(text == "ok 5 - latency\nrtl_latency_cycles=5\nnot ok 6 - lane 3\n" and s.failed
        and "rtl_latency_cycles=5" in out,

@@ -9,10 +9,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-sys.path.insert(0, os.path.dirname(__file__))
 
 import timing_sweep as ts  # noqa: E402
-from tap import ok, done  # noqa: E402
+from nfmachine.tap import done, ok  # noqa: E402
 
 
 def refused(argv):

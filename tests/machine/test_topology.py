@@ -12,7 +12,7 @@ import os
 import sys
 import xml.etree.ElementTree as ET
 
-from tap import done, ok  # tests/machine/tap.py
+from nfmachine.tap import done, ok
 from nfmachine import __main__ as cli
 from nfmachine.libvirt import QEMU_NS, domain_xml
 from nfmachine.topology import Topology, TopologyError, size_mib

@@ -10,10 +10,8 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from nfmachine import train as tr  # noqa: E402
-from tap import ok, done  # noqa: E402
+from nfmachine import train as tr
+from nfmachine.tap import Tap, done, ok
 
 
 def write(path, text):
@@ -75,20 +73,20 @@ def main():
     tr.train = fake_train
     try:
         with tempfile.TemporaryDirectory() as d:
-            tap = tr.Tap()
+            tap = Tap()
             with contextlib.redirect_stdout(io.StringIO()) as out, \
                  contextlib.redirect_stderr(io.StringIO()):
                 tr.guest_checks(tap, d, boot_ok, "")
             ok(not tap.failed and tap.n == 1 + 2 * len(tr.CHECK_RUNS),
                "guest checks pass when the device's hashes and counts equal the host's", out.getvalue())
-            tap = tr.Tap()
+            tap = Tap()
             with contextlib.redirect_stdout(io.StringIO()) as out, \
                  contextlib.redirect_stderr(io.StringIO()):
                 tr.guest_checks(tap, d, lambda c, l: boot_ok(c, l, bad="gternary"), "")
             text = out.getvalue()
             ok(tap.failed and "not ok 6 - guest gternary: device grad_hash XX = host engine h1" in text,
                "a differing hash fails that run's check", text)
-            tap = tr.Tap()
+            tap = Tap()
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 tr.guest_checks(tap, d, boot_ok, "QEMU with cxl-neuron-fabric not built")
             ok(tap.failed and tap.n == 1 and "not ok 1 - guest run: QEMU" in out.getvalue(),
