@@ -29,13 +29,13 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .nfhost import free_port
 from .tap import Tap
 
 PY = "/usr/bin/python3"       # Debian's: a python3 earlier on PATH cannot see its torch
@@ -96,13 +96,6 @@ def need_env(name: str) -> str:
     if not value:
         raise RuntimeError(f"{name} is not set (run this through scripts/nfabric)")
     return value
-
-
-def free_port() -> int:
-    """A TCP port on the loopback address no one listens on now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stop_group(proc: subprocess.Popen) -> None:

@@ -143,11 +143,16 @@ def cmd_procs(a):
     return 0
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now (nfmachine's;
+    guest/python/nfabric/hostrun.py has the package's)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def cmd_free_port(a):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    print(s.getsockname()[1])
-    s.close()
+    print(free_port())
     return 0
 
 
