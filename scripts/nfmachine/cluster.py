@@ -53,7 +53,7 @@ Options:
   --net               a link between the 2 hosts (unix socket, virtio NIC):
                       host r is 169.254.0.(r+1)/16 on eth0 (2 hosts only)
   --net-hub DIR       instead: every host joins the hub whose ports are the
-                      unix sockets DIR/portK.sock (scripts/lib/nethub.py,
+                      unix sockets DIR/portK.sock (scripts/nfmachine/nethub.py,
                       started by the caller), K = FIRST + r, as
                       169.254.0.(K+1)/16 on eth0: several clusters on one
                       network (scripts/nfabric pools)

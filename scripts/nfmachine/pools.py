@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """`scripts/nfabric pools`: P clusters of H VMs, each cluster one shared
 device (a pool), every VM on one network of their own: a hub on unix
-sockets (scripts/lib/nethub.py), nothing else (docs/pools.md).
+sockets (nethub.py), nothing else (docs/pools.md).
 
 Each pool is `python3 -m nfmachine cluster` (cluster.py) in a process
 group of its own; the hub and the pools are stopped on every path.
@@ -145,7 +145,7 @@ def run(o: Options) -> int:
     d = o.dir or os.path.join(os.environ.get("NF_BUILD", "build"), "pools")
     hub = os.path.join(d, "net")
     os.makedirs(hub, exist_ok=True)
-    nethub = os.path.join(os.environ["NF_ROOT"], "scripts", "lib", "nethub.py")
+    nethub = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nethub.py")
     procs: List[subprocess.Popen] = []
     rc = 0
     try:
