@@ -53,11 +53,10 @@ from .tap import Tap
 from .topology import Topology, TopologyError, size_mib
 
 DEVICE_ID = "cxl-vmem0"
-# A second, empty root port on the host bridge: with two root ports the
-# bridge is no longer in passthrough, Linux programs its HDM decoder and
-# CXL.mem goes through it, so the migration also needs the bridge's
-# registers (patch 0008).
-RP1 = ["-device", "cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3"]
+# The migration's guests have a second, empty root port on the host bridge
+# (Topology.spare_ports): with two root ports the bridge is no longer in
+# passthrough, Linux programs its HDM decoder and CXL.mem goes through it,
+# so the migration also needs the bridge's registers (patch 0008).
 # The device's read-only figures (hw/mem/nfabric/cxl_nfabric.c).
 FIGURES = ["timing-total-ps", "timing-exposed-ppm", "timing-runtime-ps",
            "timing-queued-ps", "timing-link-busy-ps"] + [
@@ -170,9 +169,11 @@ def _say(text: str) -> None:
 
 
 def topology(device: str, mem: str, cxl_mem: str, run: str, *, mem_path: Optional[str] = None,
-             reboot: bool = False, extra: Optional[List[str]] = None) -> Topology:
+             reboot: bool = False, spare_ports: int = 0, incoming: Optional[str] = None,
+             extra: Optional[List[str]] = None) -> Topology:
     """A guest of the suite: 1 vCPU, MEM of RAM, CXL_MEM of device memory
-    (in MEM_PATH, shared, to compare; else RAM), running RUN."""
+    (in MEM_PATH, shared, to compare; else RAM), running RUN; SPARE_PORTS
+    empty root ports; INCOMING: a migration's destination listening there."""
     sizes = {}
     for what, text in (("guest RAM", mem), ("device memory", cxl_mem)):
         sizes[what] = size_mib(text)
@@ -180,7 +181,8 @@ def topology(device: str, mem: str, cxl_mem: str, run: str, *, mem_path: Optiona
             raise TopologyError(f'bad {what} size "{text}" (e.g. 1G, 256M)')
     return Topology(device=device, cpus=1, mem_mib=sizes["guest RAM"],
                     cxl_mib=sizes["device memory"], mem_path=mem_path, reboot=reboot,
-                    run=run, extra=list(extra or []))
+                    run=run, spare_ports=spare_ports, incoming=incoming,
+                    extra=list(extra or []))
 
 
 class Guest:
@@ -219,7 +221,7 @@ class Guest:
 
     def _watch(self, args: List[str]) -> vm.Outcome:
         t = self.topo
-        hang_s = None if "-incoming" in t.extra else self.machine.hang_s
+        hang_s = None if t.incoming else self.machine.hang_s
         with open(self.err, "w", encoding="utf-8") as err:
             err.write(f"[nfabric] vm: {t.device}, {t.cpus} vCPUs, {t.mem_mib} MiB RAM,"
                       f" {t.cxl_mib} MiB CXL memory\n")
@@ -424,7 +426,7 @@ class Suite:
         tap.note(f"1. live migration: guest RAM {self.mem}, device memory {self.cxl_mem},"
                  " G-Binary round + FP32 writer running")
         src = self.start("mig-src", "cxl-neuron-fabric", self.mem, self.cxl_mem, MIGRATE_CMD,
-                         mem_path=s_mem, extra=RP1)
+                         mem_path=s_mem, spare_ports=1)
         if src is None:
             tap.ok(False, "source QEMU started")
             return
@@ -436,7 +438,7 @@ class Suite:
         _remove(sock)
         dst = self.start("mig-dst", "cxl-neuron-fabric", self.mem, self.cxl_mem,
                          "echo the destination never boots this", mem_path=d_mem,
-                         extra=RP1 + ["-S", "-incoming", f"unix:{sock}"])
+                         spare_ports=1, incoming=f"unix:{sock}")
         if dst is None:
             tap.ok(False, "destination QEMU started")
             return

@@ -21,7 +21,7 @@ import time
 import traceback
 from typing import Callable, List, Sequence, TextIO, Tuple
 
-from . import qmp
+from . import qmp, topology
 from .tap import Tap
 from .vm import thread_event_loop
 from .hosts import (Cluster, env, firmware, read, relay_lines, state_lines, state_tool,
@@ -57,12 +57,6 @@ ATTACKS = (("sanitize", "SANITIZE_OVERWRITE", "0x4400", "0x13"),
            ("clear-0xc00000", "MEDIA_AND_POISON_CLEAR_POISON", "0x4302", "0xf"),
            ("inject-0x200000", "MEDIA_AND_POISON_INJECT_POISON", "0x4301", "0xf"),
            ("clear-0x200000", "MEDIA_AND_POISON_CLEAR_POISON", "0x4302", "0xf"))
-
-# (d): the machine of one head, QEMU alone (no guest, paused).
-REFUSAL_MACHINE = ["-nodefaults", "-display", "none", "-S", "-M", "q35,cxl=on", "-m", "256M",
-                   "-device", "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1",
-                   "-device", "cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2",
-                   "-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"]
 
 
 def case_dir(name: str) -> str:
@@ -575,8 +569,9 @@ def relay_example(d: str) -> List[str]:
 
 def head_args(backend: str, props: str, *more: str) -> List[str]:
     """The QEMU line of one head (no guest, paused) on BACKEND."""
-    return [env("NF_QEMU_BIN"), *firmware(), *REFUSAL_MACHINE, "-object", backend,
-            "-device", f"cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,id=nf0,{props}", *more]
+    return [env("NF_QEMU_BIN"), *firmware(),
+            *topology.alone(ram="256M", objects=[backend],
+                            devices=[topology.device("rp0", "vmem0", "nf0", props)]), *more]
 
 
 def refused_line(name: str, expect: str, rc: int, out: str) -> str:
@@ -667,13 +662,13 @@ def refusals(tap: Tap) -> None:
     for name, mib in (("mem", 256), ("mem-other", 256), ("mem-512", 512)):
         with open(os.path.join(d, name), "wb") as f:
             f.truncate(mib << 20)
-    file = f"memory-backend-file,id=vmem0,share=on,mem-path={d}/mem,size=256M"
+    file = topology.backend("vmem0", 256, f"{d}/mem")
     st = f"shared-state={d}/state"
     shared = "needs 'volatile-memdev' to be a memory-backend-file with share=on"
-    refused(tap, "RAM backend", shared, "memory-backend-ram,id=vmem0,share=on,size=256M",
+    refused(tap, "RAM backend", shared, topology.backend("vmem0", 256),
             f"{st},head=0,heads=2")
     refused(tap, "share=off", shared,
-            f"memory-backend-file,id=vmem0,share=off,mem-path={d}/mem,size=256M",
+            topology.backend("vmem0", 256, f"{d}/mem", share=False),
             f"{st},head=0,heads=2")
     refused(tap, "head >= heads", "property 'head' must be 0..1", file, f"{st},head=2,heads=2")
     refused(tap, "heads=17", "property 'heads' must be 1..16", file, f"{st},head=0,heads=17")
@@ -703,10 +698,10 @@ def live_conflicts(tap: Tap, heads: LiveHeads, d: str, file: str, st: str) -> No
     refused(tap, "other head count", f"property 'heads': 3, but the device in '{d}/state' has 2 heads",
             file, f"{st},head=1,heads=3")
     refused(tap, "other memory file", "maps another file than the other heads",
-            f"memory-backend-file,id=vmem0,share=on,mem-path={d}/mem-other,size=256M",
+            topology.backend("vmem0", 256, f"{d}/mem-other"),
             f"{st},head=1,heads=2")
     refused(tap, "other memory size", "property 'volatile-memdev': 536870912 bytes, but the device",
-            f"memory-backend-file,id=vmem0,share=on,mem-path={d}/mem-512,size=512M",
+            topology.backend("vmem0", 512, f"{d}/mem-512"),
             f"{st},head=1,heads=2")
     refused(tap, "a second state file over the memory of live heads",
             f"is the device memory of live heads of another device state ('{d}/state'",

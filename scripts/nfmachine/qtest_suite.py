@@ -6,9 +6,8 @@ it must say) or accept, a record it cannot write, `vm` relaying QEMU's
 refusal, and a killed head of a shared device traced as rejoined.
 
 These machines are QEMU alone and deliberately broken (a RAM backend
-under shared-state, sizes that are no multiple of 256 MiB...), so their
-command lines are spelled here rather than made by Topology, which
-refuses them by design.
+under shared-state, sizes that are no multiple of 256 MiB...), which a
+Topology refuses by design: they are made of its parts (topology.alone()).
 """
 
 import os
@@ -17,22 +16,17 @@ import subprocess
 import time
 from typing import Callable, List
 
+from . import topology
 from .hosts import read
 from .tap import Tap
 
-BASE = "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0"
+BASE = topology.device("rp0", "vmem0")
 
 # A machine with two root ports and backends of several sizes.
-CMDLINE = ["-M", "q35,cxl=on", "-nodefaults", "-display", "none", "-S",
-           "-object", "memory-backend-ram,id=vmem0,size=256M",
-           "-object", "memory-backend-ram,id=vmem1,size=256M",
-           "-object", "memory-backend-ram,id=vmem257,size=257M",
-           "-object", "memory-backend-ram,id=vmem100,size=100M",
-           "-object", "memory-backend-ram,id=vmem128,size=128M",
-           "-device", "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1",
-           "-device", "cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2",
-           "-device", "cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3",
-           "-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"]
+CMDLINE = topology.alone(ports=2, objects=[
+    topology.backend("vmem0", 256, share=None), topology.backend("vmem1", 256, share=None),
+    topology.backend("vmem257", 257, share=None), topology.backend("vmem100", 100, share=None),
+    topology.backend("vmem128", 128, share=None)])
 
 
 class Suite:
@@ -106,13 +100,8 @@ class Suite:
         subprocess.run(["rm", "-rf", "--", d], check=True)
         os.makedirs(d)
         shm = os.path.join(self.shm, "qtest-rejoin")
-        common = ["-M", "q35,cxl=on", "-nodefaults", "-display", "none", "-S", "-monitor",
-                  "none", "-m", "128M", "-object",
-                  f"memory-backend-file,id=vmem0,share=on,mem-path={shm}.mem,size=256M",
-                  "-device", "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1",
-                  "-device", "cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2",
-                  "-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G",
-                  "-trace", "nfabric_head_attach"]
+        common = [*topology.alone(ram="128M", objects=[topology.backend("vmem0", 256, shm + ".mem")]),
+                  "-monitor", "none", "-trace", "nfabric_head_attach"]
         dev = f"{BASE},shared-state={shm}.state,heads=2"
         procs: List[subprocess.Popen] = []
         good = True
@@ -201,13 +190,13 @@ def suite(qemu: str, qemu_build: str, tests: List[str], build: str, shm: str, li
     s.refused("clock-mhz=abc", "clock-mhz", f"{BASE},clock-mhz=abc")
     s.refused("257 MiB of memory",
               "property 'volatile-memdev': 269484032 bytes is not a multiple of 256 MiB",
-              "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem257")
+              topology.device("rp0", "vmem257"))
     s.refused("100 MiB of memory", "is not a multiple of 256 MiB",
-              "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem100")
+              topology.device("rp0", "vmem100"))
     rec = os.path.join(build, "test-logs", "record-shared.bin")
     s.refused("two devices, one record file", f"property 'record': '{rec}' is in use by another device",
               f"{BASE},id=nfa,record={rec}",
-              f"cxl-neuron-fabric,bus=rp1,volatile-memdev=vmem1,id=nfb,record={rec}")
+              topology.device("rp1", "vmem1", "nfb", f"record={rec}"))
     s.record_full()
     s.vm_refused(boot_vm)
     # The direct map's options (docs/device.md).  A shared head maps its
@@ -226,7 +215,7 @@ def suite(qemu: str, qemu_build: str, tests: List[str], build: str, shm: str, li
     # What the property tables say (README, docs/multihost.md).
     s.refused("128 MiB of memory",
               "property 'volatile-memdev': 134217728 bytes is not a multiple of 256 MiB",
-              "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem128")
+              topology.device("rp0", "vmem128"))
     s.accepted("head=0,heads=1 without shared-state (the defaults)", f"{BASE},head=0,heads=1")
     s.refused("heads=2 without shared-state",
               "properties 'head' and 'heads' need 'shared-state'", f"{BASE},heads=2")

@@ -7,13 +7,18 @@ volatile memory, and one fixed memory window over all of them
 (docs/guest.md "The machine").  `Topology.qemu_args()` is the command line
 `scripts/nfabric vm` launches (through QEMU's own qemu.machine, vm.py);
 `Topology.cxl_args()` is the CXL part alone, which the libvirt domain XML
-passes through <qemu:commandline>.  Nothing here starts a process.
+passes through <qemu:commandline>.  The parts (host bridge, root port,
+backend, device, window) and `alone()`, QEMU without a guest, make the
+machines of the suites qtest and multihost and, checked against them by
+tests/machine/test_topology.py, the C qtests' (tests/qtest/nfabric-qtest.h):
+this is the one place in Python that spells the machine.  Nothing here
+starts a process.
 """
 
 import base64
 import dataclasses
 import re
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 DEVICES = ("cxl-neuron-fabric", "cxl-type3")
 RTL_MODES = ("off", "serve", "compare")
@@ -42,6 +47,63 @@ def qemu_value(text: str) -> str:
     return text.replace(",", ",,")
 
 
+# ---- the parts, which every machine of the project is made of -------------
+# (guests here; QEMU alone in the suites qtest and multihost; the C qtests'
+# NF_QTEST_MACHINE, tests/qtest/nfabric-qtest.h, checked against them by
+# tests/machine/test_topology.py).
+
+BRIDGE = "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1"
+
+
+def root_port(port: int, rp_id: Optional[str] = None) -> str:
+    """Root port PORT of the host bridge (id rpPORT unless RP_ID), slot 2 + PORT."""
+    return f"cxl-rp,port={port},bus=cxl.1,id={rp_id or f'rp{port}'},chassis=0,slot={2 + port}"
+
+
+def backend(mem_id: str, mib: int, path: Optional[str] = None,
+            share: Optional[bool] = True) -> str:
+    """The -object of device memory MEM_ID: MIB MiB of RAM, or of the file
+    PATH; share=on/off as SHARE says (None: not said, QEMU's default)."""
+    kind = f"file,id={mem_id}" if path is not None else f"ram,id={mem_id}"
+    shared = "" if share is None else f",share={'on' if share else 'off'}"
+    where = "" if path is None else f",mem-path={qemu_value(path)}"
+    return f"memory-backend-{kind}{shared}{where},size={mib}M"
+
+
+def device(bus: str, memdev: str, dev_id: Optional[str] = None, props: str = "",
+           name: str = "cxl-neuron-fabric") -> str:
+    """The -device of NAME on root port BUS over MEMDEV, then PROPS."""
+    return (f"{name},bus={bus},volatile-memdev={memdev}" + (f",id={dev_id}" if dev_id else "")
+            + (f",{props}" if props else ""))
+
+
+def window(size: str) -> List[str]:
+    """The fixed memory window (cxl-fmw.0) of SIZE on the host bridge."""
+    return ["-M", f"cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size={size}"]
+
+
+def beside(port: int, rp_id: str, mem_id: str, dev_id: str, mib: int = 256) -> List[str]:
+    """One more cxl-neuron-fabric, not shared (RAM), on root port PORT."""
+    return ["-object", backend(mem_id, mib), "-device", root_port(port, rp_id),
+            "-device", device(rp_id, mem_id, dev_id)]
+
+
+def alone(ports: int = 1, ram: Optional[str] = None, objects: Sequence[str] = (),
+          devices: Sequence[str] = ()) -> List[str]:
+    """QEMU alone, paused, no guest (the suites' refusals and heads): q35
+    with CXL, RAM of RAM (QEMU's default if None), the OBJECTS, the host
+    bridge, PORTS root ports rp0.., the DEVICES on them, a 4 GiB window."""
+    args = ["-M", "q35,cxl=on", "-nodefaults", "-display", "none", "-S"]
+    if ram:
+        args += ["-m", ram]
+    for o in objects:
+        args += ["-object", o]
+    args += ["-device", BRIDGE]
+    args += [a for i in range(ports) for a in ("-device", root_port(i))]
+    args += [a for d in devices for a in ("-device", d)]
+    return args + window("4G")
+
+
 @dataclasses.dataclass
 class Topology:
     """One guest: its CPUs, RAM, CXL devices, how it is joined to others."""
@@ -62,6 +124,8 @@ class Topology:
     reboot: bool = False              # a reset restarts (else QEMU exits)
     run: Optional[str] = None         # the guest's command (nfabric.run)
     append: str = ""                  # extra kernel arguments
+    spare_ports: int = 0              # root ports with no device, after the window
+    incoming: Optional[str] = None    # a migration's destination: paused, listening there
     extra: List[str] = dataclasses.field(default_factory=list)
 
     def check(self) -> None:
@@ -113,20 +177,16 @@ class Topology:
 
     def cxl_args(self) -> List[str]:
         """The host bridge, a root port and device per device, the window."""
-        args = ["-device", "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1"]
+        args = ["-device", BRIDGE]
         props = self.device_props()
         for i in range(self.devices):
-            if self.mem_path:
-                backend = (f"memory-backend-file,id=vmem{i},share=on,"
-                           f"mem-path={qemu_value(self.mem_path)},size={self.cxl_mib}M")
-            else:
-                backend = f"memory-backend-ram,id=vmem{i},share=on,size={self.cxl_mib}M"
             # The first device keeps the names it always had (cxl-vmem0, rp0).
-            args += ["-object", backend,
-                     "-device", f"cxl-rp,port={i},bus=cxl.1,id=rp{i},chassis=0,slot={2 + i}",
-                     "-device", f"{self.device},bus=rp{i},volatile-memdev=vmem{i},"
-                                f"id=cxl-vmem{i}" + (f",{props}" if props else "")]
-        args += ["-M", f"cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size={self.fmw_mib}M"]
+            args += ["-object", backend(f"vmem{i}", self.cxl_mib, self.mem_path),
+                     "-device", root_port(i),
+                     "-device", device(f"rp{i}", f"vmem{i}", f"cxl-vmem{i}", props, self.device)]
+        args += window(f"{self.fmw_mib}M")
+        for i in range(self.devices, self.devices + self.spare_ports):
+            args += ["-device", root_port(i)]
         return args
 
     def kernel_cmdline(self) -> str:
@@ -172,5 +232,7 @@ class Topology:
                      "-device", "virtio-9p-pci,fsdev=hostfs,mount_tag=hostfs"]
         args += self.net_args()
         args += self.cxl_args()
+        if self.incoming:
+            args += ["-S", "-incoming", self.incoming]
         args += self.extra
         return args

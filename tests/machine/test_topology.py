@@ -9,12 +9,14 @@ what vm.py builds on.
 
 import base64
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 
 from nfmachine.tap import done, ok
 from nfmachine import __main__ as cli
 from nfmachine.libvirt import QEMU_NS, domain_xml
+from nfmachine import topology
 from nfmachine.topology import Topology, TopologyError, size_mib
 
 FW = ["-L", "/usr/share/seabios"]
@@ -215,7 +217,74 @@ def main():
     except ImportError as exc:
         ok(False, "QEMU's python/qemu importable", exc)
 
+    machines_alone()
+    qtest_header()
     return done()
+
+
+def machines_alone():
+    """The parts the suites' machines without a guest are made of."""
+    a = args_of(spare_ports=1, incoming="unix:/m.sock", extra=["-qmp", "q"])
+    ok(a[-9:] == ["-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4096M",
+                  "-device", "cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3",
+                  "-S", "-incoming", "unix:/m.sock", "-qmp", "q"][-9:],
+       "a spare root port after the window, then a migration's -S -incoming, then extra",
+       a[-9:])
+    ok("-incoming" not in args_of(), "no -incoming unless asked")
+    a = topology.alone(ports=2, ram="256M", objects=[topology.backend("vmem0", 256, "/m,x")],
+                       devices=[topology.device("rp0", "vmem0", "nf0", "head=0")])
+    ok(a[:6] == ["-M", "q35,cxl=on", "-nodefaults", "-display", "none", "-S"]
+       and after(a, "-m") == ["256M"]
+       and after(a, "-object") == ["memory-backend-file,id=vmem0,share=on,mem-path=/m,,x,size=256M"]
+       and after(a, "-device") == ["pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1",
+                                   "cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2",
+                                   "cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3",
+                                   "cxl-neuron-fabric,bus=rp0,volatile-memdev=vmem0,id=nf0,head=0"]
+       and a[-2:] == ["-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"],
+       "QEMU alone: paused, no display, the bridge, root ports, devices, a 4 GiB window", a)
+    ok(topology.backend("v", 100, share=None) == "memory-backend-ram,id=v,size=100M"
+       and topology.backend("v", 256, "/f", share=False)
+       == "memory-backend-file,id=v,share=off,mem-path=/f,size=256M",
+       "backends: share unsaid or off")
+    ok(topology.beside(1, "rp-b", "vmem-b", "cxl-b") ==
+       ["-object", "memory-backend-ram,id=vmem-b,share=on,size=256M",
+        "-device", "cxl-rp,port=1,bus=cxl.1,id=rp-b,chassis=0,slot=3",
+        "-device", "cxl-neuron-fabric,bus=rp-b,volatile-memdev=vmem-b,id=cxl-b"],
+       "a second, unshared device beside")
+
+
+def c_macro(text, name, **args):
+    """The string #define NAME(...) makes (its lines continued), each
+    argument given as ARGS' value."""
+    m = re.search(r"^#define " + name + r"\b((?:[^\n]*\\\n)*[^\n]*)", text, re.M)
+    if not m:
+        return ""
+    body = re.sub(r"^\([^)]*\)", "", m.group(1))
+    for arg, value in args.items():
+        body = re.sub(r"\b" + arg + r"\b", '"' + value + '"', body)
+    return "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', body))
+
+
+def qtest_header():
+    """The C qtests' machine (tests/qtest/nfabric-qtest.h, NF_QTEST_MACHINE
+    with NF_QTEST_RAM) is topology.alone()'s with the same parts: what
+    qtest_init adds (-qtest, -accel qtest, ...) and QEMU alone's -nodefaults
+    -display none -S aside, the same options, the devices in the same order."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    with open(os.path.join(root, "tests", "qtest", "nfabric-qtest.h"), encoding="utf-8") as f:
+        text = f.read()
+    ram = c_macro(text, "NF_QTEST_RAM")
+    c_args = c_macro(text, "NF_QTEST_MACHINE", backend=ram, props="").split()
+    c_args = ["-M" if w == "-machine" else w for w in c_args]
+    pairs = list(zip(c_args[::2], c_args[1::2]))
+    want = topology.alone(ram="128M", objects=[topology.backend("vmem0", 256, share=None)],
+                          devices=[topology.device("rp0", "vmem0", "nf0")])
+    want = [w for w in want if w not in ("-nodefaults", "-display", "none", "-S")]
+    want_pairs = list(zip(want[::2], want[1::2]))
+    ok(ram == topology.backend("vmem0", 256, share=None) and sorted(pairs) == sorted(want_pairs)
+       and [v for k, v in pairs if k == "-device"] == [v for k, v in want_pairs if k == "-device"],
+       "tests/qtest/nfabric-qtest.h's NF_QTEST_MACHINE is topology.alone()'s machine",
+       f"C: {pairs}\ntopology: {want_pairs}")
 
 
 if __name__ == "__main__":
