@@ -626,6 +626,8 @@ static int nfabric_flock_bounded(int fd, unsigned ms)
 
 /* How long an attach waits for another attach or detach of the file. */
 #define NFABRIC_ATTACH_WAIT_MS  10000
+/* Looks (1 ms apart) at a live byte a reap may hold for a moment. */
+#define NFABRIC_ATTACH_LIVE_TRIES   20
 
 int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
                           int *fdp, NFabricAttachHow *how,
@@ -635,7 +637,7 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
     NFabricMapping *m = NULL;
     struct stat st;
     bool fresh, live_taken = false;
-    int fd;
+    int fd, rc;
 
     *out = NULL;
     *fdp = -1;
@@ -760,8 +762,18 @@ int nfabric_shared_attach(const NFabricAttach *a, NFabricShared **out,
     }
     m->state_id = sh->state_id;
 
-    /* This head's live byte, held through fd until we detach or die. */
-    if (nfabric_live_lock(fd, a->head, F_WRLCK) != 0) {
+    /*
+     * This head's live byte, held through fd until we detach or die.  A
+     * reap of this head's dead process holds it for a moment (under
+     * cfg_lock, nfabric_shared_reap): looked at again for a while.
+     */
+    for (unsigned n = 0; (rc = nfabric_live_lock(fd, a->head, F_WRLCK)) != 0 &&
+         n < NFABRIC_ATTACH_LIVE_TRIES; n++) {
+        struct timespec ms = { 0, 1000000 };
+
+        nanosleep(&ms, NULL);
+    }
+    if (rc != 0) {
         nfabric_seterr(err, errlen, "property 'head': head %u of '%s' is in "
                        "use by a live process (pid %" PRIu32 ")", a->head,
                        a->path, sh->head[a->head].pid);
