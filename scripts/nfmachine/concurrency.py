@@ -13,6 +13,7 @@ import shutil
 from typing import Callable, List, Optional
 
 from .hosts import read_console as read
+from .tap import Tap
 
 # The guest's command: its vCPU count first (with its kernel's words about
 # bringing them up if not 4), then the checks.
@@ -44,29 +45,25 @@ def tap_lines(console: str) -> List[str]:
 def suite(log: str, boot: Boot, out=print) -> int:
     """Boot (twice at most), then the verdicts; 0 if all passed."""
     rc, cpus = 0, None
+    tap = Tap(out, numbered=False)      # "ok - ...", as the guest's lines
     for attempt in (1, 2):
         rc = boot(["--cpus", str(VCPUS), "--run", f"{CPUS}; {CHECKS}"], log)
         console = read(log)
         cpus = cpus_reported(console)
         if cpus == VCPUS or attempt == 2:
             break
-        out(f"# the guest came up on {cpus if cpus is not None else '?'} of {VCPUS} vCPUs"
-            " (its kernel's words below); booting it once more")
-        for line in kernel_lines(console):
-            out(line)
+        tap.note(f"the guest came up on {cpus if cpus is not None else '?'} of {VCPUS} vCPUs"
+                 " (its kernel's words below); booting it once more")
+        tap.lines(kernel_lines(console))
         shutil.copyfile(log, log + ".attempt1")
     console = read(log)
-    if cpus == VCPUS:
-        out(f"ok - the guest runs on {VCPUS} vCPUs")
-    else:
-        out(f"not ok - the guest runs on {VCPUS} vCPUs (it reported"
-            f" {cpus if cpus is not None else 'nothing'}; console: {log})")
+    if not tap.ok(cpus == VCPUS, f"the guest runs on {VCPUS} vCPUs" if cpus == VCPUS
+                  else f"the guest runs on {VCPUS} vCPUs (it reported"
+                       f" {cpus if cpus is not None else 'nothing'}; console: {log})"):
         rc = rc or 1
-        for line in kernel_lines(console):
-            out(line)
-    for line in tap_lines(console):
-        out(line)
+        tap.lines(kernel_lines(console))
+    tap.lines(tap_lines(console))
     if not re.search(r"^NFABRIC-READY", console, re.M):
-        out("not ok - the guest did not get ready")
+        tap.ok(False, "the guest did not get ready")
         rc = rc or 1
     return rc
