@@ -142,21 +142,6 @@ static uint64_t un(In *in, unsigned bytes)
 
 /* ---- the independent view of the spec --------------------------------- */
 
-static unsigned f_path(uint32_t c)
-{
-    return (c & NFABRIC_WCTRL_PATH_MASK) >> NFABRIC_WCTRL_PATH_SHIFT;
-}
-
-static unsigned f_width(uint32_t c)
-{
-    return (c & NFABRIC_WCTRL_WIDTH_MASK) >> NFABRIC_WCTRL_WIDTH_SHIFT;
-}
-
-static unsigned f_tie(uint32_t c)
-{
-    return (c & NFABRIC_WCTRL_TIE_MASK) >> NFABRIC_WCTRL_TIE_SHIFT;
-}
-
 static bool enabled(unsigned i)
 {
     return ctrl.sh->enabled_mask & (1u << i);
@@ -164,7 +149,8 @@ static bool enabled(unsigned i)
 
 static uint64_t clen_of(const NFabricWindow *w)
 {
-    unsigned p = f_path(w->ctrl), wd = f_width(w->ctrl);
+    unsigned p = NFABRIC_WCTRL_PATH(w->ctrl);
+    unsigned wd = NFABRIC_WCTRL_WIDTH(w->ctrl);
 
     if (p == NFABRIC_PATH_GBINARY) {
         return w->dpa_size * 8 * (wd / 8);
@@ -192,7 +178,8 @@ static void check_structure(void)
     for (unsigned i = 0; i < NW; i++) {
         const NFabricWindow *w = &ctrl.sh->win[i];
         const NFabricAggCfg *cfg = &ctrl.sh->cfg[i];
-        unsigned p = f_path(w->ctrl), wd = f_width(w->ctrl);
+        unsigned p = NFABRIC_WCTRL_PATH(w->ctrl);
+        unsigned wd = NFABRIC_WCTRL_WIDTH(w->ctrl);
         uint64_t cl;
 
         CHECK(w->error <= NFABRIC_ERR_MAX, "window %u ERROR %u", i, w->error);
@@ -218,7 +205,7 @@ static void check_structure(void)
             CHECK(wd == 8 || wd == 16, "window %u width %u", i, wd);
         }
         if (p == NFABRIC_PATH_GBINARY) {
-            CHECK(f_tie(w->ctrl) <= 1, "window %u tie", i);
+            CHECK(NFABRIC_WCTRL_TIE(w->ctrl) <= 1, "window %u tie", i);
         }
         if (p == NFABRIC_PATH_GTERNARY) {
             CHECK(w->threshold >= 1 &&
@@ -249,7 +236,7 @@ static void check_structure(void)
         }
         CHECK(cfg->path == p && cfg->size == w->dpa_size &&
               (p == NFABRIC_PATH_FP32 ||
-               (cfg->width == wd && cfg->tie == f_tie(w->ctrl) &&
+               (cfg->width == wd && cfg->tie == NFABRIC_WCTRL_TIE(w->ctrl) &&
                 cfg->threshold == w->threshold)),
               "window %u derived config stale", i);
     }
@@ -356,8 +343,8 @@ static uint8_t ref_read_byte(int i, uint64_t a)
         return shadow[a];
     }
     w = &ctrl.sh->win[i];
-    p = f_path(w->ctrl);
-    wd = f_width(w->ctrl);
+    p = NFABRIC_WCTRL_PATH(w->ctrl);
+    wd = NFABRIC_WCTRL_WIDTH(w->ctrl);
     off = a - w->dpa_base;
     if (p == NFABRIC_PATH_FP32) {
         return shadow[a];
@@ -365,7 +352,8 @@ static uint8_t ref_read_byte(int i, uint64_t a)
     if (p == NFABRIC_PATH_GBINARY) {
         for (unsigned b = 0; b < 8; b++) {
             int c = sh_cnt(w->counters, wd, off * 8 + b);
-            unsigned bit = c > 0 ? 1 : c < 0 ? 0 : f_tie(w->ctrl);
+            unsigned bit = c > 0 ? 1 : c < 0 ? 0
+                                             : NFABRIC_WCTRL_TIE(w->ctrl);
 
             v |= bit << b;
         }
@@ -389,14 +377,15 @@ static void ref_write_byte(int i, uint64_t a, uint8_t d)
     unsigned p, wd;
     uint64_t off;
 
-    if (i < 0 || f_path(ctrl.sh->win[i].ctrl) == NFABRIC_PATH_FP32) {
+    if (i < 0 ||
+        NFABRIC_WCTRL_PATH(ctrl.sh->win[i].ctrl) == NFABRIC_PATH_FP32) {
         shadow[a] = d;
         check_shadow_range(a, 1);
         return;
     }
     w = &ctrl.sh->win[i];
-    p = f_path(w->ctrl);
-    wd = f_width(w->ctrl);
+    p = NFABRIC_WCTRL_PATH(w->ctrl);
+    wd = NFABRIC_WCTRL_WIDTH(w->ctrl);
     off = a - w->dpa_base;
     if (p == NFABRIC_PATH_GBINARY) {
         for (unsigned b = 0; b < 8; b++) {
@@ -421,7 +410,7 @@ static void ref_write_byte(int i, uint64_t a, uint8_t d)
 
 static unsigned path_of(int i)
 {
-    return i < 0 ? NFABRIC_PATH_FP32 : f_path(ctrl.sh->win[i].ctrl);
+    return i < 0 ? NFABRIC_PATH_FP32 : NFABRIC_WCTRL_PATH(ctrl.sh->win[i].ctrl);
 }
 
 static void do_mem(uint64_t dpa, unsigned len, uint64_t val, bool write)
@@ -481,7 +470,7 @@ static void do_mem(uint64_t dpa, unsigned len, uint64_t val, bool write)
                 check_shadow_range(dpa + k, 1);
             } else {
                 const NFabricWindow *w = &ctrl.sh->win[i];
-                unsigned wd = f_width(w->ctrl);
+                unsigned wd = NFABRIC_WCTRL_WIDTH(w->ctrl);
                 uint64_t off = dpa + k - w->dpa_base;
 
                 if (p == NFABRIC_PATH_GBINARY) {
@@ -547,6 +536,24 @@ static int reg_win(uint64_t off)
     return -1;
 }
 
+/*
+ * Window i cleared (a CLEAR, or its enable) in the shadow: its counters
+ * zero if it is enabled, nothing contributed, nothing reserved.
+ */
+static void shadow_clear(unsigned i)
+{
+    if (enabled(i)) {
+        uint64_t cl = clen_of(&ctrl.sh->win[i]);
+
+        if (cl) {
+            memset(shadow + ctrl.sh->win[i].counters, 0, cl);
+            check_shadow_range(ctrl.sh->win[i].counters, cl);
+        }
+    }
+    exp_contrib_writes[i] = exp_contrib_bytes[i] = 0;
+    exp_reserved[i] = 0;
+}
+
 /* After any successful change of the window table: the shadow's clears. */
 static void track_enables(uint32_t mask_before)
 {
@@ -554,14 +561,7 @@ static void track_enables(uint32_t mask_before)
 
     for (unsigned i = 0; i < NW; i++) {
         if (rose & (1u << i)) {
-            uint64_t cl = clen_of(&ctrl.sh->win[i]);
-
-            if (cl) {
-                memset(shadow + ctrl.sh->win[i].counters, 0, cl);
-                check_shadow_range(ctrl.sh->win[i].counters, cl);
-            }
-            exp_contrib_writes[i] = exp_contrib_bytes[i] = 0;
-            exp_reserved[i] = 0;
+            shadow_clear(i);
         }
     }
 }
@@ -632,16 +632,7 @@ static void do_reg_write(uint64_t off, uint64_t val, unsigned size)
         if (rel == NFABRIC_WIN_CMD) {
             CHECK(val == NFABRIC_WCMD_CLEAR, "CMD 0x%llx accepted",
                   (unsigned long long)val);
-            if (enabled(wi)) {
-                uint64_t cl = clen_of(&ctrl.sh->win[wi]);
-
-                if (cl) {
-                    memset(shadow + ctrl.sh->win[wi].counters, 0, cl);
-                    check_shadow_range(ctrl.sh->win[wi].counters, cl);
-                }
-            }
-            exp_contrib_writes[wi] = exp_contrib_bytes[wi] = 0;
-            exp_reserved[wi] = 0;
+            shadow_clear(wi);
         }
         track_enables(before.enabled_mask);
     } else {

@@ -38,69 +38,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hw/mem/nfabric_ctrl.h"
+#include "fuzz_heads.h"
 
 #define RAM_SIZE    (64u * 1024)
 #define HEADS       2
 
 static uint8_t ram[RAM_SIZE];
-static char state_path[512];
-static struct stat mem_st;
 static const NFabricTimingParams tparams = { 1000, 5, 300, 32000 };
 static NFabricCtrl head_state[HEADS];
 
-#define CHECK(cond, ...) do { \
-    if (!(cond)) { \
-        fprintf(stderr, "invariant violated: " __VA_ARGS__); \
-        fprintf(stderr, "\n"); \
-        abort(); \
-    } \
-} while (0)
-
-static void remove_state(void)
-{
-    unlink(state_path);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    char mem[512];
-    const char *tmp = getenv("TMPDIR");
-    int fd;
-
     (void)argc;
     (void)argv;
-    /* In TMPDIR (a run of scripts/nfabric gives each its own), removed at exit. */
-    if (!tmp || !*tmp) {
-        tmp = "/tmp";
-    }
-    snprintf(state_path, sizeof(state_path), "%s/nfabric-fuzz-%d.state", tmp,
-             (int)getpid());
-    snprintf(mem, sizeof(mem), "%s/nfabric-fuzz-%d.mem", tmp, (int)getpid());
-    atexit(remove_state);
-    fd = open(mem, O_RDWR | O_CREAT, 0600);
-    if (fd < 0 || fstat(fd, &mem_st) != 0) {
-        abort();
-    }
-    close(fd);
-    unlink(mem);
+    fuzz_heads_files("fuzz");
     return 0;
 }
 
 static NFabricShared *attach(NFabricCtrl *c, unsigned h, int *fd)
 {
-    NFabricAttach a = {
-        .path = state_path, .head = h, .heads = HEADS, .mem_size = RAM_SIZE,
-        .mem_dev = mem_st.st_dev, .mem_ino = mem_st.st_ino,
-    };
-    NFabricAttachHow how;
     NFabricShared *sh;
-    char err[256];
 
-    if (nfabric_shared_attach(&a, &sh, fd, &how, err, sizeof(err)) != 0) {
-        fprintf(stderr, "attach head %u: %s\n", h, err);
-        abort();
-    }
+    fuzz_heads_attach(h, HEADS, RAM_SIZE, &sh, fd);
     nfabric_ctrl_init(c, ram, RAM_SIZE, &tparams, NULL, NULL);
     nfabric_ctrl_use_shared(c, sh, h);
     return sh;

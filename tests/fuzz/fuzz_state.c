@@ -40,27 +40,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hw/mem/nfabric_ctrl.h"
+#include "fuzz_heads.h"
 
 #define RAM_SIZE    (64u * 1024)
 #define HEADS       2
 #define MAX_OPS     64
 
 static uint8_t *ram;
-static char state_path[512];
-static struct stat mem_st;
 static const NFabricTimingParams tparams = { 1000, 5, 300, 32000 };
 static NFabricCtrl ctrl[HEADS];
 static NFabricShared *shm[HEADS];
 static int sfd[HEADS];
-
-#define CHECK(cond, ...) do { \
-    if (!(cond)) { \
-        fprintf(stderr, "invariant violated: " __VA_ARGS__); \
-        fprintf(stderr, "\n"); \
-        abort(); \
-    } \
-} while (0)
 
 /* Fields worth overwriting: where they are in the state (offsetof). */
 #define F(member) offsetof(NFabricShared, member)
@@ -85,50 +75,18 @@ static const size_t hot[] = {
 };
 #undef F
 
-static void remove_state(void)
-{
-    unlink(state_path);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    char mem[512];
-    const char *tmp = getenv("TMPDIR");
-    int fd;
-
     (void)argc;
     (void)argv;
-    /* In TMPDIR (a run of scripts/nfabric gives each its own), removed at exit. */
-    if (!tmp || !*tmp) {
-        tmp = "/tmp";
-    }
-    snprintf(state_path, sizeof(state_path), "%s/nfabric-fuzzst-%d.state", tmp,
-             (int)getpid());
-    snprintf(mem, sizeof(mem), "%s/nfabric-fuzzst-%d.mem", tmp, (int)getpid());
-    atexit(remove_state);
-    fd = open(mem, O_RDWR | O_CREAT, 0600);
-    if (fd < 0 || fstat(fd, &mem_st) != 0) {
-        abort();
-    }
-    close(fd);
-    unlink(mem);
+    fuzz_heads_files("fuzzst");
     ram = malloc(RAM_SIZE);     /* exactly: ASan sees any access past it */
     return ram ? 0 : -1;
 }
 
 static void attach(unsigned h)
 {
-    NFabricAttach a = {
-        .path = state_path, .head = h, .heads = HEADS, .mem_size = RAM_SIZE,
-        .mem_dev = mem_st.st_dev, .mem_ino = mem_st.st_ino,
-    };
-    NFabricAttachHow how;
-    char err[256];
-
-    if (nfabric_shared_attach(&a, &shm[h], &sfd[h], &how, err, sizeof(err))) {
-        fprintf(stderr, "attach head %u: %s\n", h, err);
-        abort();
-    }
+    fuzz_heads_attach(h, HEADS, RAM_SIZE, &shm[h], &sfd[h]);
     nfabric_ctrl_init(&ctrl[h], ram, RAM_SIZE, &tparams, NULL, NULL);
     nfabric_ctrl_use_shared(&ctrl[h], shm[h], h);
 }
