@@ -55,32 +55,6 @@ typedef struct NF {
 
 /* ---- bring-up (PCI config and the window: nfabric-qtest.h) ---------- */
 
-static void commit_hdm(NF *nf)
-{
-    QTestState *qts = nf->qts;
-    uint64_t cm = BAR0_ADDR + 0x1000;
-    uint32_t hdr = qtest_readl(qts, cm);
-    unsigned n = hdr >> 24, i;
-    uint64_t hdm = 0;
-
-    g_assert_cmpuint(hdr & 0xffff, ==, 1);
-    for (i = 1; i <= n; i++) {
-        uint32_t e = qtest_readl(qts, cm + 4 * i);
-
-        if ((e & 0xffff) == 5) {
-            hdm = cm + (e >> 20);
-        }
-    }
-    g_assert(hdm);
-    qtest_writel(qts, hdm + 0x04, 0x2);
-    qtest_writel(qts, hdm + 0x10, nf->hpa & 0xf0000000u);
-    qtest_writel(qts, hdm + 0x14, nf->hpa >> 32);
-    qtest_writel(qts, hdm + 0x18, MEM_SIZE & 0xf0000000u);
-    qtest_writel(qts, hdm + 0x1c, MEM_SIZE >> 32);
-    qtest_writel(qts, hdm + 0x20, 1 << 9);
-    g_assert(qtest_readl(qts, hdm + 0x20) & (1 << 10));
-}
-
 static void nf_start(NF *nf)
 {
     QTestState *qts;
@@ -88,19 +62,13 @@ static void nf_start(NF *nf)
     memset(nf->win, 0, sizeof(nf->win));
     nf->mask = 0;
     qts = nf->qts = qtest_init(NF_CMDLINE);
-    cfg_writel(qts, RP_BUS, 0, PCI_PRIMARY_BUS,
-               RP_BUS | DEV_BUS << 8 | DEV_BUS << 16);
-    cfg_writew(qts, RP_BUS, 0, PCI_MEMORY_BASE, (BAR0_ADDR >> 16) & 0xfff0);
-    cfg_writew(qts, RP_BUS, 0, PCI_MEMORY_LIMIT,
-               ((BAR0_ADDR + 0xffffff) >> 16) & 0xfff0);
-    cfg_writew(qts, RP_BUS, 0, PCI_COMMAND,
-               PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+    map_root_port(qts);
     g_assert_cmphex(cfg_readl(qts, DEV_BUS, 0, PCI_VENDOR_ID) & 0xffff, ==,
                     NFABRIC_PCI_VENDOR_ID);
     map_device_bars(qts);
     nf->regs = BAR0_ADDR + NFABRIC_REGS_OFFSET;
     nf->hpa = find_cfmw_base(qts);
-    commit_hdm(nf);
+    commit_hdm_at(qts, find_hdm(qts), nf->hpa, 0);
 }
 
 /* ---- random helpers ---------------------------------------------------- */
@@ -150,22 +118,22 @@ static uint64_t bus_read(NF *nf, uint64_t addr, unsigned size)
     }
 }
 
-static uint32_t rd32(NF *nf, uint32_t off)
+static uint32_t bus_rd32(NF *nf, uint32_t off)
 {
     return bus_read(nf, nf->regs + off, 4);
 }
 
-static uint64_t rd64(NF *nf, uint32_t off)
+static uint64_t bus_rd64(NF *nf, uint32_t off)
 {
     return bus_read(nf, nf->regs + off, 8);
 }
 
-static void wr32(NF *nf, uint32_t off, uint32_t v)
+static void bus_wr32(NF *nf, uint32_t off, uint32_t v)
 {
     bus_write(nf, nf->regs + off, 4, v);
 }
 
-static void wr64(NF *nf, uint32_t off, uint64_t v)
+static void bus_wr64(NF *nf, uint32_t off, uint64_t v)
 {
     bus_write(nf, nf->regs + off, 8, v);
 }
@@ -256,11 +224,11 @@ static void op_window_setup(NF *nf)
     if (rnd(nf, 10) == 0) {
         size = rnd(nf, 2) ? rnd64(nf) : MEM_SIZE - base + 64 * rnd(nf, 3);
     }
-    wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE), base);
-    wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE), size);
-    wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS), counters);
-    wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD), thr);
-    wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL),
+    bus_wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE), base);
+    bus_wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE), size);
+    bus_wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS), counters);
+    bus_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD), thr);
+    bus_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL),
          NFABRIC_WCTRL(path, width, tie) | NFABRIC_WCTRL_ENABLE);
 }
 
@@ -301,14 +269,14 @@ static void op_misc(NF *nf)
 
     switch (rnd(nf, 4)) {
     case 0:
-        wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CMD),
+        bus_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CMD),
              rnd(nf, 4) ? NFABRIC_WCMD_CLEAR : g_rand_int(nf->rand));
         break;
     case 1:
-        wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), 0);
+        bus_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), 0);
         break;
     case 2:
-        wr32(nf, NFABRIC_REG_CTRL, rnd(nf, 16));
+        bus_wr32(nf, NFABRIC_REG_CTRL, rnd(nf, 16));
         break;
     default:
         /* Across the end of the block and of device memory. */
@@ -321,24 +289,10 @@ static void op_misc(NF *nf)
 
 /* ---- checks -------------------------------------------------------------- */
 
-static unsigned w_path(uint32_t c)
-{
-    return (c & NFABRIC_WCTRL_PATH_MASK) >> NFABRIC_WCTRL_PATH_SHIFT;
-}
-
-static unsigned w_width(uint32_t c)
-{
-    return (c & NFABRIC_WCTRL_WIDTH_MASK) >> NFABRIC_WCTRL_WIDTH_SHIFT;
-}
-
-static unsigned w_tie(uint32_t c)
-{
-    return (c & NFABRIC_WCTRL_TIE_MASK) >> NFABRIC_WCTRL_TIE_SHIFT;
-}
-
 static uint64_t w_clen(const Win *w)
 {
-    return nfabric_counter_bytes(w_path(w->ctrl), w_width(w->ctrl), w->size);
+    return nfabric_counter_bytes(NFABRIC_WCTRL_PATH(w->ctrl),
+                                 NFABRIC_WCTRL_WIDTH(w->ctrl), w->size);
 }
 
 static bool overlap(uint64_t a, uint64_t al, uint64_t b, uint64_t bl)
@@ -349,7 +303,7 @@ static bool overlap(uint64_t a, uint64_t al, uint64_t b, uint64_t bl)
 /* Re-read the window table where ENABLED_MASK changed, and check it. */
 static void check_windows(NF *nf)
 {
-    uint32_t mask = rd32(nf, NFABRIC_REG_ENABLED_MASK);
+    uint32_t mask = bus_rd32(nf, NFABRIC_REG_ENABLED_MASK);
 
     g_assert_cmphex(mask >> NW, ==, 0);
     for (unsigned i = 0; i < NW; i++) {
@@ -357,13 +311,16 @@ static void check_windows(NF *nf)
         bool on = mask & (1u << i);
 
         if (on && (!(nf->mask & (1u << i)) || (nf->touched & (1u << i)))) {
-            w->base = rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE));
-            w->size = rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE));
-            w->counters = rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS));
-            w->ctrl = rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
-            w->threshold = rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD));
+            w->base = bus_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE));
+            w->size = bus_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE));
+            w->counters = bus_rd64(nf,
+                                   NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS));
+            w->ctrl = bus_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL));
+            w->threshold = bus_rd32(nf,
+                                    NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD));
             /* 0 after the enable; a later refused write may set it. */
-            g_assert_cmpuint(rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR)),
+            g_assert_cmpuint(bus_rd32(nf,
+                                      NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR)),
                              <=, NFABRIC_ERR_MAX);
         }
         w->on = on;
@@ -372,7 +329,8 @@ static void check_windows(NF *nf)
     nf->touched = 0;
     for (unsigned i = 0; i < NW; i++) {
         const Win *w = &nf->win[i];
-        unsigned p = w_path(w->ctrl), wd = w_width(w->ctrl);
+        unsigned p = NFABRIC_WCTRL_PATH(w->ctrl);
+        unsigned wd = NFABRIC_WCTRL_WIDTH(w->ctrl);
         uint64_t cl = w_clen(w);
 
         if (!w->on) {
@@ -385,7 +343,7 @@ static void check_windows(NF *nf)
             g_assert(wd == 8 || wd == 16);
         }
         if (p == NFABRIC_PATH_GBINARY) {
-            g_assert_cmpuint(w_tie(w->ctrl), <=, 1);
+            g_assert_cmpuint(NFABRIC_WCTRL_TIE(w->ctrl), <=, 1);
         }
         if (p == NFABRIC_PATH_GTERNARY) {
             g_assert(w->threshold >= 1 &&
@@ -418,7 +376,7 @@ static bool in_lowbit_window(NF *nf, uint64_t a, unsigned len)
     for (unsigned i = 0; i < NW; i++) {
         const Win *w = &nf->win[i];
 
-        if (w->on && w_path(w->ctrl) != NFABRIC_PATH_FP32 &&
+        if (w->on && NFABRIC_WCTRL_PATH(w->ctrl) != NFABRIC_PATH_FP32 &&
             overlap(a, len, w->base, w->size)) {
             return true;
         }
@@ -430,16 +388,16 @@ static bool in_lowbit_window(NF *nf, uint64_t a, unsigned len)
 static void dump_windows(NF *nf, uint64_t a, unsigned size)
 {
     g_test_message("access DPA 0x%" PRIx64 " size %u; ENABLED_MASK 0x%x",
-                   a, size, rd32(nf, NFABRIC_REG_ENABLED_MASK));
+                   a, size, bus_rd32(nf, NFABRIC_REG_ENABLED_MASK));
     for (unsigned i = 0; i < NW; i++) {
         g_test_message("win %2u: base 0x%" PRIx64 " size 0x%" PRIx64
                        " ctr 0x%" PRIx64 " ctrl 0x%x thr %u | test: %d 0x%"
                        PRIx64 " 0x%" PRIx64 " 0x%x", i,
-                       rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE)),
-                       rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE)),
-                       rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS)),
-                       rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)),
-                       rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD)),
+                       bus_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE)),
+                       bus_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE)),
+                       bus_rd64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS)),
+                       bus_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)),
+                       bus_rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD)),
                        nf->win[i].on, nf->win[i].base, nf->win[i].size,
                        nf->win[i].ctrl);
     }
@@ -477,7 +435,8 @@ static void check_readout(NF *nf)
 
     for (unsigned k = 0; k < NW; k++) {
         const Win *w = &nf->win[(i0 + k) % NW];
-        unsigned p = w_path(w->ctrl), wd = w_width(w->ctrl);
+        unsigned p = NFABRIC_WCTRL_PATH(w->ctrl);
+        unsigned wd = NFABRIC_WCTRL_WIDTH(w->ctrl);
         uint64_t off;
         uint8_t c[16], got, want = 0;
 
@@ -490,8 +449,9 @@ static void check_readout(NF *nf)
             qtest_memread(nf->qts, nf->hpa + w->counters + off * wd, c, wd);
             for (unsigned b = 0; b < 8; b++) {
                 int n = counter_at(c, wd, b);
+                unsigned tie = NFABRIC_WCTRL_TIE(w->ctrl);
 
-                want |= (n > 0 ? 1 : n < 0 ? 0 : w_tie(w->ctrl)) << b;
+                want |= (n > 0 ? 1 : n < 0 ? 0 : tie) << b;
             }
         } else {
             int t = w->threshold;
@@ -513,10 +473,10 @@ static void check_readout(NF *nf)
 
 static void check_sane(NF *nf)
 {
-    g_assert_cmphex(rd32(nf, NFABRIC_REG_MAGIC), ==, NFABRIC_MAGIC);
-    g_assert_cmphex(rd32(nf, NFABRIC_REG_VERSION), ==, NFABRIC_VERSION);
-    g_assert_cmphex(rd32(nf, NFABRIC_REG_CAPS), ==, 0x03030710);
-    g_assert_cmpuint(rd32(nf, NFABRIC_REG_LAST_ERROR), <=, NFABRIC_ERR_MAX);
+    g_assert_cmphex(bus_rd32(nf, NFABRIC_REG_MAGIC), ==, NFABRIC_MAGIC);
+    g_assert_cmphex(bus_rd32(nf, NFABRIC_REG_VERSION), ==, NFABRIC_VERSION);
+    g_assert_cmphex(bus_rd32(nf, NFABRIC_REG_CAPS), ==, 0x03030710);
+    g_assert_cmpuint(bus_rd32(nf, NFABRIC_REG_LAST_ERROR), <=, NFABRIC_ERR_MAX);
     check_windows(nf);
     check_identity(nf);
     check_readout(nf);
@@ -577,7 +537,7 @@ static void test_sequences(void)
         /* Now and then all windows off, so that set-ups keep succeeding. */
         if (s % 500 == 499) {
             for (unsigned i = 0; i < NW; i++) {
-                wr32(&nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), 0);
+                bus_wr32(&nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), 0);
             }
             check_windows(&nf);
         }
@@ -614,7 +574,7 @@ static void test_block_sweep(void)
         }
     }
     check_sane(&nf);
-    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ERROR_COUNT), >, 0);
+    g_assert_cmpuint(bus_rd32(&nf, NFABRIC_REG_ERROR_COUNT), >, 0);
     qtest_quit(nf.qts);
     g_rand_free(nf.rand);
 }

@@ -44,12 +44,8 @@
 #define FP_WIN          9
 #define FP_BASE         0x600000ull
 
-typedef struct NF {
-    QTestState *qts;
-    uint64_t regs;
-    uint64_t hpa;
-    uint64_t hdm;       /* HDM decoder capability */
-} NF;
+/* The device and its registers (rd32, wr32, ...): nfabric-qtest.h. */
+typedef NFDev NF;
 
 typedef struct Ref {
     int gb[GB_BYTES * 8];
@@ -60,76 +56,19 @@ typedef struct Ref {
 
 /* ---- bring-up (PCI config and the window: nfabric-qtest.h) ---------- */
 
-static uint64_t find_hdm(QTestState *qts)
-{
-    uint64_t cm = BAR0_ADDR + 0x1000;
-    uint32_t hdr = qtest_readl(qts, cm);
-    uint64_t hdm = 0;
-
-    g_assert_cmpuint(hdr & 0xffff, ==, 1);
-    for (unsigned i = 1; i <= hdr >> 24; i++) {
-        uint32_t e = qtest_readl(qts, cm + 4 * i);
-
-        if ((e & 0xffff) == 5) {
-            hdm = cm + (e >> 20);
-        }
-    }
-    g_assert(hdm);
-    return hdm;
-}
-
-/* The root port's bus numbers and memory window (config cycles). */
-static void setup_root_port(QTestState *qts)
-{
-    cfg_writel(qts, RP_BUS, 0, PCI_PRIMARY_BUS,
-               RP_BUS | DEV_BUS << 8 | DEV_BUS << 16);
-    cfg_writew(qts, RP_BUS, 0, PCI_MEMORY_BASE, (BAR0_ADDR >> 16) & 0xfff0);
-    cfg_writew(qts, RP_BUS, 0, PCI_MEMORY_LIMIT,
-               ((BAR0_ADDR + 0xffffff) >> 16) & 0xfff0);
-    cfg_writew(qts, RP_BUS, 0, PCI_COMMAND,
-               PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
-}
-
 static void nf_start(NF *nf)
 {
     QTestState *qts = nf->qts = qtest_init(NF_CMDLINE);
 
-    setup_root_port(qts);
+    map_root_port(qts);
     g_assert_cmphex(cfg_readl(qts, DEV_BUS, 0, PCI_VENDOR_ID) & 0xffff, ==,
                     NFABRIC_PCI_VENDOR_ID);
     map_device_bars(qts);
     nf->regs = BAR0_ADDR + NFABRIC_REGS_OFFSET;
     nf->hpa = find_cfmw_base(qts);
     nf->hdm = find_hdm(qts);
-
     /* HDM decoder 0: HPA [hpa, hpa + MEM_SIZE) -> DPA 0, committed. */
-    qtest_writel(qts, nf->hdm + 0x04, 0x2);
-    qtest_writel(qts, nf->hdm + 0x10, nf->hpa & 0xf0000000u);
-    qtest_writel(qts, nf->hdm + 0x14, nf->hpa >> 32);
-    qtest_writel(qts, nf->hdm + 0x18, MEM_SIZE & 0xf0000000u);
-    qtest_writel(qts, nf->hdm + 0x1c, MEM_SIZE >> 32);
-    qtest_writel(qts, nf->hdm + 0x20, 1 << 9);
-    g_assert(qtest_readl(qts, nf->hdm + 0x20) & (1 << 10));
-}
-
-static uint32_t rd32(NF *nf, uint32_t off)
-{
-    return nf_regs_rd32(nf->qts, nf->regs, off);
-}
-
-static uint64_t rd64(NF *nf, uint32_t off)
-{
-    return nf_regs_rd64(nf->qts, nf->regs, off);
-}
-
-static void wr32(NF *nf, uint32_t off, uint32_t v)
-{
-    nf_regs_wr32(nf->qts, nf->regs, off, v);
-}
-
-static void wr64(NF *nf, uint32_t off, uint64_t v)
-{
-    nf_regs_wr64(nf->qts, nf->regs, off, v);
+    commit_hdm_at(qts, nf->hdm, nf->hpa, 0);
 }
 
 static uint32_t win_set(NF *nf, int i, uint64_t base, uint64_t size,
@@ -141,6 +80,18 @@ static uint32_t win_set(NF *nf, int i, uint64_t base, uint64_t size,
     wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD), thr);
     wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), ctrl);
     return rd32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR));
+}
+
+/* The G-Binary and the G-Ternary round's windows, enabled. */
+static void enable_rounds(NF *nf)
+{
+    g_assert_cmpuint(win_set(nf, GB_WIN, GB_BASE, GB_BYTES, GB_CTRS,
+                             NFABRIC_WCTRL(NFABRIC_PATH_GBINARY, GB_WIDTH,
+                                           NFABRIC_TIE_POSITIVE) |
+                             NFABRIC_WCTRL_ENABLE, 0), ==, 0);
+    g_assert_cmpuint(win_set(nf, GT_WIN, GT_BASE, GT_BYTES, GT_CTRS,
+                             NFABRIC_WCTRL(NFABRIC_PATH_GTERNARY, 8, 0) |
+                             NFABRIC_WCTRL_ENABLE, GT_T), ==, 0);
 }
 
 /* ---- the register block ------------------------------------------------- */
@@ -411,13 +362,7 @@ static void run_migration(bool via_file)
 
     ref.rand = g_rand_new_with_seed(via_file ? 4242 : 2424);
     nf_start(&src);
-    g_assert_cmpuint(win_set(&src, GB_WIN, GB_BASE, GB_BYTES, GB_CTRS,
-                             NFABRIC_WCTRL(NFABRIC_PATH_GBINARY, GB_WIDTH,
-                                           NFABRIC_TIE_POSITIVE) |
-                             NFABRIC_WCTRL_ENABLE, 0), ==, 0);
-    g_assert_cmpuint(win_set(&src, GT_WIN, GT_BASE, GT_BYTES, GT_CTRS,
-                             NFABRIC_WCTRL(NFABRIC_PATH_GTERNARY, 8, 0) |
-                             NFABRIC_WCTRL_ENABLE, GT_T), ==, 0);
+    enable_rounds(&src);
     g_assert_cmpuint(win_set(&src, FP_WIN, FP_BASE, 0x1000, 0,
                              NFABRIC_WCTRL(NFABRIC_PATH_FP32, 0, 0) |
                              NFABRIC_WCTRL_ENABLE, 0), ==, 0);
@@ -541,13 +486,7 @@ static void test_migrate_live(void)
 
     ref.rand = g_rand_new_with_seed(777);
     nf_start(&src);
-    g_assert_cmpuint(win_set(&src, GB_WIN, GB_BASE, GB_BYTES, GB_CTRS,
-                             NFABRIC_WCTRL(NFABRIC_PATH_GBINARY, GB_WIDTH,
-                                           NFABRIC_TIE_POSITIVE) |
-                             NFABRIC_WCTRL_ENABLE, 0), ==, 0);
-    g_assert_cmpuint(win_set(&src, GT_WIN, GT_BASE, GT_BYTES, GT_CTRS,
-                             NFABRIC_WCTRL(NFABRIC_PATH_GTERNARY, 8, 0) |
-                             NFABRIC_WCTRL_ENABLE, GT_T), ==, 0);
+    enable_rounds(&src);
     contribute(&src, &ref, 1, 1);
 
     dst.qts = qtest_initf(NF_CMDLINE "-incoming defer");
@@ -581,7 +520,7 @@ static void test_migrate_live(void)
 
     dst.regs = src.regs;
     dst.hpa = src.hpa;
-    setup_root_port(dst.qts);
+    map_root_port(dst.qts);
     check_round(&dst, &ref, gb, gt);
     qtest_quit(src.qts);
     qtest_quit(dst.qts);

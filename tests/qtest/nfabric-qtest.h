@@ -89,27 +89,81 @@ static inline uint64_t find_cfmw_base(QTestState *qts)
     return g_ascii_strtoull(line, NULL, 16);
 }
 
-/* The device's registers at REGS (BAR0 + the register block's offset). */
-static inline uint32_t nf_regs_rd32(QTestState *qts, uint64_t regs, uint32_t off)
+/* The root port: bus numbers, a memory window over the BARs, decoding. */
+static inline void map_root_port(QTestState *qts)
 {
-    return qtest_readl(qts, regs + off);
+    cfg_writel(qts, RP_BUS, 0, PCI_PRIMARY_BUS,
+               RP_BUS | DEV_BUS << 8 | DEV_BUS << 16);
+    cfg_writew(qts, RP_BUS, 0, PCI_MEMORY_BASE, (BAR0_ADDR >> 16) & 0xfff0);
+    cfg_writew(qts, RP_BUS, 0, PCI_MEMORY_LIMIT,
+               ((BAR0_ADDR + 0xffffff) >> 16) & 0xfff0);
+    cfg_writew(qts, RP_BUS, 0, PCI_COMMAND,
+               PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
 }
 
-static inline uint64_t nf_regs_rd64(QTestState *qts, uint64_t regs, uint32_t off)
+/* The device's HDM decoder capability, in its CXL.cache/mem registers. */
+static inline uint64_t find_hdm(QTestState *qts)
 {
-    return qtest_readq(qts, regs + off);
+    uint64_t cm = BAR0_ADDR + 0x1000;   /* CXL.cache/mem registers */
+    uint32_t hdr = qtest_readl(qts, cm);
+    uint64_t hdm = 0;
+
+    g_assert_cmpuint(hdr & 0xffff, ==, 1);      /* CXL capability header */
+    for (unsigned i = 1; i <= hdr >> 24; i++) {
+        uint32_t e = qtest_readl(qts, cm + 4 * i);
+
+        if ((e & 0xffff) == 5) {                /* HDM decoder capability */
+            hdm = cm + (e >> 20);
+        }
+    }
+    g_assert(hdm);
+    return hdm;
 }
 
-static inline void nf_regs_wr32(QTestState *qts, uint64_t regs, uint32_t off,
-                                uint32_t val)
+/*
+ * Commit decoder 0 of the HDM decoder capability at HDM: HPA
+ * [hpa, hpa + MEM_SIZE) -> DPA 0, interleaved over 1 << iw_enc ways
+ * (0: not interleaved).
+ */
+static inline void commit_hdm_at(QTestState *qts, uint64_t hdm, uint64_t hpa,
+                                 unsigned iw_enc)
 {
-    qtest_writel(qts, regs + off, val);
+    qtest_writel(qts, hdm + 0x04, 0x2);         /* HDM decoder enable */
+    qtest_writel(qts, hdm + 0x10, hpa & 0xf0000000u);
+    qtest_writel(qts, hdm + 0x14, hpa >> 32);
+    qtest_writel(qts, hdm + 0x18, MEM_SIZE & 0xf0000000u);
+    qtest_writel(qts, hdm + 0x1c, MEM_SIZE >> 32);
+    qtest_writel(qts, hdm + 0x20, 1 << 9 | iw_enc << 4);    /* commit */
+    g_assert(qtest_readl(qts, hdm + 0x20) & (1 << 10));     /* committed */
 }
 
-static inline void nf_regs_wr64(QTestState *qts, uint64_t regs, uint32_t off,
-                                uint64_t val)
+/* One device as nfabric-test.c and nfabric-migration-test.c drive it. */
+typedef struct NFDev {
+    QTestState *qts;
+    uint64_t regs;      /* BAR0 + NFABRIC_REGS_OFFSET */
+    uint64_t hpa;       /* host physical address of DPA 0 */
+    uint64_t hdm;       /* the device's HDM decoder capability */
+} NFDev;
+
+/* Its registers, at OFF in the register block. */
+static inline uint32_t rd32(NFDev *nf, uint32_t off)
 {
-    qtest_writeq(qts, regs + off, val);
+    return qtest_readl(nf->qts, nf->regs + off);
+}
+
+static inline uint64_t rd64(NFDev *nf, uint32_t off)
+{
+    return qtest_readq(nf->qts, nf->regs + off);
+}
+
+static inline void wr32(NFDev *nf, uint32_t off, uint32_t v)
+{
+    qtest_writel(nf->qts, nf->regs + off, v);
+}
+
+static inline void wr64(NFDev *nf, uint32_t off, uint64_t v)
+{
+    qtest_writeq(nf->qts, nf->regs + off, v);
 }
 
 #endif /* NFABRIC_QTEST_H */

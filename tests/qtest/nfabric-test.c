@@ -18,34 +18,10 @@
 #include "hw/mem/nfabric_timing.h"
 #include "hw/mem/nfabric_record.h"
 
-typedef struct NF {
-    QTestState *qts;
-    uint64_t regs;      /* BAR0 + NFABRIC_REGS_OFFSET */
-    uint64_t hpa;       /* host physical address of DPA 0 */
-    uint64_t hdm;       /* the device's HDM decoder capability */
-} NF;
+/* The device and its registers (rd32, wr32, ...): nfabric-qtest.h. */
+typedef NFDev NF;
 
-/* ---- device registers ------------------------------------------------ */
-
-static uint32_t rd32(NF *nf, uint32_t off)
-{
-    return nf_regs_rd32(nf->qts, nf->regs, off);
-}
-
-static uint64_t rd64(NF *nf, uint32_t off)
-{
-    return nf_regs_rd64(nf->qts, nf->regs, off);
-}
-
-static void wr32(NF *nf, uint32_t off, uint32_t v)
-{
-    nf_regs_wr32(nf->qts, nf->regs, off, v);
-}
-
-static void wr64(NF *nf, uint32_t off, uint64_t v)
-{
-    nf_regs_wr64(nf->qts, nf->regs, off, v);
-}
+/* ---- windows ----------------------------------------------------------- */
 
 /* Program window i and try to enable it; returns the window's ERROR. */
 static uint32_t win_set(NF *nf, int i, uint64_t base, uint64_t size,
@@ -74,29 +50,8 @@ static void win_disable(NF *nf, int i)
  */
 static void commit_hdm_ways(NF *nf, unsigned iw_enc)
 {
-    QTestState *qts = nf->qts;
-    uint64_t cm = BAR0_ADDR + 0x1000;   /* CXL.cache/mem registers */
-    uint32_t hdr = qtest_readl(qts, cm);
-    unsigned n = hdr >> 24, i;
-    uint64_t hdm = 0;
-
-    g_assert_cmpuint(hdr & 0xffff, ==, 1);      /* CXL capability header */
-    for (i = 1; i <= n; i++) {
-        uint32_t e = qtest_readl(qts, cm + 4 * i);
-
-        if ((e & 0xffff) == 5) {                /* HDM decoder capability */
-            hdm = cm + (e >> 20);
-        }
-    }
-    g_assert(hdm);
-    nf->hdm = hdm;
-    qtest_writel(qts, hdm + 0x04, 0x2);         /* HDM decoder enable */
-    qtest_writel(qts, hdm + 0x10, nf->hpa & 0xf0000000u);
-    qtest_writel(qts, hdm + 0x14, nf->hpa >> 32);
-    qtest_writel(qts, hdm + 0x18, MEM_SIZE & 0xf0000000u);
-    qtest_writel(qts, hdm + 0x1c, MEM_SIZE >> 32);
-    qtest_writel(qts, hdm + 0x20, 1 << 9 | iw_enc << 4);    /* commit */
-    g_assert(qtest_readl(qts, hdm + 0x20) & (1 << 10));     /* committed */
+    nf->hdm = find_hdm(nf->qts);
+    commit_hdm_at(nf->qts, nf->hdm, nf->hpa, iw_enc);
 }
 
 static void commit_hdm(NF *nf)
@@ -119,13 +74,7 @@ static void nf_bringup(NF *nf)
     /* Root port: bus numbers, a memory window, memory decoding. */
     id = cfg_readl(qts, RP_BUS, 0, PCI_VENDOR_ID);
     g_assert_cmphex(id & 0xffff, !=, 0xffff);
-    cfg_writel(qts, RP_BUS, 0, PCI_PRIMARY_BUS,
-               RP_BUS | DEV_BUS << 8 | DEV_BUS << 16);
-    cfg_writew(qts, RP_BUS, 0, PCI_MEMORY_BASE, (BAR0_ADDR >> 16) & 0xfff0);
-    cfg_writew(qts, RP_BUS, 0, PCI_MEMORY_LIMIT,
-               ((BAR0_ADDR + 0xffffff) >> 16) & 0xfff0);
-    cfg_writew(qts, RP_BUS, 0, PCI_COMMAND,
-               PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+    map_root_port(qts);
 
     /* The device: BARs, memory decoding. */
     id = cfg_readl(qts, DEV_BUS, 0, PCI_VENDOR_ID);
