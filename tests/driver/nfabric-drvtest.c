@@ -56,6 +56,7 @@
 
 #include "libnfabric.h"
 #include "nfabric.h"
+#include "guest/sysram_online.h"
 
 #define CLASS_DIR "/sys/class/nfabric"
 #define MARKER "nfabric-drvtest: start"
@@ -1673,16 +1674,6 @@ static void win_set_as_nobody(const char *name, struct nfabric_ioc_window w, con
     open_to_all(name, false);
 }
 
-static const char online_cmd[] =
-    "{ grep -q '^kmem ' /proc/modules || insmod /lib/nfabric/kmem.ko; } && "
-    "d=$(ls /sys/bus/dax/devices | head -n 1); "
-    "echo $d > /sys/bus/dax/drivers/device_dax/unbind && "
-    "echo $d > /sys/bus/dax/drivers/kmem/new_id 2>/dev/null; "
-    "[ -e /sys/bus/dax/drivers/kmem/$d ] || echo $d > /sys/bus/dax/drivers/kmem/bind; "
-    "for m in /sys/devices/system/memory/memory*/state; do "
-    "  [ \"$(cat $m)\" = offline ] && echo online_movable > $m 2>/dev/null; "
-    "done; grep -q 'System RAM (kmem)' /proc/iomem";
-
 /*
  * (only when named; a boot of its own: it changes the guest) the region
  * onlined as System RAM: a low-bit window whose data or counters are there
@@ -1695,7 +1686,7 @@ static void t_sysram(int fd, const char *name)
     int rc;
 
     disable_all(fd, info.num_windows);
-    rc = system(online_cmd);
+    rc = system(sysram_online_cmd);
     check(rc == 0, "sysram: the region's memory is online as System RAM (kmem)");
     rc = d ? nfabric_open(d, NFABRIC_OPEN_NO_MEM) : -ENOMEM;
     check(rc == 0, "sysram: libnfabric opens the registers (%s)",

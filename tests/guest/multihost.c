@@ -33,6 +33,7 @@
 
 #include "tap.h"
 #include "gt.h"
+#include "testutil.h"
 
 static uint64_t seed_base = 0x4d48u;     /* --seed */
 
@@ -96,23 +97,6 @@ static void diag(const char *fmt, ...)
     va_end(ap);
     printf("\n");
     fflush(stdout);
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static volatile uint8_t *mem(uint64_t dpa, uint64_t len)
@@ -182,7 +166,7 @@ static void setup(void)
 {
     nfabric_win_cfg bar = { .base = BAR_BASE, .size = BAR_SIZE,
                             .path = NFABRIC_PATH_FP32 };
-    double t0 = now();
+    double t0 = nf_now_s();
     int rc;
 
     if (rank == 0) {
@@ -201,7 +185,7 @@ static void setup(void)
         if (ws.enabled && ws.cfg.base == BAR_BASE && ws.cfg.size == BAR_SIZE) {
             return;
         }
-        if (now() - t0 > WAIT_MS / 1000.0) {
+        if (nf_now_s() - t0 > WAIT_MS / 1000.0) {
             printf("not ok - [rank %u] head 0 never made the barrier window\n",
                    rank);
             exit(1);
@@ -219,7 +203,7 @@ static void input(unsigned r, unsigned path, unsigned tag, uint8_t *buf,
     uint64_t s = seed_base * 1000003u + tag * 7919u + r * 104729u;
 
     for (size_t i = 0; i < len; i++) {
-        uint8_t b = (uint8_t)rnd(&s);
+        uint8_t b = (uint8_t)nf_splitmix64(&s);
 
         if (path == NFABRIC_PATH_GTERNARY) {
             /* No reserved code: 2 (0b10) becomes 0. */
@@ -439,7 +423,7 @@ static uint64_t ham_pattern(unsigned r, unsigned p)
 {
     uint64_t s = seed_base + 31u * r + p;
 
-    return rnd(&s);
+    return nf_splitmix64(&s);
 }
 
 static void case_hammer(void)
@@ -473,7 +457,7 @@ static void case_hammer(void)
     barrier("hammer: configured");
     nfabric_round_read(dev, HAM_WIN, &r);
     seq = r.seq;
-    t0 = now();
+    t0 = nf_now_s();
     for (unsigned p = 0; p < procs; p++) {
         pid_t pid = fork();
 
@@ -500,7 +484,7 @@ static void case_hammer(void)
         }
     }
     diag("hammer: %u processes x %u passes in %.2f s", procs, iters,
-         now() - t0);
+         nf_now_s() - t0);
     nfabric_round_complete(dev, HAM_WIN, seq);
     rc = nfabric_round_wait(dev, HAM_WIN, seq, WAIT_MS, &r);
     TAP_CHECK(rc == 0 && bad == 0 && !r.incomplete, "[rank %u] hammer: %u "
@@ -594,19 +578,19 @@ static void case_kill(void)
     seq = victim_round(c, half, "kill", NULL);   /* the victim is killed */
     contribute(c, extent(0, AGG_SIZE));
     nfabric_round_complete(dev, AGG_WIN, seq);
-    t0 = now();
+    t0 = nf_now_s();
     rc = nfabric_round_wait(dev, AGG_WIN, seq, WAIT_MS, &r);
     nfabric_heads_read(dev, &hd);
     TAP_CHECK(rc == 0 && r.all_done && r.incomplete &&
               (hd.lost & ~1u) && !(hd.live & ~1u),
               "[rank 0] kill: the round finishes without the killed host and "
               "reports INCOMPLETE (rc %d, status 0x%x, live 0x%x, lost 0x%x, "
-              "%.1f s)", rc, r.status, hd.live, hd.lost, now() - t0);
+              "%.1f s)", rc, r.status, hd.live, hd.lost, nf_now_s() - t0);
     expect(c, (1u << hosts) - 1, 1, half, sums);
     check_result(c, sums, "kill: survivors + the victim's half");
     printf("summary: multihost kill: SIGKILL of a host mid-round: the round "
            "finished in %.1f s with INCOMPLETE set, the counts hold exactly "
-           "what was written\n", now() - t0);
+           "what was written\n", nf_now_s() - t0);
 
     /* The next round works without it. */
     if ((rc = nfabric_window_clear(dev, AGG_WIN))) {
@@ -624,16 +608,16 @@ static void case_kill(void)
     check_result(c, sums, "kill: next round");
 
     /* The killed host comes back. */
-    t0 = now();
+    t0 = nf_now_s();
     do {
         nfabric_heads_read(dev, &hd);
         if (hd.live & 2) {
             break;
         }
         usleep(20000);
-    } while (now() - t0 < WAIT_MS / 1000.0);
+    } while (nf_now_s() - t0 < WAIT_MS / 1000.0);
     TAP_CHECK(hd.live & 2, "[rank 0] kill: head 1 rejoined (live 0x%x, lost "
-              "0x%x) after %.1f s", hd.live, hd.lost, now() - t0);
+              "0x%x) after %.1f s", hd.live, hd.lost, nf_now_s() - t0);
     if ((rc = nfabric_window_clear(dev, AGG_WIN))) {
         die("rejoin: clear", rc);
     }
@@ -772,7 +756,7 @@ static void case_sanitize(void)
     }
     printf("NFABRIC-MARK victim ready rank=%u\n", rank);
     fflush(stdout);
-    t0 = now();
+    t0 = nf_now_s();
     do {
         nfabric_heads_read(dev, &hd);
         seen |= hd.live & others;
@@ -780,10 +764,10 @@ static void case_sanitize(void)
             break;
         }
         usleep(20000);
-    } while (now() - t0 < WAIT_MS / 1000.0);
+    } while (nf_now_s() - t0 < WAIT_MS / 1000.0);
     TAP_CHECK(seen == others && !(hd.live & others), "[rank 0] sanitize: "
               "the %u other hosts came, attacked and left (seen 0x%x, live "
-              "0x%x, %.1f s)", hosts - 1, seen, hd.live, now() - t0);
+              "0x%x, %.1f s)", hosts - 1, seen, hd.live, nf_now_s() - t0);
     for (uint64_t i = 0; i < VICTIM_SIZE / 8; i++) {
         bad += v[i] != victim_word(i);
     }
@@ -895,17 +879,17 @@ static void case_jobs_victim(void)
         printf("NFABRIC-MARK victims ready rank=%u\n", rank);
         fflush(stdout);
     }
-    t0 = now();
+    t0 = nf_now_s();
     do {
         nfabric_heads_read(dev, &hd);
         if (hd.job_windows & JOBS_SIGNAL) {
             break;
         }
         usleep(20000);
-    } while (now() - t0 < WAIT_MS / 1000.0);
+    } while (nf_now_s() - t0 < WAIT_MS / 1000.0);
     TAP_CHECK(hd.job_windows & JOBS_SIGNAL, "[rank %u] jobs: the fabric "
               "manager gave the job window 14 after the attack (windows "
-              "0x%04x, %.1f s)", rank, hd.job_windows, now() - t0);
+              "0x%04x, %.1f s)", rank, hd.job_windows, nf_now_s() - t0);
     for (uint64_t i = 0; i < VICTIM_SIZE / 8; i++) {
         bad += v[i] != victim_word(i);
     }
@@ -969,7 +953,7 @@ static void case_jobs(void)
 static uint32_t job_windows_wait(uint32_t bits)
 {
     nfabric_heads hd;
-    double t0 = now();
+    double t0 = nf_now_s();
 
     do {
         nfabric_heads_read(dev, &hd);
@@ -977,7 +961,7 @@ static uint32_t job_windows_wait(uint32_t bits)
             break;
         }
         usleep(20000);
-    } while (now() - t0 < WAIT_MS / 1000.0);
+    } while (nf_now_s() - t0 < WAIT_MS / 1000.0);
     return hd.job_windows;
 }
 
@@ -1020,7 +1004,7 @@ static void case_reassign_owner(void)
     printf("REASSIGN-DISABLED\n");
     fflush(stdout);
     /* The memory goes to job 0: job 1's accesses there are refused. */
-    t0 = now();
+    t0 = nf_now_s();
     do {
         got = d[0];
         if (got == UINT64_MAX &&
@@ -1028,10 +1012,10 @@ static void case_reassign_owner(void)
             break;
         }
         usleep(20000);
-    } while (now() - t0 < WAIT_MS / 1000.0);
+    } while (nf_now_s() - t0 < WAIT_MS / 1000.0);
     TAP_CHECK(got == UINT64_MAX, "[rank %u] reassign: once the memory is job "
               "0's, job 1 reads all-ones there (OWNER, after %.1f s)", rank,
-              now() - t0);
+              nf_now_s() - t0);
     before = nfabric_rd32(dev, NFABRIC_REG_ERROR_COUNT);
     d[1] = 0;
     c[1] = 0;
@@ -1129,12 +1113,12 @@ static void case_pause_churn(void)
         .base = PAUSE_BASE, .size = PAUSE_SIZE, .counters = PAUSE_CTRS,
         .path = NFABRIC_PATH_GBINARY, .width = 16, .threshold = 1,
     };
-    double t0 = now();
+    double t0 = nf_now_s();
     unsigned n = 0, refused = 0;
 
     printf("NFABRIC-MARK churning rank=%u\n", rank);
     fflush(stdout);
-    while (now() - t0 < iters) {
+    while (nf_now_s() - t0 < iters) {
         refused += nfabric_window_set(dev, PAUSE_WIN, &cfg) != 0;
         refused += nfabric_window_clear(dev, PAUSE_WIN) != 0;
         refused += nfabric_window_disable(dev, PAUSE_WIN) != 0;
@@ -1166,7 +1150,8 @@ static void case_pause_probe(void)
         .path = NFABRIC_PATH_GBINARY, .width = 8, .threshold = 1,
     };
     int rc0;
-    double t0 = now(), next_reg = t0, plain_max = 0, win_max = 0, reg_max = 0;
+    double t0 = nf_now_s(), next_reg = t0;
+    double plain_max = 0, win_max = 0, reg_max = 0;
     double done_max = 0;
     unsigned dones = 0, done_refused = 0;
     double en_max = 0, peer_min = 1e9, peer_max = 0;
@@ -1177,16 +1162,16 @@ static void case_pause_probe(void)
     if ((rc0 = nfabric_window_set(dev, own_win, &c))) {
         die("pause: the probe's own window", rc0);
     }
-    while (now() - t0 < iters) {
+    while (nf_now_s() - t0 < iters) {
         uint64_t v = 0x9e3779b97f4a7c15ull * (n + 1);
-        double a = now(), b;
+        double a = nf_now_s(), b;
 
         p[n % 512] = v;
         bad += p[n % 512] != v;
-        b = now();
+        b = nf_now_s();
         plain_max = b - a > plain_max ? b - a : plain_max;
         w[0] = v;
-        a = now();
+        a = nf_now_s();
         win_max = a - b > win_max ? a - b : win_max;
         if (a >= next_reg && regs % 2 == 1) {
             /*
@@ -1197,7 +1182,7 @@ static void case_pause_probe(void)
             int rc = nfabric_window_set(dev, en_win, &c2);
             nfabric_win_state ws;
 
-            b = now();
+            b = nf_now_s();
             en_max = b - a > en_max ? b - a : en_max;
             ens++;
             if (rc == 0) {
@@ -1215,11 +1200,11 @@ static void case_pause_probe(void)
                 en_other++;
             }
             regs++;
-            next_reg = now() + 0.05;
+            next_reg = nf_now_s() + 0.05;
         } else if (a >= next_reg) {
             int rc = nfabric_window_clear(dev, own_win);
 
-            b = now();
+            b = nf_now_s();
             reg_max = b - a > reg_max ? b - a : reg_max;
             reg_refused += apart ? rc != 0 : rc == NFABRIC_ERR_STATE;
             regs++;
@@ -1227,10 +1212,10 @@ static void case_pause_probe(void)
                 /* A round completion of its own window, timed too. */
                 nfabric_round r;
 
-                a = now();
+                a = nf_now_s();
                 rc = nfabric_round_read(dev, own_win, &r);
                 rc = rc ? rc : nfabric_round_complete(dev, own_win, r.seq);
-                b = now();
+                b = nf_now_s();
                 done_max = b - a > done_max ? b - a : done_max;
                 done_refused += rc != 0;
                 dones++;
@@ -1321,12 +1306,12 @@ static uint64_t own_word(uint64_t i)
 /* n 8-byte stores over span bytes at p; seconds taken. */
 static double own_loop(volatile uint64_t *p, uint64_t n)
 {
-    double t0 = now();
+    double t0 = nf_now_s();
 
     for (uint64_t i = 0; i < n; i++) {
         p[i % (OWN_SPAN / 8)] = own_word(i);
     }
-    return now() - t0;
+    return nf_now_s() - t0;
 }
 
 /* What the last pass of own_loop(p, n) left (n a multiple of the span). */
@@ -1496,10 +1481,10 @@ static void case_direct(void)
     c1 = fp32_writes();
     barrier("direct: warmed");
     if (rank == 0) {
-        double t0 = now();
+        double t0 = nf_now_s();
 
         agg_window(&c, AGG_SIZE);
-        t_en = now() - t0;
+        t_en = nf_now_s() - t0;
     }
     barrier("direct: enabled");
     nfabric_round_read(dev, AGG_WIN, &r);
@@ -1635,11 +1620,11 @@ static void bench_floor(bool shared, uint64_t n)
         barrier("bench: floor");
     }
     if (bar) {
-        t0 = now();
+        t0 = nf_now_s();
         for (uint64_t i = 0; i < n; i++) {
             bar[i % (EDU_STORE_SPAN / 8)] = v;
         }
-        t1 = now();
+        t1 = nf_now_s();
         printf("mh_bench rank=%u path=floor bytes=%" PRIu64 " seconds=%.6f "
                "mbps=%.3f\n", rank, n * 8, t1 - t0, n * 8 / (t1 - t0) / 1e6);
     } else {
@@ -1701,7 +1686,7 @@ static double bench_stores(nfabric_dev *d, uint64_t from, uint64_t to)
             buf[i] = v;
         }
     }
-    t0 = now();
+    t0 = nf_now_s();
     for (uint64_t i = from; i < to;) {
         uint64_t at = i % words;
         uint64_t n = to - i < words - at ? to - i : words - at;
@@ -1711,7 +1696,7 @@ static double bench_stores(nfabric_dev *d, uint64_t from, uint64_t to)
         }
         i += n;
     }
-    return now() - t0;
+    return nf_now_s() - t0;
 }
 
 /* The round of window 2 of D completed and waited for; the figure printed. */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "gt.h"
+#include "sysram_online.h"
 
 #define NUMA_MNT "/tmp/nfabric-numa"
 #define NUMA_MIB 8
@@ -155,17 +156,6 @@ static void sysram_programs(void)
     system("umount " NUMA_MNT);
 }
 
-/* Hand daxN.M to kmem and online its memory blocks (shell, like an admin). */
-static const char online_cmd[] =
-    "{ grep -q '^kmem ' /proc/modules || insmod /lib/nfabric/kmem.ko; } && "
-    "d=$(ls /sys/bus/dax/devices | head -n 1); "
-    "echo $d > /sys/bus/dax/drivers/device_dax/unbind && "
-    "echo $d > /sys/bus/dax/drivers/kmem/new_id 2>/dev/null; "
-    "[ -e /sys/bus/dax/drivers/kmem/$d ] || echo $d > /sys/bus/dax/drivers/kmem/bind; "
-    "for m in /sys/devices/system/memory/memory*/state; do "
-    "  [ \"$(cat $m)\" = offline ] && echo online_movable > $m 2>/dev/null; "
-    "done; grep -q 'System RAM (kmem)' /proc/iomem";
-
 void gt_group_sysram(void)
 {
     nfabric_win_cfg low = {
@@ -180,7 +170,7 @@ void gt_group_sysram(void)
         return;
     }
     nfabric_close(gt_dev);
-    rc = system(online_cmd);
+    rc = system(sysram_online_cmd);
     CHECK(rc == 0, "sysram: the region's memory is online as System RAM "
           "(kmem), as daxctl reconfigure-device --mode=system-ram does");
     rc = nfabric_open(gt_dev, NFABRIC_OPEN_NO_MEM);

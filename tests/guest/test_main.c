@@ -19,6 +19,7 @@
 
 #include "tap.h"
 #include "gt.h"
+#include "testutil.h"
 
 nfabric_dev *gt_dev;
 /* Why the register block could not be opened (gt_have_regs false). */
@@ -98,11 +99,7 @@ void gt_read_bytes(uint8_t *dst, const volatile uint8_t *src, size_t len,
 
 uint64_t gt_rand(uint64_t *state)
 {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return nf_splitmix64(state);
 }
 
 double gt_uniform(uint64_t *state)
@@ -112,10 +109,7 @@ double gt_uniform(uint64_t *state)
 
 double gt_now(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    return nf_now_s();
 }
 
 volatile uint8_t *gt_mem(uint64_t dpa, uint64_t len)

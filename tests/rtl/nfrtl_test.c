@@ -16,6 +16,7 @@
 
 #include "hw/mem/nfabric_engine.h"
 #include "hw/rtl/nfrtl.h"
+#include "tests/testutil.h"
 
 static int (*p_abi)(void);
 static NFRtl *(*p_new)(void);
@@ -31,19 +32,7 @@ static uint64_t rng = 0x243f6a8885a308d3ull;
 
 static uint64_t rnd(void)
 {
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
+    return nf_splitmix64(&rng);
 }
 
 #define GUARD 64
@@ -180,16 +169,16 @@ int main(int argc, char **argv)
         uint64_t k, reps = 2000, l0 = p_lines(r);
 
         memset(line, 0xa5, sizeof(line));
-        t0 = now();
+        t0 = nf_now_s();
         for (k = 0; k < reps * 20; k++) {
             nfabric_agg_write(&cfg, c, (k * 64) % 65536, line, 64);
         }
-        te = (now() - t0) / (reps * 20);
-        t0 = now();
+        te = (nf_now_s() - t0) / (reps * 20);
+        t0 = nf_now_s();
         for (k = 0; k < reps; k++) {
             p_write(r, &cfg, c, (k * 64) % 65536, line, 64);
         }
-        tr = (now() - t0) / reps;
+        tr = (nf_now_s() - t0) / reps;
         printf("rtl_lib_gbinary_write_mbps=%.2f\n", 64 / tr / 1e6);
         printf("c_engine_gbinary_write_mbps=%.1f\n", 64 / te / 1e6);
         printf("rtl_lib_gbinary_write_vs_c=%.5f\n", te / tr);

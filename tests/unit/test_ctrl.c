@@ -37,6 +37,7 @@
 
 #include "hw/mem/nfabric_ctrl.h"
 #include "tap.h"
+#include "testutil.h"
 
 #define RAM_SIZE        (64 * 1024u)
 #define GB              NFABRIC_PATH_GBINARY
@@ -383,11 +384,7 @@ static uint64_t rng_state = 1;
 
 static uint64_t rnd(void)
 {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return nf_splitmix64(&rng_state);
 }
 
 /* A counter read straight from device memory (signed little-endian). */

@@ -40,7 +40,10 @@
 #include <unistd.h>
 
 #include "hw/mem/nfabric_ctrl.h"
+#include "hw/mem/nfabric_fm.h"
+#include "hw/mem/nfabric_locks.h"
 #include "tap.h"
+#include "testutil.h"
 
 #ifndef NF_MULTIHOST_MD
 #error "NF_MULTIHOST_MD: the path of docs/multihost.md"
@@ -112,11 +115,7 @@ static int64_t now_ms(void);
 
 static uint64_t rnd(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return nf_splitmix64(s);
 }
 
 static int wait_child(pid_t pid)
@@ -1747,7 +1746,12 @@ static void attacker(int out)
     _exit(0);
 }
 
-static NFabricFm jobs_fm(void)
+/*
+ * Two jobs of one head each: head 0 and windows 0-7 job 0's, head 1 and
+ * windows 8-15 job 1's; job 0's memory [0, 2 MiB).  The caller adds job
+ * 1's ranges.
+ */
+static NFabricFm two_jobs_fm(void)
 {
     NFabricFm fm;
 
@@ -1758,6 +1762,14 @@ static NFabricFm jobs_fm(void)
     fm.job_windows[0] = 0x00ff;
     fm.job_windows[1] = 0xff00;
     fm.range[0] = (NFabricFmRange){ 0, 0x200000, 0, NFABRIC_FM_JOB_WIDE };
+    fm.nranges = 1;
+    return fm;
+}
+
+static NFabricFm jobs_fm(void)
+{
+    NFabricFm fm = two_jobs_fm();
+
     fm.range[1] = (NFabricFmRange){ J1_BASE, 0x100000, 1, NFABRIC_FM_JOB_WIDE };
     fm.range[2] = (NFabricFmRange){ J1_OWN, 0x10000, 1, 1 };
     fm.nranges = 3;
@@ -2016,15 +2028,8 @@ static void test_reassign(void)
 
 static NFabricFm apart_fm(void)
 {
-    NFabricFm fm;
+    NFabricFm fm = two_jobs_fm();
 
-    memset(&fm, 0, sizeof(fm));
-    fm.assigned = 1;
-    fm.head_job[0] = 0;
-    fm.head_job[1] = 1;
-    fm.job_windows[0] = 0x00ff;
-    fm.job_windows[1] = 0xff00;
-    fm.range[0] = (NFabricFmRange){ 0, 0x200000, 0, NFABRIC_FM_JOB_WIDE };
     fm.range[1] = (NFabricFmRange){ 0x200000, 0x200000, 1, NFABRIC_FM_JOB_WIDE };
     fm.nranges = 2;
     return fm;
