@@ -62,10 +62,7 @@ static void nf_start(NF *nf)
     memset(nf->win, 0, sizeof(nf->win));
     nf->mask = 0;
     qts = nf->qts = qtest_init(NF_CMDLINE);
-    map_root_port(qts);
-    g_assert_cmphex(cfg_readl(qts, DEV_BUS, 0, PCI_VENDOR_ID) & 0xffff, ==,
-                    NFABRIC_PCI_VENDOR_ID);
-    map_device_bars(qts);
+    map_device(qts);
     nf->regs = BAR0_ADDR + NFABRIC_REGS_OFFSET;
     nf->hpa = find_cfmw_base(qts);
     commit_hdm_at(qts, find_hdm(qts), nf->hpa, 0);
@@ -229,7 +226,7 @@ static void op_window_setup(NF *nf)
     bus_wr64(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS), counters);
     bus_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD), thr);
     bus_wr32(nf, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL),
-         NFABRIC_WCTRL(path, width, tie) | NFABRIC_WCTRL_ENABLE);
+             NFABRIC_WCTRL(path, width, tie) | NFABRIC_WCTRL_ENABLE);
 }
 
 static void op_mem(NF *nf, bool write)

@@ -60,10 +60,7 @@ static void nf_start(NF *nf)
 {
     QTestState *qts = nf->qts = qtest_init(NF_CMDLINE);
 
-    map_root_port(qts);
-    g_assert_cmphex(cfg_readl(qts, DEV_BUS, 0, PCI_VENDOR_ID) & 0xffff, ==,
-                    NFABRIC_PCI_VENDOR_ID);
-    map_device_bars(qts);
+    map_device(qts);
     nf->regs = BAR0_ADDR + NFABRIC_REGS_OFFSET;
     nf->hpa = find_cfmw_base(qts);
     nf->hdm = find_hdm(qts);

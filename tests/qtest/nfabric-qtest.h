@@ -11,6 +11,7 @@
 
 #include "libqtest.h"
 #include "hw/pci/pci_regs.h"
+#include "hw/mem/nfabric_regs.h"
 
 /*
  * The machine every NEURON-Fabric qtest boots (the one scripts/nfmachine
@@ -99,6 +100,18 @@ static inline void map_root_port(QTestState *qts)
                ((BAR0_ADDR + 0xffffff) >> 16) & 0xfff0);
     cfg_writew(qts, RP_BUS, 0, PCI_COMMAND,
                PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+}
+
+/*
+ * After QEMU starts: the root port mapped, the device found behind it (our
+ * vendor ID) and its BARs mapped.
+ */
+static inline void map_device(QTestState *qts)
+{
+    map_root_port(qts);
+    g_assert_cmphex(cfg_readl(qts, DEV_BUS, 0, PCI_VENDOR_ID) & 0xffff, ==,
+                    NFABRIC_PCI_VENDOR_ID);
+    map_device_bars(qts);
 }
 
 /* The device's HDM decoder capability, in its CXL.cache/mem registers. */
