@@ -9,9 +9,7 @@
 # docs/multihost.md.
 
 nf_cluster_main() {
-    local rc=0
-    nf_machine cluster "$@" || rc=$?
-    return "$rc"
+    nf_machine_built cluster "$@" || return $?
 }
 
 # The multihost suite: its cases and their TAP (scripts/nfmachine/multihost.py).
@@ -24,8 +22,8 @@ nf_suite_multihost() {
 }
 
 # `scripts/nfabric bench cluster [--mib N] [--rounds N]`
-# (scripts/nfmachine/benchcluster.py: it builds what it needs first).  A
+# (scripts/nfmachine/benchcluster.py; QEMU and the image built first).  A
 # bad option's status is the verdict, said there.
 nf_bench_cluster() {
-    nf_machine bench-cluster "$@" || return $?
+    nf_machine_built bench-cluster "$@" || return $?
 }

@@ -18,7 +18,5 @@ nf_demo_main() {
     # QEMU with the device, firmware and the host programs (idempotent).
     nf_setup_main --quiet
     nf_image_main >&2
-    local rc=0
-    nf_machine demo run "$@" || rc=$?
-    return "$rc"
+    nf_machine_built demo run "$@" || return $?
 }

@@ -5,7 +5,5 @@
 # docs/pools.md).
 
 nf_pools_main() {
-    local rc=0
-    nf_machine pools "$@" || rc=$?
-    return "$rc"
+    nf_machine_built pools "$@" || return $?
 }

@@ -16,14 +16,18 @@ nf_machine() {
         /usr/bin/python3 -m nfmachine "$@"
 }
 
-nf_vm_main() {
-    local rc=0
-    nf_machine vm "$@" || rc=$?
-    return "$rc"
+# nf_machine_built COMMAND ARGS...: nf_machine COMMAND ARGS once what it
+# needs is built (`nf_machine needs`: QEMU with the device, the guest image,
+# the RTL library, its path in NF_RTL_LIB): Python never calls back here.
+nf_machine_built() {
+    local need
+    need=" $(nf_machine needs "$@" | tr '\n' ' ')" || need=""
+    case $need in *" qemu "*) nf_setup_main --quiet >&2 ;; esac
+    case $need in *" image "*) nf_image_main >&2 ;; esac
+    case $need in *" rtl "*) NF_RTL_LIB=$(nf_rtl_lib | tail -n 1) || return ;; esac
+    NF_RTL_LIB=${NF_RTL_LIB:-} nf_machine "$@" || return $?
 }
 
-# nf_qmp SOCKET NAME [ARGS-JSON]: one QMP command on a guest's monitor
-# socket; prints its return value (JSON), or says QEMU's error (status 1).
-nf_qmp() {
-    nf_machine qmp "$@"
+nf_vm_main() {
+    nf_machine_built vm "$@" || return $?
 }

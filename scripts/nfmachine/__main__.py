@@ -47,21 +47,27 @@
   host-snapshot FILE | host-check BEFORE
                                the host check of `test` (hostcheck.py)
   clean [OPTIONS]              `scripts/nfabric clean` (its --help)
+  needs COMMAND [ARGS]         what scripts/nfabric builds before COMMAND
+                               (vm, args, cluster, pools, bench-cluster,
+                               demo run)
 
 scripts/nfabric runs it with the paths of the build in its environment
-(NF_QEMU_BIN, NF_QEMU_SRC, NF_GUEST_KERNEL, ...: scripts/lib/machine.sh).
+(NF_QEMU_BIN, NF_QEMU_SRC, NF_GUEST_KERNEL, ...: scripts/lib/vm.sh), having
+built first what `needs` names (NF_RTL_LIB: the RTL library's path).
 An error is reported with the command that failed; nothing exits silently.
 """
 
+import argparse
 import contextlib
 import os
 import shlex
 import subprocess
 import sys
 import traceback
-from typing import List, Optional
+from typing import Callable, Dict, List, NamedTuple, Optional
 
-from .options import scan
+from .hosts import env
+from .options import Parser, UsageError, given
 from .topology import Topology, TopologyError, size_mib
 
 USAGE = """\
@@ -140,25 +146,14 @@ VALUED = ("--cpus", "--mem", "--cxl-mem", "--device", "--device-props", "--run",
           "--net-listen", "--net-connect", "--ip", "--rtl")
 
 
-class UsageError(Exception):
-    """A bad option: exit status 2, the message and the usage."""
-
-
-def env(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        raise RuntimeError(f"{name} is not set (run this through scripts/nfabric)")
-    return value
-
-
-def nfabric(*args: str, capture: bool = False) -> str:
-    """A provisioning step of scripts/nfabric (it joins this run)."""
-    cmd = [os.path.join(env("NF_ROOT"), "scripts", "nfabric"), *args]
-    res = subprocess.run(cmd, stdout=subprocess.PIPE if capture else sys.stderr,
-                         text=True, check=False)
-    if res.returncode != 0:
-        raise RuntimeError(f"{shlex.join(cmd)} failed with status {res.returncode}")
-    return (res.stdout or "").strip()
+def rtl_lib() -> str:
+    """The RTL library (libnfrtl.so), which scripts/nfabric built before
+    this command since `needs` named it (NF_RTL_LIB)."""
+    path = os.environ.get("NF_RTL_LIB")
+    if not path:
+        raise RuntimeError("NF_RTL_LIB is not set: scripts/nfabric builds the RTL library"
+                           " (scripts/nfabric rtl-lib) for a guest with --rtl")
+    return path
 
 
 class VmOptions:
@@ -170,19 +165,16 @@ class VmOptions:
         self.help = False
         self.have_run = False
         self.qemu_status = False
-        scanned = scan(argv, VALUED, ("--quiet", "--reboot", "--hostfs", "--qemu-status"),
-                       UsageError)
-        if scanned is None:
+        ns = Parser("nfabric vm", USAGE).options(
+            VALUED, ("--quiet", "--reboot", "--hostfs", "--qemu-status"),
+            repeated=("--qemu-arg",)).parse(argv)
+        if ns is None:
             self.help = True
             return
-        values, flags = scanned
-        self.topo.extra = values.pop("--qemu-arg", [])
-        raw = {k: v[-1] for k, v in values.items()}
-        self.quiet = "--quiet" in flags
-        self.topo.reboot = "--reboot" in flags
-        self.topo.hostfs = "--hostfs" in flags
-        self.qemu_status = "--qemu-status" in flags
-        self._apply(raw)
+        self.topo.extra = ns.qemu_arg
+        self.quiet, self.qemu_status = ns.quiet, ns.qemu_status
+        self.topo.reboot, self.topo.hostfs = ns.reboot, ns.hostfs
+        self._apply(given(ns, [v for v in VALUED if v != "--qemu-arg"]))
 
     def _apply(self, raw) -> None:
         t = self.topo
@@ -242,8 +234,6 @@ def provision_topology(t: Topology) -> List[str]:
     library, built by scripts/nfabric if missing; the QEMU arguments of T."""
     qemu = env("NF_QEMU_BIN")
     if not os.access(qemu, os.X_OK):
-        nfabric("setup", "--quiet")
-    if not os.access(qemu, os.X_OK):
         raise RuntimeError(f"{qemu} is missing (run scripts/nfabric setup)")
     devs = subprocess.run([qemu, "-nodefaults", "-device", "help"], capture_output=True,
                           text=True, check=False).stdout
@@ -252,9 +242,9 @@ def provision_topology(t: Topology) -> List[str]:
         raise RuntimeError(f"{qemu} has no device {t.device} (run scripts/nfabric setup{hint})")
     kernel, initrd = env("NF_GUEST_KERNEL"), env("NF_GUEST_INITRD")
     if not (os.path.isfile(kernel) and os.path.isfile(initrd)):
-        nfabric("image")
+        raise RuntimeError(f"{kernel} or {initrd} is missing (run scripts/nfabric image)")
     if t.rtl != "off":
-        t.rtl_lib = nfabric("rtl-lib", capture=True).splitlines()[-1]
+        t.rtl_lib = rtl_lib()
     return t.qemu_args(shlex.split(os.environ.get("NF_FIRMWARE", "")), kernel, initrd)
 
 
@@ -311,7 +301,7 @@ def cmd_args(argv: List[str]) -> int:
         sys.stdout.write(USAGE)
         return 0
     if opts.topo.rtl != "off":
-        opts.topo.rtl_lib = nfabric("rtl-lib", capture=True).splitlines()[-1]
+        opts.topo.rtl_lib = rtl_lib()
     args = opts.topo.qemu_args(shlex.split(os.environ.get("NF_FIRMWARE", "")),
                                env("NF_GUEST_KERNEL"), env("NF_GUEST_INITRD"))
     sys.stdout.write("".join(a + "\n" for a in args))
@@ -338,18 +328,18 @@ def cmd_cluster(argv: List[str]) -> int:
         return 1
 
 
-def cmd_multihost_suite(argv: List[str]) -> int:
+def cmd_multihost_suite(ns: argparse.Namespace) -> int:
     """The multihost suite; 1 if a case failed with an error (the checks'
-    verdicts are its TAP lines).  ARGV: the cases to run (all if none),
+    verdicts are its TAP lines).  ns.cases: the cases to run (all if none),
     by name, for a developer (e.g. jobs2 pause2)."""
     qemu_python()
     from . import multihost, vm
     names = [name for name, _, _ in multihost.cases(multihost.Tap(sys.stdout))]
-    for name in argv:
+    for name in ns.cases:
         if name not in names:
             raise UsageError(f'unknown case "{name}" (cases: {" ".join(names)})')
     vm.stop_on_signals()
-    return multihost.suite(only=argv)
+    return multihost.suite(only=ns.cases)
 
 
 def cmd_bench_cluster(argv: List[str]) -> int:
@@ -363,9 +353,6 @@ def cmd_bench_cluster(argv: List[str]) -> int:
     if opts is None:
         sys.stdout.write(benchcluster.USAGE)
         return 0
-    if not os.access(env("NF_QEMU_BIN"), os.X_OK):
-        nfabric("setup", "--quiet")
-    nfabric("image")                  # the guest programs as the sources are
     qemu_python()
     from . import vm
     vm.stop_on_signals()
@@ -380,18 +367,18 @@ def cmd_bench_cluster(argv: List[str]) -> int:
 def cmd_libvirt_xml(argv: List[str]) -> int:
     from .libvirt import domain_xml
     valued = ("--name", "--cpus", "--mem", "--cxl-mem", "--device", "--run",
-              "--serial", "-o", "--output", "--hosts")
+              "--serial", "--hosts")
     o = {"--name": "nfabric-guest", "--run": "nfabric-test",
          "--serial": os.path.join(env("NF_BUILD"), "guest", "libvirt-serial.log")}
-    scanned = scan(argv, valued, (), UsageError)
-    if scanned is None:
+    parser = Parser("nfabric libvirt-xml", LIBVIRT_USAGE).options(valued)
+    parser.add_argument("-o", "--output")
+    ns = parser.parse(argv)
+    if ns is None:
         sys.stdout.write(LIBVIRT_USAGE)
         return 0
-    vm_argv: List[str] = []
-    for a, v in scanned[0].items():
-        o["--output" if a == "-o" else a] = v[-1]
-        if a in ("--cpus", "--mem", "--cxl-mem", "--device"):
-            vm_argv += [a, v[-1]]
+    o.update(given(ns, valued + ("--output",)))
+    vm_argv = [w for a, v in given(ns, ("--cpus", "--mem", "--cxl-mem", "--device")).items()
+               for w in (a, v)]
     topo = VmOptions(vm_argv).topo
     serial = os.path.abspath(o["--serial"])
     out = o.get("--output")
@@ -429,11 +416,9 @@ def cmd_libvirt_xml(argv: List[str]) -> int:
     return 0
 
 
-def cmd_lifecycle(argv: List[str]) -> int:
+def cmd_lifecycle(_: argparse.Namespace) -> int:
     """The lifecycle suite (lifecycle.py): TAP on stdout; 0 if every check
     passed.  Its consoles and QEMU output in build/lifecycle."""
-    if argv:
-        raise UsageError("lifecycle-suite takes no arguments")
     qemu_python()
     from . import lifecycle, vm
     vm.stop_on_signals()
@@ -449,29 +434,43 @@ def cmd_lifecycle(argv: List[str]) -> int:
                          os.environ.get("NF_LIFECYCLE_CXL_MEM") or "256M")
 
 
-def cmd_monitor(name: str, argv: List[str]) -> int:
+def cmd_monitor(name: str, ns: argparse.Namespace) -> int:
     qemu_python()
     from . import qmp
-    want = {"qmp": (2, 3), "hmp": (2, 2), "qmp-ms": (2, 3), "cm-regs": (2, 2)}[name]
-    if not want[0] <= len(argv) <= want[1]:
-        raise UsageError(f"{name} takes {want[0]}..{want[1]} arguments, not {len(argv)}")
     try:
         if name == "qmp":
-            print(qmp.command(argv[0], argv[1], argv[2] if len(argv) > 2 else None))
+            print(qmp.command(ns.socket, ns.name, ns.args))
         elif name == "hmp":
-            with qmp.Monitor(argv[0]) as mon:
-                sys.stdout.write(mon.hmp(argv[1]))
+            with qmp.Monitor(ns.socket) as mon:
+                sys.stdout.write(mon.hmp(ns.line))
         elif name == "qmp-ms":
-            print(qmp.worst_latency_ms(argv[0], int(argv[1]),
-                                       float(argv[2]) if len(argv) > 2 else 0.0))
+            print(qmp.worst_latency_ms(ns.socket, ns.n, ns.gap))
         else:
-            sys.stdout.write(qmp.cachemem_regs(argv[0], argv[1]))
+            sys.stdout.write(qmp.cachemem_regs(ns.socket, ns.region))
     except qmp.QMPError as exc:
         print(exc, file=sys.stderr)
         return 1
     except (OSError, EOFError) as exc:
-        print(f"{name}: {argv[0]}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"{name}: {ns.socket}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def usage_said(parse: Callable, argv: List[str], usage: str, help_value=None):
+    """PARSE(ARGV), or None once a bad option was said (the message, then
+    USAGE if it asks for it); HELP_VALUE in place of parse's None (--help)."""
+    try:
+        out = parse(argv)
+        return help_value if out is None else out
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        if exc.usage:
+            sys.stderr.write(usage)
+        return None
+
+
+def say_help(usage: str) -> int:
+    sys.stdout.write(usage)
     return 0
 
 
@@ -481,16 +480,9 @@ def cmd_bench_guest(argv: List[str]) -> int:
     from . import guestbench
     if not argv or argv[0] not in ("check", "run"):
         raise UsageError("usage: bench-guest check|run [OPTIONS]")
-    try:
-        opts = guestbench.Options(argv[1:])
-    except guestbench.UsageError as exc:
-        print(exc, file=sys.stderr)
-        if exc.usage:
-            sys.stderr.write(guestbench.USAGE)
-        return 2
-    if opts.help:
-        sys.stdout.write(guestbench.USAGE)
-        return 0
+    opts = usage_said(guestbench.Options, argv[1:], guestbench.USAGE)
+    if opts is None or opts.help:
+        return 2 if opts is None else say_help(guestbench.USAGE)
     if argv[0] == "check":
         return 0
 
@@ -553,34 +545,23 @@ def cmd_demo(argv: List[str], suite: bool) -> int:
         guests()
         logs = os.environ.get("NF_TEST_LOGS") or os.path.join(env("NF_BUILD"), "test-logs")
         return demo.guest_suite(logs, boot)
-    try:
-        device = demo.parse(argv[1:])
-    except demo.UsageError as exc:
-        print(exc, file=sys.stderr)
-        if exc.usage:
-            sys.stderr.write(demo.USAGE)
-        return 2
-    if device is None:
-        sys.stdout.write(demo.USAGE)
-        return 0
+    device = usage_said(demo.parse, argv[1:], demo.USAGE, "help")
+    if device in (None, "help"):
+        return 2 if device is None else say_help(demo.USAGE)
     if argv[0] == "check":
         return 0
     guests()
     return demo.demo(device, guest, boot, cmd_cluster)
 
 
-def cmd_libvirt_suite(argv: List[str]) -> int:
+def cmd_libvirt_suite(_: argparse.Namespace) -> int:
     """Suite `libvirt` (scripts/lib/libvirt.sh installed libvirt first)."""
     from . import libvirt_suite
-    if argv:
-        raise UsageError("libvirt-suite takes no arguments")
     return libvirt_suite.suite(env("NF_BUILD"), cmd_libvirt_xml)
 
 
-def cmd_host_suites(name: str, argv: List[str]) -> int:
+def cmd_host_suites(name: str) -> int:
     """Suites lint, unit (host only) and concurrency (one boot)."""
-    if argv:
-        raise UsageError(f'{name} takes no argument, not "{argv[0]}"')
     if name == "lint-suite":
         from . import lint
         return lint.lint(env("NF_ROOT"))
@@ -597,14 +578,12 @@ def cmd_host_suites(name: str, argv: List[str]) -> int:
     return concurrency.suite(os.path.join(logs, "concurrency-console.log"), boot)
 
 
-def cmd_qtest_suite(argv: List[str]) -> int:
+def cmd_qtest_suite(ns: argparse.Namespace) -> int:
     """Suite `qtest` (scripts/lib/qtest.sh built the qtests first)."""
     from . import qtest_suite
-    if len(argv) != 1:
-        raise UsageError("qtest-suite takes libgcc_s's path (not a libnfrtl.so)")
     guests()
     return qtest_suite.suite(env("NF_QEMU_BIN"), os.path.dirname(env("NF_QEMU_BIN")),
-                             env("NF_QTESTS").split(), env("NF_BUILD"), env("NF_RUN_SHM"), argv[0],
+                             env("NF_QTESTS").split(), env("NF_BUILD"), env("NF_RUN_SHM"), ns.libgcc,
                              lambda vm_argv, err: boot_vm(vm_argv, err))
 
 
@@ -619,85 +598,190 @@ def cmd_rtl(name: str, argv: List[str]) -> int:
                                                   env("NF_QEMU_BIN")), boot)
 
 
+def cmd_needs(argv: List[str]) -> int:
+    """needs COMMAND ARGS: what scripts/nfabric builds before it runs
+    COMMAND ARGS (vm, args, cluster, pools, bench-cluster, demo run), a word a
+    line: qemu (QEMU with the device is missing), image (the guest image is
+    missing; for bench-cluster always: its guest programs as the sources
+    are), rtl (the RTL library, for --rtl or the demo's RTL run; its path
+    then in NF_RTL_LIB).  Nothing for --help or a bad option: COMMAND
+    itself says those."""
+    from . import benchcluster, cluster, demo, pools
+    name, rest = (argv[0], argv[1:]) if argv else ("", [])
+    if name not in ("vm", "args", "cluster", "pools", "bench-cluster") and \
+            [name, *rest[:1]] != ["demo", "run"]:
+        raise UsageError(f'no command "{" ".join(argv[:2])}" that boots guests')
+    guests, rtl = name != "args", False
+    try:
+        if name in ("vm", "args"):
+            opts = VmOptions(rest)
+            ready, rtl = not opts.help, opts.topo.rtl != "off"
+        elif name == "cluster":
+            ready = not cluster.Options(rest, UsageError).help
+        elif name == "pools":
+            ready = not pools.Options(rest).help
+        elif name == "bench-cluster":
+            ready = benchcluster.parse(rest) is not None
+        else:
+            device = demo.parse(rest[1:])
+            ready, rtl = device is not None, device == "cxl-neuron-fabric"
+    except (UsageError, benchcluster.Usage):
+        return 0
+    if not ready:
+        return 0
+    kernel, initrd = env("NF_GUEST_KERNEL"), env("NF_GUEST_INITRD")
+    words = []
+    if guests and not os.access(env("NF_QEMU_BIN"), os.X_OK):
+        words.append("qemu")
+    if guests and (name == "bench-cluster"
+                   or not (os.path.isfile(kernel) and os.path.isfile(initrd))):
+        words.append("image")
+    if rtl:
+        words.append("rtl")
+    sys.stdout.write("".join(w + "\n" for w in words))
+    return 0
+
+
+class Command(NamedTuple):
+    """One command: RUN(NAME, ARGS) -> exit status.  POSITIONAL: its
+    arguments (name: argparse keywords), parsed here, ARGS their Namespace;
+    None: the command's module parses ARGS, the list as given, with its
+    own argparse parser and --help.  USER: scripts/nfabric's command
+    `NAME` (errors said as "nfabric NAME"); USAGE: printed after a bad
+    option."""
+    run: Callable[[str, object], int]
+    positional: Optional[Dict[str, dict]] = None
+    user: bool = False
+    usage: Optional[str] = None
+
+
+def _testfront(name: str, rest: List[str]) -> int:
+    from . import testfront
+    try:
+        return testfront.main(name, rest, env("NF_ROOT"))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _demo(name: str, rest: List[str]) -> int:
+    if rest[:1] not in (["check"], ["run"]):
+        raise UsageError("usage: demo check|run [OPTIONS]")
+    return cmd_demo(rest, False)
+
+
+def _isolation(name: str, ns: argparse.Namespace) -> int:
+    from . import isolation
+    return isolation.suite_main([ns.dir, str(ns.status)])
+
+
+def _clean(name: str, rest: List[str]) -> int:
+    from . import isolation
+    return isolation.clean(rest, dict(os.environ))
+
+
+def _hostcheck(name: str, ns: argparse.Namespace) -> int:
+    from . import hostcheck
+    return hostcheck.main(name, [ns.file])
+
+
+def _fuzz(name: str, rest: List[str]) -> int:
+    from . import fuzz
+    return fuzz.main(name, rest)
+
+
+def _driver(name: str, rest: List[str]) -> int:
+    from . import driver_suite
+    return driver_suite.main(name, rest, boot_vm, cmd_cluster, guests, UsageError)
+
+
+def _pools(name: str, rest: List[str]) -> int:
+    from . import pools
+    return pools.main(rest)
+
+
+def _ddp(name: str, rest: List[str]) -> int:
+    from . import ddp
+    return ddp.main(name, rest)
+
+
+def _commands() -> Dict[str, Command]:
+    """The table: every command of python3 -m nfmachine (its docstring)."""
+    from .cluster import USAGE as CLUSTER_USAGE
+    from .ddp import COMMANDS as DDP_COMMANDS
+    none: Dict[str, dict] = {}
+    socket = {"socket": {}}
+    table = {
+        "needs": Command(lambda n, a: cmd_needs(a)),
+        "vm": Command(lambda n, a: cmd_vm(a), user=True, usage=USAGE),
+        "args": Command(lambda n, a: cmd_args(a), usage=USAGE),
+        "libvirt-xml": Command(lambda n, a: cmd_libvirt_xml(a), user=True, usage=LIBVIRT_USAGE),
+        "cluster": Command(lambda n, a: cmd_cluster(a), user=True, usage=CLUSTER_USAGE),
+        "pools": Command(_pools, user=True),
+        "clean": Command(_clean, user=True),
+        "multihost-suite": Command(lambda n, a: cmd_multihost_suite(a),
+                                   {"cases": dict(nargs="*")}),
+        "bench-cluster": Command(lambda n, a: cmd_bench_cluster(a)),
+        "qmp": Command(cmd_monitor, {**socket, "name": {}, "args": dict(nargs="?")}),
+        "hmp": Command(cmd_monitor, {**socket, "line": {}}),
+        "qmp-ms": Command(cmd_monitor, {**socket, "n": dict(type=int),
+                                        "gap": dict(nargs="?", type=float, default=0.0)}),
+        "cm-regs": Command(cmd_monitor, {**socket, "region": {}}),
+        "bench-guest": Command(lambda n, a: cmd_bench_guest(a)),
+        "train": Command(lambda n, a: cmd_train(a)),
+        "demo": Command(_demo),
+        "guest-suite": Command(lambda n, a: cmd_demo([], True), none),
+        "lifecycle-suite": Command(lambda n, a: cmd_lifecycle(a), none),
+        "libvirt-suite": Command(lambda n, a: cmd_libvirt_suite(a), none),
+        "qtest-suite": Command(lambda n, a: cmd_qtest_suite(a), {"libgcc": {}}),
+        "isolation-suite": Command(_isolation, {"dir": {}, "status": dict(type=int)}),
+    }
+    for name in ("meson-table", "test-args", "test-total"):
+        table[name] = Command(_testfront)
+    for name in ("lint-suite", "unit-suite", "concurrency-suite"):
+        table[name] = Command(lambda n, a: cmd_host_suites(n), none)
+    for name in ("fuzz-suite", "fuzz-bench"):
+        table[name] = Command(_fuzz)
+    for name in ("driver-suite", "fallback-suite", "pybind-suite", "driver72-suite"):
+        table[name] = Command(_driver)
+    for name in ("rtl-suite", "rtl-mutants", "bench-rtl"):
+        table[name] = Command(cmd_rtl)
+    for name in ("host-snapshot", "host-check"):
+        table[name] = Command(_hostcheck, {"file": {}})
+    for name in DDP_COMMANDS:
+        table.setdefault(name, Command(_ddp))
+    return table
+
+
+def parse_positional(name: str, spec: Dict[str, dict], rest: List[str]):
+    """REST by SPEC (argparse); None if -h/--help was asked (the usage said)."""
+    parser = Parser(f"nfmachine {name}")
+    for arg, kw in spec.items():
+        parser.add_argument(arg, **kw)
+    ns = parser.parse(rest)
+    if ns is None:
+        sys.stdout.write(parser.format_usage())
+    return ns
+
+
 def main(argv: List[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(__doc__)
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
-    prog = (f"nfabric {name}" if name in ("vm", "libvirt-xml", "cluster", "pools", "clean")
-            else f"nfmachine {name}")
+    table = _commands()
+    cmd = table.get(name)
+    prog = f"nfabric {name}" if cmd and cmd.user else f"nfmachine {name}"
     try:
-        if name == "cluster":
-            return cmd_cluster(rest)
-        if name == "multihost-suite":
-            return cmd_multihost_suite(rest)
-        if name == "bench-cluster":
-            return cmd_bench_cluster(rest)
-        if name in ("vm", "args"):
-            return cmd_vm(rest) if name == "vm" else cmd_args(rest)
-        if name == "libvirt-xml":
-            return cmd_libvirt_xml(rest)
-        if name in ("qmp", "hmp", "qmp-ms", "cm-regs"):
-            return cmd_monitor(name, rest)
-        if name == "bench-guest":
-            return cmd_bench_guest(rest)
-        if name == "train":
-            return cmd_train(rest)
-        if name == "demo" and rest[:1] in (["check"], ["run"]):
-            return cmd_demo(rest, False)
-        if name == "guest-suite":
-            return cmd_demo(rest, True)
-        if name == "lifecycle-suite":
-            return cmd_lifecycle(rest)
-        if name == "libvirt-suite":
-            return cmd_libvirt_suite(rest)
-        if name == "qtest-suite":
-            return cmd_qtest_suite(rest)
-        if name in ("meson-table", "test-args", "test-total"):
-            from . import testfront
-            try:
-                return testfront.main(name, rest, env("NF_ROOT"))
-            except ValueError as exc:
-                raise UsageError(str(exc)) from exc
-        if name in ("lint-suite", "unit-suite", "concurrency-suite"):
-            return cmd_host_suites(name, rest)
-        if name in ("fuzz-suite", "fuzz-bench"):
-            from . import fuzz
-            return fuzz.main(name, rest)
-        if name in ("driver-suite", "fallback-suite", "pybind-suite", "driver72-suite"):
-            from . import driver_suite
-            return driver_suite.main(name, rest, boot_vm, cmd_cluster, guests, UsageError)
-        if name in ("rtl-suite", "rtl-mutants", "bench-rtl"):
-            return cmd_rtl(name, rest)
-        if name == "pools":
-            from . import pools
-            return pools.main(rest)
-        if name in ("isolation-suite", "clean"):
-            from . import isolation
-            if name == "clean":
-                return isolation.clean(rest, dict(os.environ))
-            if len(rest) != 2 or not rest[1].isdigit():
-                raise UsageError("isolation-suite takes the log directory and a status")
-            return isolation.suite_main(rest)
-        if name in ("host-snapshot", "host-check"):
-            from . import hostcheck
-            if len(rest) != 1:
-                raise UsageError(f"{name} takes one file")
-            return hostcheck.main(name, rest)
-        if name in ("ddp-suite", "pools-suite") or name.startswith("bench-"):
-            from . import ddp
-            if name in ddp.COMMANDS:
-                return ddp.main(name, rest)
-        raise UsageError(f'unknown command "{name}"', True)
+        if cmd is None:
+            raise UsageError(f'unknown command "{name}"', True)
+        if cmd.positional is None:
+            return cmd.run(name, rest)
+        ns = parse_positional(name, cmd.positional, rest)
+        return 0 if ns is None else cmd.run(name, ns)
     except UsageError as exc:
         print(f"{prog}: {exc.args[0]}", file=sys.stderr)
-        if len(exc.args) > 1 and name in ("vm", "args"):
-            sys.stderr.write(USAGE)
-        elif len(exc.args) > 1 and name == "libvirt-xml":
-            sys.stderr.write(LIBVIRT_USAGE)
-        elif len(exc.args) > 1 and name == "cluster":
-            from .cluster import USAGE as CLUSTER_USAGE
-            sys.stderr.write(CLUSTER_USAGE)
+        if getattr(exc, "usage", False) and cmd and cmd.usage:
+            sys.stderr.write(cmd.usage)
         return 2
     except KeyboardInterrupt:
         return 130

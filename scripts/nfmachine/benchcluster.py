@@ -14,6 +14,8 @@ from typing import Dict, Iterable, List, Optional, TextIO, Tuple
 from . import cluster
 from .hosts import (Cluster, env, firmware, hang_log, hang_s, read, state_lines,
                     state_value, temp_dir)
+from . import topology
+from .options import Parser, given
 from .topology import Topology
 
 USAGE = """\
@@ -34,10 +36,7 @@ FLOOR = ["-device", "edu,bus=pcie.0"]
 # Beside the one head, the same device not shared (RAM backend) on a
 # second root port of the same host bridge: the guest runs each loop on it
 # right after the head's, in the same VM (`unshared_` figures).
-BESIDE = ["-object", "memory-backend-ram,id=vmem-beside,share=on,size=256M",
-          "-device", "cxl-rp,port=1,bus=cxl.1,id=rp-beside,chassis=0,slot=3",
-          "-device", "cxl-neuron-fabric,bus=rp-beside,volatile-memdev=vmem-beside,"
-                     "id=cxl-beside"]
+BESIDE = topology.beside(1, "rp-beside", "vmem-beside", "cxl-beside")
 HEADS = (1, 2, 4)
 PATHS = ("gbinary", "gternary")
 
@@ -52,23 +51,14 @@ class Usage(Exception):
 
 def parse(argv: List[str]) -> Optional[Tuple[int, int]]:
     """(--mib, --rounds), None for --help; Usage for a bad option."""
-    mib, rounds = "16", "2"
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in ("--mib", "--rounds"):
-            if i + 1 >= len(argv) or argv[i + 1] == "":
-                raise Usage(f"bench cluster: {a} needs a value")
-            if a == "--mib":
-                mib = argv[i + 1]
-            else:
-                rounds = argv[i + 1]
-            i += 1
-        elif a in ("-h", "--help"):
-            return None
-        else:
-            raise Usage(f'bench cluster: unknown option "{a}"')
-        i += 1
+    ns = Parser("bench cluster", USAGE, Usage, "option", "bench cluster: ").options(
+        ("--mib", "--rounds")).parse(argv)
+    if ns is None:
+        return None
+    for o, v in given(ns, ("--mib", "--rounds")).items():
+        if v == "":
+            raise Usage(f"bench cluster: {o} needs a value")
+    mib, rounds = ns.mib or "16", ns.rounds or "2"
     if not (re.fullmatch(r"[1-9][0-9]*", mib) and re.fullmatch(r"[1-9][0-9]*", rounds)):
         raise Usage("bench cluster: --mib and --rounds take positive numbers")
     return int(mib), int(rounds)

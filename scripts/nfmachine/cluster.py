@@ -21,7 +21,7 @@ import sys
 import time
 from typing import List, Optional
 
-from .options import scan
+from .options import Parser, given
 from .topology import Topology, size_mib
 
 USAGE = """\
@@ -170,12 +170,13 @@ class Options:
     def __init__(self, argv: List[str], usage_error):
         o = {"--cpus": "1", "--mem": "1G", "--cxl-mem": "256M", "--timeout": "600",
              "--stagger": "0", "--net-first": "0"}
-        scanned = scan(argv, self.VALUED, ("--hostfs", "--net", "--keep"), usage_error)
-        self.help = scanned is None
-        if self.help:
+        ns = Parser("nfabric cluster", USAGE, usage_error).options(
+            self.VALUED, ("--hostfs", "--net", "--keep")).parse(argv)
+        self.help = ns is None
+        if ns is None:
             return
-        o.update({k: v[-1] for k, v in scanned[0].items()})
-        self.hostfs, self.net, self.keep = (f in scanned[1] for f in ("--hostfs", "--net", "--keep"))
+        o.update(given(ns, self.VALUED))
+        self.hostfs, self.net, self.keep = ns.hostfs, ns.net, ns.keep
         n = o.get("--hosts", "")
         if not n.isdigit() or not 1 <= int(n) <= 16:
             raise usage_error(f'--hosts must be 1..16, not "{n}"')

@@ -36,6 +36,7 @@ import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .nfhost import free_port
+from .options import Parser, given
 from .tap import Tap
 
 PY = "/usr/bin/python3"       # Debian's: a python3 earlier on PATH cannot see its torch
@@ -628,17 +629,14 @@ def options(name: str, argv: Sequence[str]) -> Optional[Dict[str, str]]:
     """bench NAME's options in ARGV (each takes a value), checked; None if
     -h/--help came first.  Raises Usage with the message to print."""
     vals = dict(DEFAULTS[name])
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in ("-h", "--help"):
-            return None
-        if a not in vals:
-            raise Usage(f'bench {name}: unknown option "{a}"')
-        if i + 1 >= len(argv) or not argv[i + 1]:
+    ns = Parser(f"bench {name}", "", Usage, "option", f"bench {name}: ").options(
+        tuple(vals)).parse(argv)
+    if ns is None:
+        return None
+    for a, v in given(ns, tuple(vals)).items():
+        if not v:
             raise Usage(f"bench {name}: {a} needs a value")
-        vals[a] = argv[i + 1]
-        i += 2
+        vals[a] = v
     check_options(name, vals)
     return vals
 

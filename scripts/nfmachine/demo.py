@@ -18,6 +18,7 @@ import re
 from typing import Callable, List, Optional, Tuple
 
 from .hosts import read as read_file
+from .options import Parser, UsageError
 
 USAGE = """\
 usage: scripts/nfabric demo [--device cxl-neuron-fabric|cxl-type3]
@@ -46,29 +47,10 @@ Boot = Callable[[List[str], str, Optional[str]], int]
 Cluster = Callable[[List[str]], int]
 
 
-class UsageError(RuntimeError):
-    """A bad option: the message (then the usage if usage); status 2."""
-
-    def __init__(self, msg: str, usage: bool = False):
-        super().__init__(msg)
-        self.usage = usage
-
-
 def parse(argv: List[str]) -> Optional[str]:
     """The demo's --device (None for --help)."""
-    device = "cxl-neuron-fabric"
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in ("-h", "--help"):
-            return None
-        if a != "--device":
-            raise UsageError(f'nfabric demo: unknown argument "{a}"', usage=True)
-        if i + 1 >= len(argv):
-            raise UsageError("nfabric demo: --device needs a value")
-        device = argv[i + 1]
-        i += 2
-    return device
+    ns = Parser("nfabric demo", USAGE, prefix="nfabric demo: ").options(("--device",)).parse(argv)
+    return None if ns is None else ns.device or "cxl-neuron-fabric"
 
 
 def read(path: str) -> str:

@@ -33,6 +33,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .ddp import stop_on_signals
 from .hosts import read
+from .options import Parser, given
 from .tap import Tap
 
 TARGETS = ("ctrl", "shared", "state")        # scripts/lib/fuzz.sh builds these
@@ -407,21 +408,16 @@ def parse(argv: List[str]) -> Tuple[str, int, int, int]:
     where they stand): ("help" | "minimise" | "run", seconds, jobs,
     sequences); Usage on a bad one."""
     vals = {"--seconds": "60", "--jobs": "1", "--sequences": "2000"}
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in vals:
-            if i + 1 >= len(argv) or argv[i + 1] == "":
-                raise Usage(f"bench fuzz: {a} needs a value")
-            vals[a] = argv[i + 1]
-            i += 1
-        elif a in ("--minimise", "--minimize"):
-            return "minimise", 0, 0, 0
-        elif a in ("-h", "--help"):
-            return "help", 0, 0, 0
-        else:
-            raise Usage(f'bench fuzz: unknown option "{a}"')
-        i += 1
+    ns = Parser("bench fuzz", "", Usage, "option", "bench fuzz: ").options(
+        tuple(vals), ("--minimise", "--minimize")).parse(argv)
+    if ns is None:
+        return "help", 0, 0, 0
+    if ns.minimise or ns.minimize:
+        return "minimise", 0, 0, 0
+    for a, v in given(ns, tuple(vals)).items():
+        if v == "":
+            raise Usage(f"bench fuzz: {a} needs a value")
+        vals[a] = v
     nums = []
     for name in ("--seconds", "--jobs", "--sequences"):
         v = vals[name]

@@ -14,6 +14,8 @@ import os
 import sys
 from typing import Callable, Dict, List, Optional
 
+from .options import Parser, UsageError, given
+
 USAGE = """\
 usage: scripts/nfabric bench guest [--bytes N] [--reps R] [--rounds K]
 
@@ -52,28 +54,13 @@ class BenchError(RuntimeError):
     """A boot failed or printed no figure; the message says which."""
 
 
-class UsageError(RuntimeError):
-    """A bad option: the message (then the usage if usage); status 2."""
-
-    def __init__(self, msg: str, usage: bool = False):
-        super().__init__(msg)
-        self.usage = usage
-
-
 class Options:
     def __init__(self, argv: List[str]):
         self.values = {"--bytes": 4194304, "--reps": 3, "--rounds": 2}
-        self.help = False
-        it = iter(argv)
-        for arg in it:
-            if arg in ("-h", "--help"):
-                self.help = True
-                return
-            if arg not in self.values:
-                raise UsageError(f'bench guest: unknown argument "{arg}"', usage=True)
-            v = next(it, None)
-            if v is None:
-                raise UsageError(f"bench guest: {arg} needs a value")
+        ns = Parser("bench guest", USAGE, prefix="bench guest: ").options(
+            tuple(self.values)).parse(argv)
+        self.help = ns is None
+        for arg, v in ({} if ns is None else given(ns, tuple(self.values))).items():
             if not v.isdigit() or v.startswith("0"):
                 raise UsageError(f'bench guest: bad {arg} "{v}"')
             self.values[arg] = int(v)

@@ -42,6 +42,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from . import nfhost
 from .ddp import stop_on_signals
 from .hosts import read
+from .options import Parser, UsageError
 from .tap import Tap
 
 CLEAN_USAGE = """\
@@ -490,17 +491,12 @@ def suite_main(argv: List[str]) -> int:
 def clean_options(argv: List[str]):
     """(build, all) from clean's arguments; None for --help; a str: the
     refusal of an unknown one."""
-    build = every = False
-    for a in argv:
-        if a in ("-h", "--help"):
-            return None
-        if a == "--build":
-            build = True
-        elif a == "--all":
-            build = every = True
-        else:
-            return f'nfabric clean: unknown argument "{a}"'
-    return build, every
+    try:
+        ns = Parser("nfabric clean", CLEAN_USAGE, prefix="nfabric clean: ").options(
+            (), ("--build", "--all")).parse(argv)
+    except UsageError as exc:
+        return str(exc)
+    return None if ns is None else (ns.build or ns.all, ns.all)
 
 
 def clean(argv: List[str], environ: Dict[str, str], shm: str = "/dev/shm",

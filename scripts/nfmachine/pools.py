@@ -7,6 +7,7 @@ Each pool is `python3 -m nfmachine cluster` (cluster.py) in a process
 group of its own; the hub and the pools are stopped on every path.
 """
 
+import argparse
 import os
 import re
 import subprocess
@@ -15,6 +16,7 @@ import time
 from typing import List, Optional, Sequence
 
 from .ddp import PY, flat, read, stop_group, stop_on_signals
+from .options import Parser, UsageError
 
 USAGE = """\
 usage: scripts/nfabric pools [--pools P] [--hosts H] [OPTIONS] --run CMD
@@ -42,8 +44,15 @@ CLUSTER_TIMEOUT_S = 600       # cluster's default --timeout
 BUILD_GRACE_S = 3600
 
 
-class PoolsUsage(Exception):
-    """A bad argument: the message (and the usage if args[1]), status 2."""
+class PoolsUsage(UsageError):
+    """A bad argument: the message (and the usage if .usage), status 2."""
+
+
+class _Passed(argparse.Action):
+    """An option for every pool's cluster: kept with the others, in order."""
+
+    def __call__(self, parser, ns, value, option=None):
+        ns.cluster = ns.cluster + ([option] if isinstance(value, list) else [option, value])
 
 
 class Options:
@@ -51,38 +60,18 @@ class Options:
     to every pool's cluster, in their order."""
 
     def __init__(self, argv: Sequence[str]) -> None:
-        self.pools, self.hosts, self.dir, self.cmd = "2", "2", "", None
-        self.cluster: List[str] = []
-        self.help = False
-        i = 0
-        while i < len(argv):
-            a = argv[i]
-            if a in ("-h", "--help"):
-                self.help = True
-                return
-            if a == "--hostfs":
-                self.cluster.append(a)
-            elif a in OWN or a in PASSED:
-                if i + 1 >= len(argv):
-                    raise PoolsUsage(f"{a} needs a value")
-                i += 1
-                self._value(a, argv[i])
-            else:
-                raise PoolsUsage(f'unknown argument "{a}"', True)
-            i += 1
+        parser = Parser("nfabric pools", USAGE, PoolsUsage).options(OWN)
+        parser.set_defaults(cluster=[])
+        parser.add_argument("--hostfs", action=_Passed, nargs=0)
+        for a in PASSED:
+            parser.add_argument(a, action=_Passed)
+        ns = parser.parse(argv)
+        self.help = ns is None
+        if ns is None:
+            return
+        self.pools, self.hosts = ns.pools or "2", ns.hosts or "2"
+        self.dir, self.cmd, self.cluster = ns.dir or "", ns.run, ns.cluster
         self._check()
-
-    def _value(self, a: str, v: str) -> None:
-        if a == "--pools":
-            self.pools = v
-        elif a == "--hosts":
-            self.hosts = v
-        elif a == "--dir":
-            self.dir = v
-        elif a == "--run":
-            self.cmd = v
-        else:
-            self.cluster += [a, v]
 
     def _check(self) -> None:
         if self.cmd is None:
@@ -172,7 +161,7 @@ def main(argv: List[str]) -> int:
         o = Options(argv)
     except PoolsUsage as exc:
         print(f"nfabric pools: {exc.args[0]}", file=sys.stderr)
-        if len(exc.args) > 1:
+        if exc.usage:
             sys.stderr.write(USAGE)
         return 2
     if o.help:

@@ -19,6 +19,7 @@ the guests boot through __main__.boot_vm (vm.boot), handed in.  Every
 child runs with a time limit and its output captured.
 """
 
+import argparse
 import os
 import re
 import subprocess
@@ -27,6 +28,7 @@ import time
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from .hosts import read
+from .options import Parser
 from .tap import Tap
 
 # boot(vm options, messages file) -> the vm's status
@@ -449,35 +451,37 @@ class BenchOptions:
         self.help = False
 
 
+class _BenchOption(argparse.Action):
+    """--quick, --lines, --parts: each applied where it stands (a --lines
+    after --quick counts, one before does not)."""
+
+    def __call__(self, parser, ns, v, option=None):
+        o = ns.o
+        if option == "--quick":
+            o.quick, o.lines, o.rot = True, 100000, 4
+        elif option == "--lines":
+            if not v.isdigit() or int(v) < 1:
+                raise UsageError(f'nfabric bench rtl: --lines must be a positive number, not "{v}"')
+            o.lines = int(v)
+        else:
+            parts = [x for x in v.split(",") if x]
+            bad = [x for x in parts if x not in PARTS]
+            if bad or not parts:
+                raise UsageError(f'nfabric bench rtl: unknown part "{",".join(bad) or v}" '
+                                 f'(parts: {",".join(PARTS)})')
+            o.parts = parts
+
+
 def parse_bench(argv: List[str]) -> BenchOptions:
     o = BenchOptions()
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in ("-h", "--help"):
-            o.help = True
-            return o
-        if a == "--quick":
-            o.quick, o.lines, o.rot = True, 100000, 4
-        elif a in ("--lines", "--parts"):
-            if i + 1 >= len(argv):
-                raise UsageError(f"nfabric bench rtl: {a} needs a value")
-            v = argv[i + 1]
-            i += 1
-            if a == "--lines":
-                if not v.isdigit() or int(v) < 1:
-                    raise UsageError(f'nfabric bench rtl: --lines must be a positive number, not "{v}"')
-                o.lines = int(v)
-            else:
-                parts = [x for x in v.split(",") if x]
-                bad = [x for x in parts if x not in PARTS]
-                if bad or not parts:
-                    raise UsageError(f'nfabric bench rtl: unknown part "{",".join(bad) or v}" '
-                                     f'(parts: {",".join(PARTS)})')
-                o.parts = parts
-        else:
-            raise UsageError(f'nfabric bench rtl: unknown option "{a}"')
-        i += 1
+    parser = Parser("nfabric bench rtl", BENCH_USAGE, UsageError, "option", "nfabric bench rtl: ")
+    parser.set_defaults(o=o)
+    parser.add_argument("--quick", action=_BenchOption, nargs=0)
+    parser.add_argument("--lines", action=_BenchOption)
+    parser.add_argument("--parts", action=_BenchOption)
+    if parser.parse(argv) is None:
+        o.help = True
+        return o
     if o.quick:
         o.parts = [x for x in o.parts if x != "ice40-full"]
     return o

@@ -24,6 +24,8 @@ import re
 import sys
 from typing import List, Optional, Tuple
 
+from .options import Parser, UsageError
+
 HELP_DONE = 3           # test-args: help or list printed, nothing to run
 
 
@@ -58,23 +60,26 @@ def usage(root: str) -> str:
 def test_args(root: str, argv: List[str], out=sys.stdout, err=sys.stderr) -> int:
     table = suites(root)
     known = {name: setup for name, setup, _ in table}
-    chosen: List[str] = []
-    for a in argv:
-        if a in ("-h", "--help"):
-            out.write(usage(root))
-            return HELP_DONE
-        if a == "--list":
-            out.write("".join(name + "\n" for name, _, _ in table))
-            return HELP_DONE
-        if a.startswith("-"):
-            err.write(f'nfabric test: unknown option "{a}"\n' + usage(root))
-            return 2
+    parser = Parser("nfabric test", word="option", prefix="nfabric test: ").options(
+        (), ("--list",))
+    parser.add_argument("suites", nargs="*")
+    try:
+        ns = parser.parse(argv)
+    except UsageError as exc:
+        err.write(f"{exc}\n" + usage(root))
+        return 2
+    if ns is None:
+        out.write(usage(root))
+        return HELP_DONE
+    if ns.list:
+        out.write("".join(name + "\n" for name, _, _ in table))
+        return HELP_DONE
+    for a in ns.suites:
         if a not in known:
             err.write(f'nfabric test: unknown suite "{a}" (have:'
                       f' {" ".join(name for name, _, _ in table)} )\n')
             return 2
-        chosen.append(a)
-    chosen = chosen or [name for name, _, _ in table]
+    chosen = ns.suites or [name for name, _, _ in table]
     out.write(("setup" if any(known[s] for s in chosen) else "no-setup") + "\n")
     out.write("".join(s + "\n" for s in chosen))
     return 0

@@ -21,6 +21,7 @@ import sys
 import time
 from typing import Callable, List, Optional
 
+from .options import Parser
 from .tap import Tap
 
 # NAME, nfabric-train arguments.  The first four are the modes of the
@@ -124,29 +125,18 @@ def train(argv: List[str], out_path: str) -> int:
 
 class BenchOptions:
     def __init__(self, argv: List[str]):
-        self.seed = "1"
-        self.plots = True
-        self.extra: List[str] = []
-        self.help = False
-        i = 0
-        while i < len(argv):
-            a = argv[i]
-            if a in ("-h", "--help"):
-                self.help = True
-                return
-            if a == "--seed":
-                if i + 1 >= len(argv):
-                    raise UsageError("bench train: --seed needs a value")
-                self.seed = argv[i + 1]
-                i += 1
-            elif a == "--no-plots":
-                self.plots = False
-            elif a == "--":
-                self.extra = argv[i + 1:]
-                break
-            else:
-                raise UsageError(f'bench train: unknown argument "{a}"', usage=True)
-            i += 1
+        parser = Parser("bench train", error=UsageError, prefix="bench train: ").options(
+            ("--seed",), ("--no-plots",))
+        parser.add_argument("extra", nargs="*")
+        ns = parser.parse(argv)
+        self.help = ns is None
+        self.seed, self.plots, self.extra = "1", True, []
+        if ns is not None:
+            self.seed = "1" if ns.seed is None else ns.seed
+            self.plots, self.extra = not ns.no_plots, ns.extra
+            after = list(argv[argv.index("--") + 1:]) if "--" in argv else []
+            if self.extra != after:     # an argument before "--"
+                raise UsageError(f'bench train: unknown argument "{self.extra[0]}"', usage=True)
 
 
 def bench_results(out: str, seed: str) -> List[str]:
