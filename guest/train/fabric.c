@@ -37,6 +37,40 @@ static int check_range(NftFabric *f, int win, uint64_t off, size_t len)
     return 0;
 }
 
+static int fabric_oom(NftFabric *f)
+{
+    snprintf(f->err, sizeof(f->err), "out of memory");
+    return -1;
+}
+
+/*
+ * f as KIND (its names and operations), with its windows' sizes and
+ * PRIV_SIZE bytes of private state, zeroed; -1 without memory.
+ */
+static int fabric_init(NftFabric *f, const NftFabric *kind, size_t priv_size,
+                       const uint64_t size[NFT_NWIN],
+                       unsigned width, unsigned threshold)
+{
+    memset(f, 0, sizeof(*f));
+    f->name = kind->name;
+    f->traffic_source = kind->traffic_source;
+    f->round = kind->round;
+    f->write = kind->write;
+    f->read = kind->read;
+    f->stats = kind->stats;
+    f->close = kind->close;
+    for (int w = 0; w < NFT_NWIN; w++) {
+        f->size[w] = (size[w] + 63) & ~63ull;
+        if (!f->size[w]) {
+            f->size[w] = 64;
+        }
+    }
+    f->width = width;
+    f->threshold = threshold;
+    f->priv = calloc(1, priv_size);
+    return f->priv ? 0 : fabric_oom(f);
+}
+
 /* ---- engine backend --------------------------------------------------- */
 
 typedef struct EnginePriv {
@@ -112,60 +146,6 @@ static void eng_close(NftFabric *f)
         free(e);
     }
     f->priv = NULL;
-}
-
-static void fabric_init(NftFabric *f, const uint64_t size[NFT_NWIN],
-                        unsigned width, unsigned threshold)
-{
-    memset(f, 0, sizeof(*f));
-    for (int w = 0; w < NFT_NWIN; w++) {
-        f->size[w] = (size[w] + 63) & ~63ull;
-        if (!f->size[w]) {
-            f->size[w] = 64;
-        }
-    }
-    f->width = width;
-    f->threshold = threshold;
-}
-
-int nft_fabric_engine_open(NftFabric *f, const uint64_t size[NFT_NWIN],
-                           unsigned width, unsigned threshold)
-{
-    EnginePriv *e;
-
-    fabric_init(f, size, width, threshold);
-    f->name = "engine";
-    f->traffic_source = "engine-backend";
-    f->round = eng_round;
-    f->write = eng_write;
-    f->read = eng_read;
-    f->stats = eng_stats;
-    f->close = eng_close;
-    e = calloc(1, sizeof(*e));
-    f->priv = e;
-    if (!e || !(e->fp32 = calloc(1, f->size[NFT_WIN_FP32]))) {
-        snprintf(f->err, sizeof(f->err), "out of memory");
-        return -1;
-    }
-    for (int w = NFT_WIN_GB; w < NFT_NWIN; w++) {
-        e->cfg[w] = (NFabricAggCfg){
-            .path = win_path[w], .width = width, .tie = NFABRIC_TIE_NEGATIVE,
-            .threshold = threshold, .size = f->size[w],
-        };
-        if (nfabric_agg_check(&e->cfg[w]) != NFABRIC_ERR_NONE) {
-            snprintf(f->err, sizeof(f->err), "engine refuses the %s configuration "
-                     "(width %u, threshold %u): error %u", nfabric_path_name(win_path[w]),
-                     width, threshold, nfabric_agg_check(&e->cfg[w]));
-            return -1;
-        }
-        e->ctr_bytes[w] = nfabric_counter_bytes(win_path[w], width, f->size[w]);
-        e->ctr[w] = calloc(1, e->ctr_bytes[w]);
-        if (!e->ctr[w]) {
-            snprintf(f->err, sizeof(f->err), "out of memory");
-            return -1;
-        }
-    }
-    return 0;
 }
 
 /* ---- device backend --------------------------------------------------- */
@@ -274,25 +254,65 @@ static void dev_close(NftFabric *f)
     f->priv = NULL;
 }
 
+/* ---- opening either ---------------------------------------------------- */
+
+/* What each backend is: its names and its operations. */
+static const NftFabric engine_kind = {
+    .name = "engine", .traffic_source = "engine-backend",
+    .round = eng_round, .write = eng_write, .read = eng_read,
+    .stats = eng_stats, .close = eng_close,
+};
+
+static const NftFabric device_kind = {
+    .name = "device", .traffic_source = "device-stats",
+    .round = dev_round, .write = dev_write, .read = dev_read,
+    .stats = dev_stats, .close = dev_close,
+};
+
+int nft_fabric_engine_open(NftFabric *f, const uint64_t size[NFT_NWIN],
+                           unsigned width, unsigned threshold)
+{
+    EnginePriv *e;
+
+    if (fabric_init(f, &engine_kind, sizeof(*e), size, width, threshold)) {
+        return -1;
+    }
+    e = f->priv;
+    if (!(e->fp32 = calloc(1, f->size[NFT_WIN_FP32]))) {
+        return fabric_oom(f);
+    }
+    for (int w = NFT_WIN_GB; w < NFT_NWIN; w++) {
+        e->cfg[w] = (NFabricAggCfg){
+            .path = win_path[w], .width = width, .tie = NFABRIC_TIE_NEGATIVE,
+            .threshold = threshold, .size = f->size[w],
+        };
+        if (nfabric_agg_check(&e->cfg[w]) != NFABRIC_ERR_NONE) {
+            snprintf(f->err, sizeof(f->err), "engine refuses the %s configuration "
+                     "(width %u, threshold %u): error %u", nfabric_path_name(win_path[w]),
+                     width, threshold, nfabric_agg_check(&e->cfg[w]));
+            return -1;
+        }
+        e->ctr_bytes[w] = nfabric_counter_bytes(win_path[w], width, f->size[w]);
+        e->ctr[w] = calloc(1, e->ctr_bytes[w]);
+        if (!e->ctr[w]) {
+            return fabric_oom(f);
+        }
+    }
+    return 0;
+}
+
 int nft_fabric_device_open(NftFabric *f, const uint64_t size[NFT_NWIN],
                            unsigned width, unsigned threshold)
 {
     DevPriv *p;
     uint64_t off = 0, need;
 
-    fabric_init(f, size, width, threshold);
-    f->name = "device";
-    f->traffic_source = "device-stats";
-    f->round = dev_round;
-    f->write = dev_write;
-    f->read = dev_read;
-    f->stats = dev_stats;
-    f->close = dev_close;
-    p = calloc(1, sizeof(*p));
-    f->priv = p;
-    if (!p || !(p->d = nfabric_new())) {
-        snprintf(f->err, sizeof(f->err), "out of memory");
+    if (fabric_init(f, &device_kind, sizeof(*p), size, width, threshold)) {
         return -1;
+    }
+    p = f->priv;
+    if (!(p->d = nfabric_new())) {
+        return fabric_oom(f);
     }
     if (nfabric_open(p->d, 0)) {
         snprintf(f->err, sizeof(f->err), "nfabric_open: %s", nfabric_errmsg(p->d));
