@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "hw/mem/nfabric_ctrl.h"
+#include "hw/mem/nfabric_fm.h"
 #include "hw/mem/nfabric_shared.h"
 
 static const char *const head_state[] = { "free", "attached", "gone" };

@@ -20,6 +20,8 @@ NF_QEMU_LINKS=(
     include/hw/mem/nfabric_engine.h
     include/hw/mem/nfabric_regs.h
     include/hw/mem/nfabric_shared.h
+    include/hw/mem/nfabric_locks.h
+    include/hw/mem/nfabric_fm.h
     include/hw/mem/nfabric_timing.h
     include/hw/mem/nfabric_window.h
     include/hw/mem/nfabric_record.h

@@ -26,6 +26,8 @@
 #include <stdint.h>
 
 #include "hw/mem/nfabric_ctrl.h"
+#include "hw/mem/nfabric_fm.h"
+#include "hw/mem/nfabric_locks.h"
 
 /* ---- nfabric_ctrl.c ------------------------------------------------- */
 

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hw/mem/nfabric_fm.h"
+#include "hw/mem/nfabric_locks.h"
 #include "hw/mem/nfabric_shared.h"
 
 /*

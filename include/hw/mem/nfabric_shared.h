@@ -427,70 +427,8 @@ static inline void nfabric_shared_thread_enter(void)
  */
 uint32_t nfabric_shared_reap(NFabricShared *sh, unsigned self);
 
-/*
- * Locks of a state file (a private state has none: its callers do not
- * lock; a state's own pshared field is never trusted for that).  False if
- * the lock is unusable (not a lock of the kind the state was made with:
- * corrupted), or another head held it for over NFABRIC_SHARED_LOCK_MS;
- * the caller then gives up.
- */
-bool nfabric_shared_lock_cfg(NFabricShared *sh);
-void nfabric_shared_unlock_cfg(NFabricShared *sh);
-bool nfabric_shared_lock_job(NFabricShared *sh, unsigned job);
-void nfabric_shared_unlock_job(NFabricShared *sh, unsigned job);
-/* Every stripe of window i (a clear, an enable, a round command). */
-bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i);
-void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i);
-
-/*
- * The memory path: the stripes of window i (of size bytes, as the caller
- * validated it) that offsets [off, off + len) touch, taken in stripe
- * order as the head whose token is token (nfabric_shared_token); *held
- * says which and how, for the unlock.  A span of one stripe biased to
- * this thread is taken with plain stores.  False, with
- * nothing held, as for the locks above (errno ETIMEDOUT or EINVAL), or
- * EAGAIN when another thread's bias had to be taken back and this process
- * cannot issue membarrier(2) (the state is fine; the holder keeps it).  A
- * stripe held by a head that died (its live byte free), or by an earlier
- * process of this head, is taken over and window i's round flagged
- * INCOMPLETE.
- */
-typedef struct NFabricHeld {
-    uint64_t word;              /* stripes taken by their word */
-    uint64_t bias;              /* stripes taken by this thread's bias */
-    unsigned head;              /* whose busy bytes .bias raised */
-} NFabricHeld;
-
-bool nfabric_shared_lock_span(NFabricShared *sh, uint32_t token, unsigned i,
-                              uint64_t size, uint64_t off, uint64_t len,
-                              NFabricHeld *held);
-void nfabric_shared_unlock_span(NFabricShared *sh, unsigned i,
-                                const NFabricHeld *held);
-
-/* This process's token as its head of sh (0: a private state). */
-uint32_t nfabric_shared_token(const NFabricShared *sh);
-
 /* Heads a round waits for: every head not gone. */
 uint32_t nfabric_shared_expected(const NFabricShared *sh);
-
-/*
- * Is fm a valid assignment for a device of heads heads and mem_size bytes?
- * NULL if so, else what is wrong (a static string naming the field): a
- * job index past NFABRIC_FM_MAX_JOBS, a window slot given to two jobs, a
- * range empty, unaligned, past memory, overlapping another, of a job its
- * owner is not in.  Used by the fabric manager before it writes and by
- * every head on what it reads (the state file is untrusted).
- */
-const char *nfabric_fm_check(const NFabricFm *fm, unsigned heads,
-                             uint64_t mem_size, unsigned *bad_range);
-
-/*
- * The fabric manager: write fm (checked first) into the state file path
- * of live heads, under its configuration lock, or (fm = NULL) go back to
- * the default.  Returns 0, or -1 with a message in err.
- */
-int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
-                            char *err, size_t errlen);
 
 /*
  * The map protocol's notifications: wait (up to ms) until map_gen is no
