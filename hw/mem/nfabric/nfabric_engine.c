@@ -304,48 +304,53 @@ static inline void tern_apply16(uint8_t *c, uint32_t act, uint32_t neg,
     }
 }
 
-NF_NOINLINE int64_t
-nfabric_port_write_ter8(uint8_t *c, const uint8_t *d, size_t len)
+/* tern_apply8 or tern_apply16. */
+static inline void tern_apply(uint8_t *c, uint32_t act, uint32_t neg,
+                              unsigned n, bool wide)
+{
+    if (wide) {
+        tern_apply16(c, act, neg, n);
+    } else {
+        tern_apply8(c, act, neg, n);
+    }
+}
+
+/*
+ * Ternary elements of len data bytes (4 a byte, 32 in 8 bytes) onto their
+ * counters, width 16 if wide (else 8); returns the reserved codes seen.
+ */
+static NF_ALWAYS_INLINE int64_t tern_write(uint8_t *c, const uint8_t *d,
+                                           size_t len, bool wide)
 {
     int64_t reserved = 0;
     uint32_t act, neg;
     uint64_t v;
 
-    for (; len >= 8; len -= 8, d += 8, c += 32) {
+    for (; len >= 8; len -= 8, d += 8, c += wide ? 64 : 32) {
         v = ld64(d);
         reserved += tern_reserved64(v);
         tern_masks(v, &act, &neg);
-        tern_apply8(c, act, neg, 32);
+        tern_apply(c, act, neg, 32, wide);
     }
     if (len) {
         v = ldn(d, len);        /* zero padding: code 0, inactive */
         reserved += tern_reserved64(v);
         tern_masks(v, &act, &neg);
-        tern_apply8(c, act, neg, (unsigned)len * 4);
+        tern_apply(c, act, neg, (unsigned)len * 4, wide);
     }
     return reserved;
 }
 
 NF_NOINLINE int64_t
+nfabric_port_write_ter8(uint8_t *c, const uint8_t *d, size_t len)
+{
+    return tern_write(c, d, len, false);
+}
+
+NF_NOINLINE int64_t
 nfabric_port_write_ter16(uint8_t *c, const uint8_t *d, size_t len)
 {
-    int64_t reserved = 0;
-    uint32_t act, neg;
-    uint64_t v;
-
-    for (; len >= 8; len -= 8, d += 8, c += 64) {
-        v = ld64(d);
-        reserved += tern_reserved64(v);
-        tern_masks(v, &act, &neg);
-        tern_apply16(c, act, neg, 32);
-    }
-    if (len) {
-        v = ldn(d, len);
-        reserved += tern_reserved64(v);
-        tern_masks(v, &act, &neg);
-        tern_apply16(c, act, neg, (unsigned)len * 4);
-    }
-    return reserved;
+    return tern_write(c, d, len, true);
 }
 
 /* Positive-lane sign bits: x > 0, or x >= 0 with the positive tie rule. */

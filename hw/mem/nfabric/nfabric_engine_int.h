@@ -40,6 +40,16 @@
 #define NF_NOINLINE
 #endif
 
+/*
+ * A kernel body shared by the kernels of two widths: inlined into each,
+ * so that each is compiled for its own width.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define NF_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define NF_ALWAYS_INLINE inline
+#endif
+
 /* ---- Little-endian loads and stores ---------------------------------- */
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && \
