@@ -795,6 +795,25 @@ static void case_sanitize(void)
 #define JOB1_BASE       0x1000000ull
 #define JOBS_SIGNAL     (1u << 14)
 
+/*
+ * This head's job's windows once the fabric manager gave the job any of
+ * BITS (the harness's signal), or after WAIT_MS without them.
+ */
+static uint32_t job_windows_wait(uint32_t bits)
+{
+    nfabric_heads hd;
+    double t0 = nf_now_s();
+
+    do {
+        nfabric_heads_read(dev, &hd);
+        if (hd.job_windows & bits) {
+            break;
+        }
+        usleep(20000);
+    } while (nf_now_s() - t0 < WAIT_MS / 1000.0);
+    return hd.job_windows;
+}
+
 static void attack_check(int rc, const char *what)
 {
     TAP_CHECK(rc == NFABRIC_ERR_OWNER, "[rank %u] jobs: %s is refused with "
@@ -858,7 +877,7 @@ static void case_jobs_victim(void)
     volatile uint64_t *v = (volatile uint64_t *)mem(VICTIM_BASE, VICTIM_SIZE);
     uint32_t victims = (1u << (hosts - 1)) - 1;
     uint64_t bad = 0;
-    nfabric_heads hd;
+    uint32_t windows;
     nfabric_round r;
     double t0;
     int rc;
@@ -880,16 +899,10 @@ static void case_jobs_victim(void)
         fflush(stdout);
     }
     t0 = nf_now_s();
-    do {
-        nfabric_heads_read(dev, &hd);
-        if (hd.job_windows & JOBS_SIGNAL) {
-            break;
-        }
-        usleep(20000);
-    } while (nf_now_s() - t0 < WAIT_MS / 1000.0);
-    TAP_CHECK(hd.job_windows & JOBS_SIGNAL, "[rank %u] jobs: the fabric "
+    windows = job_windows_wait(JOBS_SIGNAL);
+    TAP_CHECK(windows & JOBS_SIGNAL, "[rank %u] jobs: the fabric "
               "manager gave the job window 14 after the attack (windows "
-              "0x%04x, %.1f s)", rank, hd.job_windows, nf_now_s() - t0);
+              "0x%04x, %.1f s)", rank, windows, nf_now_s() - t0);
     for (uint64_t i = 0; i < VICTIM_SIZE / 8; i++) {
         bad += v[i] != victim_word(i);
     }
@@ -911,23 +924,32 @@ static void case_jobs_victim(void)
            "their own\n");
 }
 
-static void case_jobs(void)
+/*
+ * The job the fabric manager put this head in, checked against the one it
+ * should be in (the last host: job 1, the others: job 0); WHAT begins the
+ * check's name.  -1 if the head is not in its job (or there is one host).
+ */
+static int my_job(const char *what)
 {
     nfabric_heads hd;
-
-    unsigned job = rank == hosts - 1 ? 1 : 0;    /* the last: attacker */
+    unsigned job = rank == hosts - 1 ? 1 : 0;
 
     nfabric_heads_read(dev, &hd);
-    TAP_CHECK(hosts >= 2 && hd.jobs_assigned && hd.job == job,
-              "[rank %u] jobs: the fabric manager put this head in job %u "
-              "(assigned %d, windows 0x%04x)", rank, hd.job, hd.jobs_assigned,
-              hd.job_windows);
-    if (hosts < 2 || !hd.jobs_assigned || hd.job != job) {
-        return;
+    if (!TAP_CHECK(hosts >= 2 && hd.jobs_assigned && hd.job == job,
+                   "[rank %u] %s in job %u (assigned %d, windows 0x%04x)",
+                   rank, what, hd.job, hd.jobs_assigned, hd.job_windows)) {
+        return -1;
     }
+    return (int)job;
+}
+
+static void case_jobs(void)
+{
+    int job = my_job("jobs: the fabric manager put this head");
+
     if (job == 0) {
         case_jobs_victim();
-    } else {
+    } else if (job == 1) {          /* the last host: the attacker */
         case_jobs_attacker();
     }
 }
@@ -949,21 +971,6 @@ static void case_jobs(void)
 #define RE_SIZE         0x10000ull
 #define RE_CTRS         0x1800000ull    /* 24 MiB */
 #define RE_SIGNAL       (1u << 14)
-
-static uint32_t job_windows_wait(uint32_t bits)
-{
-    nfabric_heads hd;
-    double t0 = nf_now_s();
-
-    do {
-        nfabric_heads_read(dev, &hd);
-        if (hd.job_windows & bits) {
-            break;
-        }
-        usleep(20000);
-    } while (nf_now_s() - t0 < WAIT_MS / 1000.0);
-    return hd.job_windows;
-}
 
 static uint64_t re_word(unsigned r, uint64_t i)
 {
@@ -1069,19 +1076,11 @@ static void case_reassign_new_owner(void)
 
 static void case_reassign(void)
 {
-    nfabric_heads hd;
-    unsigned job = rank == hosts - 1 ? 1 : 0;
+    int job = my_job("reassign:");
 
-    nfabric_heads_read(dev, &hd);
-    TAP_CHECK(hosts >= 2 && hd.jobs_assigned && hd.job == job,
-              "[rank %u] reassign: in job %u (assigned %d, windows 0x%04x)",
-              rank, hd.job, hd.jobs_assigned, hd.job_windows);
-    if (hosts < 2 || !hd.jobs_assigned || hd.job != job) {
-        return;
-    }
     if (job == 1) {
         case_reassign_owner();
-    } else {
+    } else if (job == 0) {
         case_reassign_new_owner();
     }
 }
