@@ -81,10 +81,15 @@ class Ctx:
         self.tmp = need_env("NF_RUN_TMP")
         self.tap = Tap(numbered=False)      # "ok - ...", as the guests' lines
 
+    def py_path(self) -> str:
+        """The project's package, and its checks (tests/python)."""
+        return (os.path.join(self.root, "guest", "python") + ":" +
+                os.path.join(self.root, "tests", "python"))
+
     def py_env(self) -> Dict[str, str]:
         """The environment of a host run: the project's package, its library."""
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.path.join(self.root, "guest", "python")
+        env["PYTHONPATH"] = self.py_path()
         env["NFABRIC_LIB"] = os.path.join(self.host_build, "guest", "libnfabric.so")
         return env
 
@@ -282,7 +287,7 @@ def vm_script(c: Ctx, path: str, commands: Sequence[str]) -> None:
     host's root file system over virtio-9p), with the same float kernels
     as the host (--portable-math's environment)."""
     head = ["#!/bin/sh",
-            f"export PYTHONPATH={shlex.quote(os.path.join(c.root, 'guest', 'python'))}"
+            f"export PYTHONPATH={shlex.quote(c.py_path())}"
             f" NFABRIC_LIB={shlex.quote(os.path.join(c.host_build, 'guest', 'libnfabric.so'))}",
             VM_ENV]
     with open(path, "w") as f:
@@ -466,7 +471,7 @@ def ddp_vm_commands() -> List[str]:
     return ['start=$(cut -d" " -f1 /proc/uptime)',
             '/usr/bin/python3 -c "import torch" && echo "# import-torch-seconds'
             ' $(awk -v a=$start "{print \\$1 - a}" /proc/uptime)"',
-            "/usr/bin/python3 -m nfabric.selftest --guest --rank $NFABRIC_RANK --ranks 2"
+            "/usr/bin/python3 -m nfcheck.selftest --guest --rank $NFABRIC_RANK --ranks 2"
             " || exit 1",
             f"/usr/bin/python3 -m nfabric.examples.train {' '.join(VM_ARGS)}"
             f" --master-addr {GUEST_HOST} || exit 1",
@@ -503,7 +508,7 @@ def suite_ddp(c: Ctx) -> int:
     good = True
     try:
         c.tap.note("the hooks' aggregation against a reference of all ranks' gradients")
-        good &= run([PY, "-m", "nfabric.selftest", "--ranks", "3", "--dir",
+        good &= run([PY, "-m", "nfcheck.selftest", "--ranks", "3", "--dir",
                      c.shm_file("selftest")], env=c.py_env(), timeout=HOST_RUN_S) == 0
         good &= suite_ddp_host(c, d)
         good &= suite_ddp_vms(c, d)
@@ -569,8 +574,8 @@ def pools_vms(c: Ctx, d: str) -> bool:
 
 
 def suite_pools(c: Ctx) -> int:
-    """The pools suite: nfabric.poolcheck on host heads, then 2 x 2 VMs."""
-    good = run([PY, "-m", "nfabric.poolcheck"], cwd=c.tmp, env=c.py_env(),
+    """The pools suite: nfcheck.poolcheck on host heads, then 2 x 2 VMs."""
+    good = run([PY, "-m", "nfcheck.poolcheck"], cwd=c.tmp, env=c.py_env(),
                timeout=HOST_RUN_S) == 0
     print("# in VMs: 2 pools x 2 guests, each pool one shared device, one network of their own")
     good = pools_vms(c, os.path.join(c.build, "test-logs", "pools-vm")) and good

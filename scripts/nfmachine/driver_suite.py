@@ -41,7 +41,7 @@ Boot = Callable[[List[str], str], int]
 Cluster = Callable[[List[str]], int]
 
 CLUSTER_S = 300            # the cluster's --timeout (its hosts' bound)
-PY_S = 600                 # nfabric.argcheck, nfabric.failcheck
+PY_S = 600                 # nfcheck.argcheck, nfcheck.failcheck
 TOOL_S = 120               # objdump, modinfo, the sid root's cc --version
 CHECKPATCH_S = 600         # checkpatch.pl over guest/kernel
 
@@ -243,14 +243,15 @@ def objdump_t(so: str) -> str:
 
 
 def pybind(root: str, host_build: str) -> int:
-    """Suite `pybind`: nfabric.argcheck, nfabric.failcheck (their TAP on
-    our stdout), then libnfabric.so's symbols."""
-    env = dict(os.environ, PYTHONPATH=os.path.join(root, "guest", "python"),
+    """Suite `pybind`: nfcheck.argcheck, nfcheck.failcheck (tests/python,
+    their TAP on our stdout), then libnfabric.so's symbols."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(root, "guest", "python") + ":" +
+               os.path.join(root, "tests", "python"),
                NFABRIC_LIB=os.path.join(host_build, "guest", "libnfabric.so"))
-    good = run(["/usr/bin/python3", "-m", "nfabric.argcheck"], env=env, timeout=PY_S) == 0
+    good = run(["/usr/bin/python3", "-m", "nfcheck.argcheck"], env=env, timeout=PY_S) == 0
     print("# waits end when the head fails: the state truncated under waiting ranks",
           flush=True)
-    good &= run(["/usr/bin/python3", "-m", "nfabric.failcheck"], env=env, timeout=PY_S) == 0
+    good &= run(["/usr/bin/python3", "-m", "nfcheck.failcheck"], env=env, timeout=PY_S) == 0
     print("# libnfabric.so's exported symbols: versioned (guest/lib/libnfabric.sym)",
           flush=True)
     sym = read_file(os.path.join(root, "guest", "lib", "libnfabric.sym"))

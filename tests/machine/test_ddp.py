@@ -265,12 +265,13 @@ def script_case(tmp):
     ddp.vm_script(ddp.Ctx(), path, ddp.ddp_vm_commands())
     with open(path) as f:
         got = f.read().splitlines()
-    ok(got[:3] == ["#!/bin/sh", "export PYTHONPATH=/r/guest/python"
+    ok(got[:3] == ["#!/bin/sh", "export PYTHONPATH=/r/guest/python:/r/tests/python"
                    " NFABRIC_LIB=/b/host/guest/libnfabric.so", ddp.VM_ENV] and
        got[4] == '/usr/bin/python3 -c "import torch" && echo "# import-torch-seconds'
                  ' $(awk -v a=$start "{print \\$1 - a}" /proc/uptime)"' and
        got[-1].endswith("--master-port 29660 --master-addr 169.254.0.1 | sed 's/^/# archs /'"),
-       "the guests' script: the host's package and library, the portable kernels, the runs", got)
+       "the guests' script: the host's package, its checks and library, the portable kernels,"
+       " the runs", got)
 
 
 def bound_case(tmp):

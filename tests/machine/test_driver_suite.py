@@ -175,7 +175,7 @@ def check_symbols():
 
 def check_pybind():
     with tempfile.TemporaryDirectory() as root:
-        pkg = os.path.join(root, "guest", "python", "nfabric")
+        pkg = os.path.join(root, "tests", "python", "nfcheck")
         write(os.path.join(pkg, "__init__.py"), "")
         write(os.path.join(pkg, "argcheck.py"), "print('# stand-in argcheck', flush=True)\n")
         write(os.path.join(pkg, "failcheck.py"),

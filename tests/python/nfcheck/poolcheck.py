@@ -3,7 +3,7 @@
 heads: every rank a process of this machine, each pool a shared device of
 its own (state and memory files in a new directory under /dev/shm).
 
-    python3 -m nfabric.poolcheck [--quick]
+    python3 -m nfcheck.poolcheck [--quick]
 
 1. Exactness: DDP training (nfabric.examples.train, Fashion-MNIST, a small
    CNN) of P pools x H ranks against the same training on one device with
@@ -35,7 +35,7 @@ import traceback
 
 import numpy as np
 
-from . import hostrun
+from nfabric import hostrun
 
 TRAIN = [sys.executable, "-m", "nfabric.examples.train",
          "--train-samples", "2000", "--test-samples", "200"]
@@ -111,8 +111,8 @@ def check_votes(results, steps):
 
 def _fault_rank(kind, d, port, rank, world, pools, q):
     import torch
-    from .device import Device, NFabricError
-    from .pools import PoolJob, fail, join
+    from nfabric.device import Device, NFabricError
+    from nfabric.pools import PoolJob, fail, join
     heads = world // pools
     pool, local = divmod(rank, heads)
     t_s = {"join": 8.0, "stop": STOP_T_S}.get(kind, 20.0)
@@ -242,9 +242,9 @@ def check_stop_and_setup(results):
 def _ddp_rank(d, port, rank, q):
     """2 pools x 1 rank under DDP; pool 1's state file truncated at step 2."""
     import torch
-    from .device import Device, NFabricError
-    from .hooks import fabric_errors, fabric_hook
-    from .pools import PoolJob, join
+    from nfabric.device import Device, NFabricError
+    from nfabric.hooks import fabric_errors, fabric_hook
+    from nfabric.pools import PoolJob, join
     t0 = time.monotonic()
     try:
         join("127.0.0.1", port, rank, 2, 2, timeout_s=20.0)
@@ -312,7 +312,7 @@ def check_ddp_error(results):
 
 def check_args(results):
     """Each bad argument of join() and PoolJob, refused at once."""
-    from .pools import PoolJob, join
+    from nfabric.pools import PoolJob, join
     cases = [
         ("join(world=4, pools=3)", lambda: join("127.0.0.1", 1, 0, 4, 3),
          ValueError, "world=4, pools=3: the world must be a multiple of the pools"),
@@ -349,7 +349,7 @@ def check_args(results):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python3 -m nfabric.poolcheck")
+    ap = argparse.ArgumentParser(prog="python3 -m nfcheck.poolcheck")
     ap.add_argument("--quick", action="store_true",
                     help="fewer modes and no 8-rank case")
     ap.add_argument("--steps", type=int, default=6)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Checks of the hooks' aggregation against a reference (TAP on stdout).
 
-    python3 -m nfabric.selftest --ranks 3 [--dir DIR]
+    python3 -m nfcheck.selftest --ranks 3 [--dir DIR]
 
 Each rank is a process and a head of one shared device (on the host, the
 device's controller over a state file and a memory file; in a guest, with
@@ -21,9 +21,9 @@ import traceback
 import numpy as np
 import torch
 
-from . import hostrun
-from .device import Device, NFabricError
-from .hooks import FabricJob, ternarize
+from nfabric import hostrun
+from nfabric.device import Device, NFabricError
+from nfabric.hooks import FabricJob, ternarize
 
 MODES = ("fp32", "gbinary", "gternary", "layer_aware")
 
@@ -191,7 +191,7 @@ def _run(args, mode, results):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python3 -m nfabric.selftest")
+    ap = argparse.ArgumentParser(prog="python3 -m nfcheck.selftest")
     ap.add_argument("--ranks", type=int, default=3)
     ap.add_argument("--dir", default=None,
                     help="host: the device's state and memory files (default: "

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Integer arguments of the binding against their C types (TAP on stdout).
 
-    python3 -m nfabric.argcheck [--dir DIR]
+    python3 -m nfcheck.argcheck [--dir DIR]
 
 No VM: one head of a shared device on the host (Device.host, the device's
 controller over a state file and a memory file in DIR).  Every public
@@ -18,8 +18,8 @@ import shutil
 import sys
 import tempfile
 
-from . import hostrun
-from .device import Device, NFabricError, counter_bytes, path_number
+from nfabric import hostrun
+from nfabric.device import Device, NFabricError, counter_bytes, path_number
 
 BOUNDARY = (-1, 2**31, 2**32, 2**63, 2**64)
 U32, U64 = (0, 2**32 - 1), (0, 2**64 - 1)

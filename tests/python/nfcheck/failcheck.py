@@ -2,7 +2,7 @@
 """Waits end when the head fails: a shared device's state file truncated
 under ranks that wait for a round (TAP on stdout).
 
-    python3 -m nfabric.failcheck [--dir DIR]
+    python3 -m nfcheck.failcheck [--dir DIR]
 
 Three heads of one device on the host (no VM); heads 0 and 1 are ranks in
 processes of their own, head 2 never attaches, so a round waits for it.
@@ -19,8 +19,8 @@ import os
 import sys
 import time
 
-from . import hostrun
-from .device import Device, NFabricError
+from nfabric import hostrun
+from nfabric.device import Device, NFabricError
 
 ERR_STATE = 16          # NFABRIC_ERR_STATE (include/hw/mem/nfabric_regs.h)
 MEM = 16 << 20
@@ -57,7 +57,7 @@ def _rank(state, mem, head, q, ready):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python3 -m nfabric.failcheck")
+    ap = argparse.ArgumentParser(prog="python3 -m nfcheck.failcheck")
     ap.add_argument("--dir", default=None,
                     help="the device's files (default: a new directory under "
                     "/dev/shm, removed at the end)")
