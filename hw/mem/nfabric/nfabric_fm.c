@@ -4,10 +4,12 @@
  * (docs/multihost.md, "Jobs and owners").  The check of an assignment,
  * its write into a live state file (nfabric_shared_fm_write, used by
  * bench/nfabric_state_tool.c's fm command), and the repair of what a dead
- * holder of cfg_lock or of a job's lock left half-written.  The device's
- * view of the assignment is the controller's (nfabric_jobs.c).  May call:
- * the locks (nfabric_shared.h) and the heads' liveness
- * (nfabric_shared_int.h).
+ * holder of cfg_lock or of a job's lock left half-written, with the two
+ * locks themselves (nfabric_shared_lock_cfg, nfabric_shared_lock_job:
+ * robust mutexes of nfabric_locks.c, given these repairs).  The device's
+ * view of the assignment is the controller's (nfabric_jobs.c).  May call
+ * nfabric_locks.c and nfabric_mappings.c (live bytes, map_gen's futex),
+ * through nfabric_shared_int.h.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -62,7 +64,7 @@ static void nfabric_shared_repair_job(NFabricShared *sh, unsigned j)
     }
 }
 
-void nfabric_repair_cfg_cb(NFabricShared *sh, unsigned unused)
+static void nfabric_repair_cfg_cb(NFabricShared *sh, unsigned unused)
 {
     uint32_t gen = __atomic_load_n(&sh->fm.gen, __ATOMIC_ACQUIRE);
 
@@ -91,7 +93,7 @@ void nfabric_repair_cfg_cb(NFabricShared *sh, unsigned unused)
     }
 }
 
-void nfabric_repair_job_cb(NFabricShared *sh, unsigned j)
+static void nfabric_repair_job_cb(NFabricShared *sh, unsigned j)
 {
     nfabric_shared_repair_job(sh, j);
 }
@@ -456,4 +458,36 @@ out:
     munmap(sh, sizeof(*sh));
     close(fd);
     return rc;
+}
+
+/* ---- the configuration locks and their repairs ------------------- */
+
+#define NFABRIC_STUCK_CFG  (1u << 31)   /* stuck bit of cfg_lock */
+
+bool nfabric_shared_lock_cfg(NFabricShared *sh)
+{
+    return nfabric_robust_lock(sh, &sh->cfg_lock, nfabric_repair_cfg_cb, 0,
+                               NFABRIC_STUCK_CFG);
+}
+
+void nfabric_shared_unlock_cfg(NFabricShared *sh)
+{
+    pthread_mutex_unlock(&sh->cfg_lock);
+}
+
+#define NFABRIC_STUCK_JOB(j)  (1u << (16 + (j)))   /* stuck bits of job locks */
+
+bool nfabric_shared_lock_job(NFabricShared *sh, unsigned j)
+{
+    if (j >= NFABRIC_FM_MAX_JOBS) {
+        errno = EINVAL;
+        return false;
+    }
+    return nfabric_robust_lock(sh, &sh->job[j].m, nfabric_repair_job_cb, j,
+                               NFABRIC_STUCK_JOB(j));
+}
+
+void nfabric_shared_unlock_job(NFabricShared *sh, unsigned j)
+{
+    pthread_mutex_unlock(&sh->job[j].m);
 }

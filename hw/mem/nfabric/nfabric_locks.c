@@ -11,8 +11,9 @@
  * EOWNERDEAD; the locker repairs what the holder may have left half-done
  * (nfabric_fm.c's repairs) before it marks the lock consistent again, so
  * no head ever waits for a dead one.  Waits for a live holder are bounded
- * (NFABRIC_SHARED_LOCK_MS).  May call: nfabric_shared.c's liveness and
- * mapping table, nfabric_fm.c's repairs (nfabric_shared_int.h).
+ * (NFABRIC_SHARED_LOCK_MS).  May call nfabric_mappings.c only (the
+ * mapping table, live bytes, stuck marks; nfabric_shared_int.h); the
+ * repairs are given by the callers of nfabric_robust_lock (nfabric_fm.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -41,25 +42,6 @@
 #include "hw/mem/nfabric_window.h"
 #include "nfabric_shared_int.h"
 
-/* Mappings with a stuck lock: while 0, no lock looks its mapping up. */
-unsigned nfabric_stuck_maps;
-
-void nfabric_stuck_set(NFabricMapping *map, uint32_t bit)
-{
-    if (!__atomic_fetch_or(&map->stuck, bit, __ATOMIC_RELAXED)) {
-        __atomic_fetch_add(&nfabric_stuck_maps, 1, __ATOMIC_RELAXED);
-    }
-}
-
-void nfabric_stuck_clear(NFabricMapping *map, uint32_t bit)
-{
-    uint32_t old = __atomic_fetch_and(&map->stuck, ~bit, __ATOMIC_RELAXED);
-
-    if (old == bit) {
-        __atomic_fetch_sub(&nfabric_stuck_maps, 1, __ATOMIC_RELAXED);
-    }
-}
-
 /*
  * ---- threads and biased stripes -----------------------------------------
  *
@@ -81,9 +63,44 @@ static int nfabric_mb_state;                /* 1 registered, -1 cannot */
  * machine share one, so that two processes forked from one head (the
  * same token) never take each other's bias for their own.
  */
+static void nfabric_fork_prepare(void)
+{
+    pthread_mutex_lock(&nfabric_maps_lock);
+}
+
+static void nfabric_fork_parent(void)
+{
+    pthread_mutex_unlock(&nfabric_maps_lock);
+}
+
+static void nfabric_fork_child(void)
+{
+    for (unsigned k = 0; k < NFABRIC_MAX_MAPPINGS; k++) {
+        if (nfabric_maps[k].sh && nfabric_maps[k].bias_thr) {
+            nfabric_maps[k].bias_thr = NFABRIC_BIAS_NONE;
+        }
+    }
+    nfabric_thr = 0;            /* the parent's thread's number */
+    nfabric_mb_state = 0;       /* a new process: register again */
+    pthread_mutex_unlock(&nfabric_maps_lock);
+}
+
+static pthread_once_t nfabric_atfork_once = PTHREAD_ONCE_INIT;
+
+static void nfabric_atfork_install(void)
+{
+    pthread_atfork(nfabric_fork_prepare, nfabric_fork_parent,
+                   nfabric_fork_child);
+}
+
+/*
+ * A thread's number; the first one installs the fork handlers (before
+ * it, no number and no bias exists for a fork to copy).
+ */
 static uint32_t nfabric_thread_number(void)
 {
     if (!nfabric_thr) {
+        pthread_once(&nfabric_atfork_once, nfabric_atfork_install);
         long tid = syscall(SYS_gettid);
 
         nfabric_thr = tid > 0 && (unsigned long)tid < NFABRIC_BIAS_NONE ?
@@ -121,28 +138,6 @@ static int nfabric_barrier_all(void)
         return 0;
     }
     return errno ? errno : ENOSYS;
-}
-
-void nfabric_fork_prepare(void)
-{
-    pthread_mutex_lock(&nfabric_maps_lock);
-}
-
-void nfabric_fork_parent(void)
-{
-    pthread_mutex_unlock(&nfabric_maps_lock);
-}
-
-void nfabric_fork_child(void)
-{
-    for (unsigned k = 0; k < NFABRIC_MAX_MAPPINGS; k++) {
-        if (nfabric_maps[k].sh && nfabric_maps[k].bias_thr) {
-            nfabric_maps[k].bias_thr = NFABRIC_BIAS_NONE;
-        }
-    }
-    nfabric_thr = 0;            /* the parent's thread's number */
-    nfabric_mb_state = 0;       /* a new process: register again */
-    pthread_mutex_unlock(&nfabric_maps_lock);
 }
 
 /* Does thread thr of map's head hold a bias of sh (any window, stripe)? */
@@ -295,7 +290,6 @@ static bool nfabric_mutex_sane(pthread_mutex_t *m)
 #endif
 }
 
-#define NFABRIC_STUCK_CFG  (1u << 31)   /* stuck bit of cfg_lock */
 
 /*
  * Lock m of sh; bit names it among this head's stuck locks.  A wait that
@@ -304,7 +298,7 @@ static bool nfabric_mutex_sane(pthread_mutex_t *m)
  * it lasts NFABRIC_SHARED_STUCK_MS, not the whole bound: one stopped
  * holder costs each head one full bound, not one per access.
  */
-static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
+bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
                                 void (*repair)(NFabricShared *, unsigned),
                                 unsigned arg, uint32_t bit)
 {
@@ -367,34 +361,6 @@ static bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
         return false;
     }
     return true;
-}
-
-bool nfabric_shared_lock_cfg(NFabricShared *sh)
-{
-    return nfabric_robust_lock(sh, &sh->cfg_lock, nfabric_repair_cfg_cb, 0,
-                               NFABRIC_STUCK_CFG);
-}
-
-void nfabric_shared_unlock_cfg(NFabricShared *sh)
-{
-    pthread_mutex_unlock(&sh->cfg_lock);
-}
-
-#define NFABRIC_STUCK_JOB(j)  (1u << (16 + (j)))   /* stuck bits of job locks */
-
-bool nfabric_shared_lock_job(NFabricShared *sh, unsigned j)
-{
-    if (j >= NFABRIC_FM_MAX_JOBS) {
-        errno = EINVAL;
-        return false;
-    }
-    return nfabric_robust_lock(sh, &sh->job[j].m, nfabric_repair_job_cb, j,
-                               NFABRIC_STUCK_JOB(j));
-}
-
-void nfabric_shared_unlock_job(NFabricShared *sh, unsigned j)
-{
-    pthread_mutex_unlock(&sh->job[j].m);
 }
 
 /*

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * NEURON-Fabric shared device state: what its three files share and no
- * one else sees.  nfabric_shared.c (heads: attach, liveness, reap, the
- * state's checks, this process's mappings and the SIGBUS handler),
- * nfabric_locks.c (robust mutexes, window stripes and their biases) and
- * nfabric_fm.c (jobs: the fabric manager's write and a dead job holder's
- * repair).  Pure C11: no QEMU header.
+ * NEURON-Fabric shared device state: what its four files share and no
+ * one else sees.  From the bottom up, each calling only the ones below:
+ * nfabric_mappings.c (this process's mappings, the SIGBUS handler, live
+ * bytes, stuck marks, map_gen's futex), nfabric_locks.c (robust mutexes,
+ * window stripes and their biases), nfabric_fm.c (jobs: the fabric
+ * manager's write, the configuration locks and their repairs) and
+ * nfabric_shared.c (heads: attach, detach, reap, the state's checks).
+ * Pure C11: no QEMU header.
  */
 #ifndef HW_MEM_NFABRIC_SHARED_INT_H
 #define HW_MEM_NFABRIC_SHARED_INT_H
@@ -58,30 +60,37 @@ typedef struct NFabricMapping {
 
 #define NFABRIC_MAX_MAPPINGS 64
 
-/* nfabric_shared.c: this process's mappings, under nfabric_maps_lock. */
+/* nfabric_mappings.c: this process's mappings, under nfabric_maps_lock. */
 extern NFabricMapping nfabric_maps[NFABRIC_MAX_MAPPINGS];
 extern pthread_mutex_t nfabric_maps_lock;
 NFabricMapping *nfabric_mapping(const NFabricShared *sh);
+/* A new mapping of sh through fd (NULL: the table is full), and its end. */
+NFabricMapping *nfabric_mapping_add(NFabricShared *sh, int fd,
+                                    const NFabricAttach *a, uint64_t state_id);
+void nfabric_mapping_del(NFabricMapping *m);
 void nfabric_seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Head h's live byte through fd (nfabric_shared.c, "liveness"). */
+/* Head h's live byte through fd. */
 int nfabric_live_lock(int fd, unsigned h, short type);
 bool nfabric_live_held(int fd, unsigned h);
-
-/* nfabric_locks.c */
+bool nfabric_live_any(int fd, unsigned n);
+/* Locks whose last wait ran out, per mapping (see nfabric_robust_lock). */
 extern unsigned nfabric_stuck_maps;
 void nfabric_stuck_set(NFabricMapping *map, uint32_t bit);
 void nfabric_stuck_clear(NFabricMapping *map, uint32_t bit);
-void nfabric_fork_prepare(void);
-void nfabric_fork_parent(void);
-void nfabric_fork_child(void);
+
+/* nfabric_locks.c */
 int nfabric_robust_init(pthread_mutex_t *m);
+/*
+ * Lock m of sh, bounded; a holder that died hands it over after
+ * repair(sh, arg) undid what it may have left half-done.  bit names the
+ * lock among this head's stuck ones.
+ */
+bool nfabric_robust_lock(NFabricShared *sh, pthread_mutex_t *m,
+                         void (*repair)(NFabricShared *, unsigned),
+                         unsigned arg, uint32_t bit);
 int64_t nfabric_now_ns(void);
 void nfabric_stripe_repaired(NFabricShared *sh, unsigned i);
 void nfabric_stripes_release_head(NFabricShared *sh, unsigned h);
-
-/* nfabric_fm.c: the repairs of a lock whose holder died. */
-void nfabric_repair_cfg_cb(NFabricShared *sh, unsigned unused);
-void nfabric_repair_job_cb(NFabricShared *sh, unsigned j);
 
 #endif

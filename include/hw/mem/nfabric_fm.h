@@ -2,13 +2,15 @@
 /*
  * NEURON-Fabric shared device state: jobs as a fabric manager sets them
  * (hw/mem/nfabric/nfabric_fm.c; docs/multihost.md, "Jobs and owners"):
- * the check of an assignment and its write into a live state file.  The
+ * the check of an assignment and its write into a live state file, and
+ * the configuration locks (the device's and each job's).  The
  * assignment's layout (NFabricFm) is nfabric_shared.h's; a head's view of
  * it is the controller's (nfabric_jobs.c).  Pure C11.
  */
 #ifndef HW_MEM_NFABRIC_FM_H
 #define HW_MEM_NFABRIC_FM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "hw/mem/nfabric_shared.h"
@@ -31,5 +33,20 @@ const char *nfabric_fm_check(const NFabricFm *fm, unsigned heads,
  */
 int nfabric_shared_fm_write(const char *path, const NFabricFm *fm,
                             char *err, size_t errlen);
+
+/*
+ * The device's configuration lock (cfg_lock: attach, detach, a dead
+ * head's marking, the fabric manager's write) and job j's (its heads'
+ * register writes).  Robust, process-shared, bounded: false if the lock
+ * is unusable (not a lock of the kind the state was made with:
+ * corrupted), or another head held it for over NFABRIC_SHARED_LOCK_MS;
+ * the caller then gives up.  A holder that died is repaired first (its
+ * half-written assignment revoked, its job's half-changed window
+ * disabled).
+ */
+bool nfabric_shared_lock_cfg(NFabricShared *sh);
+void nfabric_shared_unlock_cfg(NFabricShared *sh);
+bool nfabric_shared_lock_job(NFabricShared *sh, unsigned job);
+void nfabric_shared_unlock_job(NFabricShared *sh, unsigned job);
 
 #endif

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * NEURON-Fabric shared device state: its locks (hw/mem/nfabric/
- * nfabric_locks.c; docs/multihost.md, "Locks and their cost"): the
- * device's and each job's configuration lock (robust, process-shared
- * mutexes) and the 64 stripes of each window, taken by a word or through
- * a bias.  The state's layout is nfabric_shared.h's.  Pure C11.
+ * nfabric_locks.c; docs/multihost.md, "Locks and their cost"): the 64
+ * stripes of each window, taken by a word or through a bias.  The
+ * device's and each job's configuration locks (robust, process-shared
+ * mutexes) are nfabric_fm.h's, with their repairs.  The state's layout
+ * is nfabric_shared.h's.  Pure C11.
  */
 #ifndef HW_MEM_NFABRIC_LOCKS_H
 #define HW_MEM_NFABRIC_LOCKS_H
@@ -17,14 +18,10 @@
 /*
  * Locks of a state file (a private state has none: its callers do not
  * lock; a state's own pshared field is never trusted for that).  False if
- * the lock is unusable (not a lock of the kind the state was made with:
- * corrupted), or another head held it for over NFABRIC_SHARED_LOCK_MS;
- * the caller then gives up.
+ * a stripe word or bias is one no head can have written (corrupted), or
+ * another head held a stripe for over NFABRIC_SHARED_LOCK_MS; the caller
+ * then gives up.
  */
-bool nfabric_shared_lock_cfg(NFabricShared *sh);
-void nfabric_shared_unlock_cfg(NFabricShared *sh);
-bool nfabric_shared_lock_job(NFabricShared *sh, unsigned job);
-void nfabric_shared_unlock_job(NFabricShared *sh, unsigned job);
 /* Every stripe of window i (a clear, an enable, a round command). */
 bool nfabric_shared_lock_win(NFabricShared *sh, unsigned i);
 void nfabric_shared_unlock_win(NFabricShared *sh, unsigned i);
