@@ -7,9 +7,10 @@
  * access record.  Pure C11; the guest is untrusted: an access is checked
  * against device memory and the head's reach first.  Calls the engine
  * (nfabric_engine.h), the shared state's stripe locks, the timing shim and
- * the record, and of the controller's other files (nfabric_ctrl_int.h)
- * nfabric_ctrl.c (errors, a lock that failed, dirty memory) and jobs (the
- * assignment, the view).
+ * the record, and of the controller's other files (nfabric_ctrl_int.h,
+ * which gives the layering) only those below it: the base (nfabric_head.c:
+ * errors, a lock that failed; dirty memory is the header's inline) and
+ * jobs (the assignment, the view).
  */
 #include <inttypes.h>
 #include <stdarg.h>

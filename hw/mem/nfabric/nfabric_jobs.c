@@ -4,10 +4,11 @@
  * (docs/multihost.md).  A head's private copy of the assignment (which
  * memory and windows its job has), its job's configuration lock, and the
  * view: the private, validated copy of its job's windows that the memory
- * path serves from.  Pure C11.  Calls the shared state (nfabric_shared.h),
- * the window rules, and of the controller's other files (nfabric_ctrl_int.h)
- * only nfabric_ctrl.c's failure and lock wrappers and the map protocol's
- * drop of a dead head's pending window.
+ * path serves from; the drop of a pending window (the map protocol's,
+ * here because the job lock's repair of a dead head's enable needs it).
+ * Pure C11.  Calls the shared state (nfabric_shared.h), the window rules,
+ * and of the controller's other files (nfabric_ctrl_int.h, which gives the
+ * layering) only the base (nfabric_head.c: failure and lock wrappers).
  */
 #include <inttypes.h>
 #include <string.h>
@@ -130,6 +131,19 @@ bool nfabric_fm_refresh_locked(NFabricCtrl *s)
     return nfabric_fm_refresh(s);
 }
 
+/* Is the copy of the assignment current (made again if not)? */
+bool nfabric_fm_current(NFabricCtrl *s)
+{
+    if (!s->shared) {
+        return true;            /* a device of one host: no jobs */
+    }
+    if (s->fm.valid &&
+        __atomic_load_n(&s->sh->fm.gen, __ATOMIC_RELAXED) == s->fm.gen) {
+        return true;
+    }
+    return nfabric_fm_refresh_locked(s);
+}
+
 /* Does this head reach every byte of [dpa, dpa + len) (current copy)? */
 bool nfabric_fm_reach(NFabricCtrl *s, uint64_t dpa, uint64_t len)
 {
@@ -171,6 +185,23 @@ static inline uint32_t nfabric_fm_windows(const NFabricCtrl *s)
 static inline unsigned nfabric_job(const NFabricCtrl *s)
 {
     return s->shared && s->fm.assigned ? s->fm.job % NFABRIC_FM_MAX_JOBS : 0;
+}
+
+/*
+ * Drop pending window i (job lock held): the others may map it.  The map
+ * protocol's, here for the job lock's repair of a dead head's enable.
+ */
+void nfabric_pending_drop_locked(NFabricCtrl *s, unsigned i)
+{
+    NFabricShared *sh = s->sh;
+    unsigned j = s->locked_job;
+
+    sh->job[j].busy = (int32_t)i;
+    nfabric_shared_gen_bump(sh, j);
+    __atomic_fetch_and(&sh->pending_mask, ~(1u << i), __ATOMIC_RELAXED);
+    nfabric_shared_gen_bump(sh, j);
+    sh->job[j].busy = -1;
+    nfabric_shared_map_bump(sh);
 }
 
 /*

@@ -5,8 +5,10 @@
  * configuration lock, until every head of the job that maps memory
  * directly traps the window's ranges; the ranges a head must trap.  Pure
  * C11.  Calls the shared state, and of the controller's other files
- * (nfabric_ctrl_int.h) nfabric_ctrl.c (errors, locks, the enable itself)
- * and jobs (the assignment, the view).
+ * (nfabric_ctrl_int.h, which gives the layering) only those below it: the
+ * base (nfabric_head.c: errors, events, locks), jobs (the assignment, the
+ * view, the job's lock and its drop of a pending window) and the
+ * path-select table (nfabric_table.c: the enable itself).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* clock_gettime, nanosleep */
@@ -41,20 +43,6 @@ static uint32_t nfabric_map_late(NFabricShared *sh, unsigned heads,
         late |= 1u << h;
     }
     return late;
-}
-
-/* Drop pending window i (job lock held): the others may map it. */
-void nfabric_pending_drop_locked(NFabricCtrl *s, unsigned i)
-{
-    NFabricShared *sh = s->sh;
-    unsigned j = s->locked_job;
-
-    sh->job[j].busy = (int32_t)i;
-    nfabric_shared_gen_bump(sh, j);
-    __atomic_fetch_and(&sh->pending_mask, ~(1u << i), __ATOMIC_RELAXED);
-    nfabric_shared_gen_bump(sh, j);
-    sh->job[j].busy = -1;
-    nfabric_shared_map_bump(sh);
 }
 
 /* Give up the window this head was enabling (job lock held). */

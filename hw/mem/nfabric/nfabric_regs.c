@@ -3,10 +3,12 @@
  * NEURON-Fabric controller model: the register block (docs/registers.md),
  * decoded from the register contract's tables (nfabric_regs.h): reads,
  * writes and their checks, and the vendor block's header.  Pure C11; the
- * guest is untrusted, so every offset and size is checked before use.  The
- * top of the controller: a write calls what it changes in the controller's
- * other files (nfabric_ctrl_int.h): the path-select table (nfabric_ctrl.c),
- * jobs, the map protocol and the datapath's record.
+ * guest is untrusted, so every offset and size is checked before use.
+ * Below only nfabric_ctrl.c (a reset clears the statistics here): a write
+ * calls what it changes in the controller's files below it (the layering
+ * is in nfabric_ctrl_int.h): the base (nfabric_head.c: errors, locks),
+ * jobs, the path-select table (nfabric_table.c), the map protocol and the
+ * datapath's record.
  */
 #include <stdlib.h>
 
