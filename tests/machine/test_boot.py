@@ -19,6 +19,7 @@ import threading
 import time
 
 from nfmachine.tap import done, ok
+import testkit
 from nfmachine import vm
 
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_qemu.py")
@@ -118,7 +119,7 @@ def main():
             raised = True
         finally:
             vm._Relay = orig
-        left = [p for p in os.listdir("/proc") if p.isdigit() and _is_fake(p)]
+        left = [p for p in os.listdir("/proc") if p.isdigit() and testkit.is_fake(p, FAKE)]
         ok(raised and not left, "an error while watching is raised, and its QEMU is stopped",
            f"raised={raised} left={left}")
 
@@ -219,7 +220,7 @@ def main():
             watch = vm.BootAll(FAKE, [([], os.path.join(tmp, "l6.log"))], tmp, timeout=60,
                                labels=["host 6"], messages=[msgs])
             for _ in range(100):
-                fakes = [int(p) for p in os.listdir("/proc") if p.isdigit() and _is_fake(p)]
+                fakes = [int(p) for p in os.listdir("/proc") if p.isdigit() and testkit.is_fake(p, FAKE)]
                 if fakes and "booting" in _read(os.path.join(tmp, "l6.log")):
                     break
                 time.sleep(0.1)
@@ -251,7 +252,7 @@ def main():
            f"stop_all: both waiting guests stopped ({secs:.1f} s), no boot retried", err.getvalue())
 
         ok(not vm._LIVE, "no guest left registered (every one reaped)", vm._LIVE)
-        left = [p for p in os.listdir("/proc") if p.isdigit() and _is_fake(p)]
+        left = [p for p in os.listdir("/proc") if p.isdigit() and testkit.is_fake(p, FAKE)]
         ok(not left, "no stand-in QEMU process left", left)
         ok(not [d for d in os.listdir(tmp) if d.startswith("qemu-machine-")],
            "QEMUMachine's temporary directories removed", os.listdir(tmp))
@@ -262,13 +263,6 @@ def _read(path):
     with open(path, encoding="utf-8") as f:
         return f.read()
 
-
-def _is_fake(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return FAKE.encode() in f.read()
-    except OSError:
-        return False
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import tempfile
 
 from nfmachine import demo
 from nfmachine.tap import done, ok
+import testkit
 
 CXL = json.dumps([{"memdevs": [{"memdev": "mem0", "ram_size": 268435456, "host": "0000:0d:00.0"}]},
                   {"regions": [{"region": "region0", "type": "ram", "size": 268435456,
@@ -63,11 +64,7 @@ def main():
        and demo.parse(["--help"]) is None, "options: --device, the default, --help")
     for argv, want, usage in ((["--device"], "--device needs a value", False),
                               (["--x"], 'unknown argument "--x"', True)):
-        try:
-            demo.parse(argv)
-            got = None
-        except demo.UsageError as e:
-            got = e
+        got = testkit.refusal(demo.parse, demo.UsageError, argv)
         ok(got is not None and want in str(got) and got.usage == usage, f"refused: {argv}", got)
 
     lines = demo.cxl_list(console())

@@ -15,7 +15,8 @@ import sys
 import tempfile
 
 from nfmachine import driver_suite as ds
-from nfmachine.tap import done, ok
+from nfmachine.tap import ok
+import testkit
 
 READY = ("NFABRIC-READY uptime=4.25s region=region0 dax=/dev/dax0.0 via=cxl create-region"
          " bind=daxctl driver=")
@@ -258,13 +259,8 @@ def check_driver72():
 
 
 def main():
-    check_ready_kmsg()
-    check_driver()
-    check_fallback()
-    check_symbols()
-    check_pybind()
-    check_driver72()
-    return done()
+    return testkit.run(check_ready_kmsg, check_driver, check_fallback, check_symbols,
+                       check_pybind, check_driver72)
 
 
 if __name__ == "__main__":

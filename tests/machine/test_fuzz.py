@@ -8,13 +8,13 @@ refusals of bad options; a fuzzer that hangs killed at its bound."""
 import contextlib
 import io
 import os
-import stat
 import sys
 import tempfile
 import time
 
 from nfmachine import fuzz
 from nfmachine.tap import done, ok
+import testkit
 
 # A libFuzzer that runs, saves an input into its working corpus and
 # prints its final statistics.
@@ -65,12 +65,7 @@ UNIT_GOOD = "echo 'ok 1 - a'; echo 'ok 2 - b'; echo '1..2'\n"
 UNIT_BAD = "echo 'ok 1 - a'; echo 'not ok 2 - b'; echo '1..2'; exit 1\n"
 
 
-def script(path, body):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("#!/bin/sh\n" + body)
-    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
-    return path
+script = testkit.script
 
 
 def tree(d):

@@ -11,6 +11,7 @@ import tempfile
 
 from nfmachine import guestbench as gb
 from nfmachine.tap import done, ok
+import testkit
 
 
 def console(kind: str, scale: float) -> str:
@@ -57,11 +58,7 @@ def main():
                               (["--reps", "0"], 'bad --reps "0"', False),
                               (["--rounds", "x"], 'bad --rounds "x"', False),
                               (["--bogus"], 'unknown argument "--bogus"', True)):
-        try:
-            gb.Options(argv)
-            got = None
-        except gb.UsageError as e:
-            got = e
+        got = testkit.refusal(gb.Options, gb.UsageError, argv)
         ok(got is not None and want in str(got) and got.usage == usage,
            f"refused: {' '.join(argv)}", got)
     ok(gb.Options(["--help"]).help, "--help")

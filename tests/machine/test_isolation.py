@@ -16,7 +16,8 @@ import tempfile
 import time
 
 from nfmachine import hostcheck, isolation as iso, nfhost
-from nfmachine.tap import done, ok
+from nfmachine.tap import ok
+import testkit
 
 # A stand-in scripts/nfabric: its checkout's id from its own path, as
 # common.sh; ISO_SHM and ISO_TMP its /dev/shm and temporary base; ISO_FAIL=1
@@ -375,13 +376,8 @@ def check_suite():
 
 def main():
     iso.stop_on_signals()       # a timeout's SIGTERM: the suites' clean-up runs
-    check_units()
-    check_job()
-    check_clean()
-    check_host()
-    check_environ()
-    check_suite()
-    return done()
+    return testkit.run(check_units, check_job, check_clean, check_host, check_environ,
+                       check_suite)
 
 
 if __name__ == "__main__":

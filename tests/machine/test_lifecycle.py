@@ -17,6 +17,7 @@ import tempfile
 import time
 
 from nfmachine.tap import done, ok
+import testkit
 from nfmachine import lifecycle as lc
 from nfmachine import vm
 from nfmachine.topology import TopologyError
@@ -177,16 +178,9 @@ def supervision(tmp):
            out.getvalue())
     finally:
         suite.close()
-    left = [p for p in os.listdir("/proc") if p.isdigit() and _is_fake(p)]
+    left = [p for p in os.listdir("/proc") if p.isdigit() and testkit.is_fake(p, FAKE)]
     ok(not left and not vm._LIVE, "no stand-in QEMU left running or registered", left)
 
-
-def _is_fake(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return FAKE.encode() in f.read()
-    except OSError:
-        return False
 
 
 def main():

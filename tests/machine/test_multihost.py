@@ -15,7 +15,8 @@ import os
 import subprocess
 import sys
 
-from nfmachine.tap import done, ok
+from nfmachine.tap import ok
+import testkit
 from nfmachine import benchcluster as bc
 from nfmachine import hosts, multihost as mh, vm
 
@@ -291,17 +292,9 @@ def test_bench_report():
 
 
 def main():
-    test_relay_and_report()
-    test_bench_batch()
-    test_tap()
-    test_refused_line()
-    test_corrupt_and_attacks()
-    test_stop_plan()
-    test_assignments()
-    test_bench_options()
-    test_bench_figures()
-    test_bench_report()
-    return done()
+    return testkit.run(test_relay_and_report, test_bench_batch, test_tap, test_refused_line,
+                       test_corrupt_and_attacks, test_stop_plan, test_assignments,
+                       test_bench_options, test_bench_figures, test_bench_report)
 
 
 if __name__ == "__main__":

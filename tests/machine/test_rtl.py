@@ -8,20 +8,15 @@ lines, a passing and a failing case of each."""
 import contextlib
 import io
 import os
-import stat
 import sys
 import tempfile
 
 from nfmachine import rtl
 from nfmachine.tap import done, ok
+import testkit
 
 
-def script(path, body):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("#!/bin/sh\n" + body)
-    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
-    return path
+script = testkit.script
 
 
 def write(path, text):

@@ -12,6 +12,7 @@ import tempfile
 
 from nfmachine import train as tr
 from nfmachine.tap import Tap, done, ok
+import testkit
 
 
 def write(path, text):
@@ -24,11 +25,7 @@ def main():
     ok(o.seed == "7" and not o.plots and o.extra == ["--steps", "2"], "bench options")
     for argv, want, usage in ((["--seed"], "--seed needs a value", False),
                               (["--x"], 'unknown argument "--x"', True)):
-        try:
-            tr.BenchOptions(argv)
-            got = None
-        except tr.UsageError as e:
-            got = e
+        got = testkit.refusal(tr.BenchOptions, tr.UsageError, argv)
         ok(got is not None and want in str(got) and got.usage == usage, f"refused: {argv}", got)
 
     with tempfile.TemporaryDirectory() as d:
