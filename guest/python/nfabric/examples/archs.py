@@ -23,7 +23,6 @@ counts only the steps after them (traffic_pct_all: every step).
 """
 import argparse
 import faulthandler
-import hashlib
 import json
 import os
 import signal
@@ -40,7 +39,7 @@ import torch.nn.functional as F
 from nfabric import hostrun
 from nfabric.device import Device
 from nfabric.hooks import FabricJob, fabric_hook, _WAIT_MS
-from nfabric.examples.train import teardown, wait_ranks
+from nfabric.examples.train import params_digest as digest, teardown, wait_ranks
 
 WAIT_S = _WAIT_MS / 1000        # --spawn: the others' bound after a rank failed
 
@@ -85,13 +84,6 @@ def batch(arch, classes, n, rng, args):
     else:
         x = torch.from_numpy(rng.integers(0, 30522, (n, args.seq)))
     return x, torch.from_numpy(rng.integers(0, classes, n))
-
-
-def digest(model):
-    h = hashlib.sha256()
-    for p in model.parameters():
-        h.update(p.detach().cpu().numpy().tobytes())
-    return h.hexdigest()[:16]
 
 
 def run_rank(args, rank, world):
