@@ -39,7 +39,8 @@ import torch.nn.functional as F
 from nfabric import hostrun
 from nfabric.device import Device
 from nfabric.hooks import FabricJob, fabric_hook, _WAIT_MS
-from nfabric.examples.train import params_digest as digest, teardown, wait_ranks
+from nfabric.examples.train import (params_digest as digest, teardown, training_args,
+                                    wait_ranks)
 
 WAIT_S = _WAIT_MS / 1000        # --spawn: the others' bound after a rank failed
 
@@ -208,12 +209,9 @@ def main(argv=None):
     ap.add_argument("--admission", default="sensitivity",
                     choices=["sensitivity", "last_linear"])
     ap.add_argument("--probe", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--batch", type=int, default=4)
+    training_args(ap, steps=3, batch=4, lr=0.01)
     ap.add_argument("--image", type=int, default=32)
     ap.add_argument("--seq", type=int, default=32)
-    ap.add_argument("--lr", type=float, default=0.01)
-    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rank", type=int, default=None)
     ap.add_argument("--world", type=int, default=None)
     ap.add_argument("--spawn", type=int, default=0)

@@ -116,6 +116,15 @@ def shard(labels, rank, world, kind, n, seed):
     return idx[rank::world] if kind == "iid" else np.array_split(idx, world)[rank]
 
 
+def training_args(ap, steps, batch, lr):
+    """The options every example trains with: --steps, --batch, --lr and
+    --seed, with the example's defaults."""
+    ap.add_argument("--steps", type=int, default=steps)
+    ap.add_argument("--batch", type=int, default=batch)
+    ap.add_argument("--lr", type=float, default=lr)
+    ap.add_argument("--seed", type=int, default=1)
+
+
 def params_digest(model):
     h = hashlib.sha256()
     for p in model.parameters():
@@ -392,10 +401,7 @@ def main(argv=None):
     ap.add_argument("--task", default="fmnist", choices=["fmnist", "pairs"],
                     help="fmnist: 10 classes; pairs: the hard configuration, "
                     "two images side by side, 100 classes (docs/pytorch.md)")
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--lr", type=float, default=0.02)
-    ap.add_argument("--seed", type=int, default=1)
+    training_args(ap, steps=300, batch=32, lr=0.02)
     ap.add_argument("--train-samples", type=int, default=20000)
     ap.add_argument("--test-samples", type=int, default=2000)
     ap.add_argument("--portable-math", action="store_true",
