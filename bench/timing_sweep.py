@@ -338,14 +338,11 @@ def main(argv: List[str]) -> int:
             print(USAGE, end="")
             return 0
         return 0 if argv[0] == "check" else run(opts)
-    except UsageError as e:
-        if e.usage:
+    except (UsageError, BenchError) as e:
+        if isinstance(e, UsageError) and e.usage:
             print(e, file=sys.stderr)
             print(USAGE, end="", file=sys.stderr)
             return 2
-        print(f"nfabric: error: {e}", file=sys.stderr)
-        return 1
-    except BenchError as e:
         sys.stdout.flush()
         print(f"nfabric: error: {e}", file=sys.stderr)
         return 1

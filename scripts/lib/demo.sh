@@ -5,12 +5,7 @@
 # (tests/guest/) against the device.  docs/guest.md describes the checks.
 # Here only what they need built first: QEMU with the device, the image.
 
-nf_suite_guest() {
-    nf_image_main >&2
-    local rc=0
-    nf_machine guest-suite || rc=$?
-    return "$rc"
-}
+nf_suite_guest() { nf_image_machine guest-suite; }
 
 nf_demo_main() {
     nf_machine demo check "$@" || return $?

@@ -33,12 +33,21 @@ Pin: release n=trixie
 Pin-Priority: -10
 PREF
     fi
-    if [ ! -f "$NF_APT_STAMP" ] || [ -n "$(find "$NF_APT_STAMP" -mmin +720 2>/dev/null)" ]; then
-        nf_log "apt-get update"
-        mkdir -p "$NF_CACHE"
-        apt-get update -q > "$NF_CACHE/apt-update.log" 2>&1 ||
-            nf_die "apt-get update failed (log: $NF_CACHE/apt-update.log). $NF_DOWNLOAD_HINT"
-        touch "$NF_APT_STAMP"
+    nf_apt_update "$NF_APT_STAMP" 720 "$NF_CACHE/apt-update.log" ""
+}
+
+# nf_apt_update STAMP MINUTES LOG WHAT [APT-GET OPTION...]: apt-get update
+# unless STAMP is younger than MINUTES; its output in LOG; WHAT (after
+# "apt-get update") names it in the progress line and the error.
+nf_apt_update() {
+    local stamp=$1 minutes=$2 log=$3 what=$4
+    shift 4
+    if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +"$minutes" 2>/dev/null)" ]; then
+        nf_log "apt-get update$what"
+        mkdir -p "$(dirname "$log")"
+        apt-get "$@" update -q > "$log" 2>&1 ||
+            nf_die "apt-get update$what failed (log: $log). $NF_DOWNLOAD_HINT"
+        touch "$stamp"
     fi
 }
 

@@ -101,19 +101,8 @@ nf_driver_build() {
 # driver: the guest checks through nfabric.ko, its own checks, three more
 # boots (System RAM, an interleaved region, no Register Locator block) and
 # rounds on two hosts; fallback: the guest checks without it.
-nf_suite_driver() {
-    nf_image_main >&2
-    local rc=0
-    nf_machine driver-suite || rc=$?
-    return "$rc"
-}
-
-nf_suite_fallback() {
-    nf_image_main >&2
-    local rc=0
-    nf_machine fallback-suite || rc=$?
-    return "$rc"
-}
+nf_suite_driver() { nf_image_machine driver-suite; }
+nf_suite_fallback() { nf_image_machine fallback-suite; }
 
 # pybind: the Python binding's integer arguments, its waits when the head
 # fails, libnfabric.so's versioned symbols (host, no VM).

@@ -171,16 +171,19 @@ nf_image_copy_elf() {
     done
 }
 
+# nf_image_machine ARGS...: the image made (a no-op when up to date), then
+# nf_machine ARGS (a suite's boots); its status.
+nf_image_machine() {
+    nf_image_main >&2
+    local rc=0
+    nf_machine "$@" || rc=$?
+    return "$rc"
+}
+
 nf_image_main() {
-    local force=0
-    while [ $# -gt 0 ]; do
-        case "$1" in
-        -h|--help) nf_image_usage; return 0 ;;
-        --force) force=1 ;;
-        *) echo "nfabric image: unknown argument \"$1\"" >&2; nf_image_usage >&2; return 2 ;;
-        esac
-        shift
-    done
+    local force=0 rc=0
+    nf_flag_option image nf_image_usage --force force "$@" || rc=$?
+    case $rc in 0) ;; 1) return 0 ;; *) return "$rc" ;; esac
     nf_require_root
     local t0=$EPOCHREALTIME
     nf_need "${NF_PKGS_IMAGE[@]}"

@@ -217,16 +217,25 @@ project's host programs.  Safe to re-run: only what changed is rebuilt.
 USAGE
 }
 
-nf_setup_main() {
-    local quiet=0
-    while [ $# -gt 0 ]; do
-        case "$1" in
-        -h|--help) nf_setup_usage; return 0 ;;
-        --quiet) quiet=1 ;;
-        *) echo "nfabric setup: unknown option \"$1\"" >&2; nf_setup_usage >&2; return 2 ;;
+# nf_flag_option CMD USAGE FLAG VAR ARGS...: the arguments of a command whose
+# one option is FLAG: VAR=1 if ARGS hold it; -h/--help: USAGE, status 1;
+# anything else: the usage on stderr after saying what, status 2.
+nf_flag_option() {
+    local cmd=$1 usage=$2 flag=$3 var=$4 a
+    shift 4
+    for a in "$@"; do
+        case "$a" in
+        -h|--help) "$usage"; return 1 ;;
+        "$flag") printf -v "$var" 1 ;;
+        *) echo "nfabric $cmd: unknown argument \"$a\"" >&2; "$usage" >&2; return 2 ;;
         esac
-        shift
     done
+}
+
+nf_setup_main() {
+    local quiet=0 rc=0
+    nf_flag_option setup nf_setup_usage --quiet quiet "$@" || rc=$?
+    case $rc in 0) ;; 1) return 0 ;; *) return "$rc" ;; esac
     nf_require_root
     nf_time_start setup
     NF_QUIET=$quiet nf_qemu_build

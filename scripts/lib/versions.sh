@@ -39,12 +39,7 @@ Package: *
 Pin: release n=sid
 Pin-Priority: -10
 PREF
-    if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +1440 2>/dev/null)" ]; then
-        nf_log "apt-get update (sid, private lists in $NF_SID_APT)"
-        apt-get "${NF_SID_OPTS[@]}" update -q > "$log" 2>&1 ||
-            nf_die "apt-get update of sid's lists failed (log: $log). $NF_DOWNLOAD_HINT"
-        touch "$stamp"
-    fi
+    nf_apt_update "$stamp" 1440 "$log" " (sid, private lists in $NF_SID_APT)" "${NF_SID_OPTS[@]}"
 }
 
 # nf_sid_source_version PKG LINE: the newest version of source package PKG

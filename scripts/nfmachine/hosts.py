@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import cluster
 from .topology import Topology
@@ -29,11 +29,12 @@ TIMED_OUT = 124
 NO_STATUS = 125
 
 
-def env(name: str) -> str:
-    """An environment variable scripts/nfabric sets (nf_machine)."""
+def env(name: str, error: Callable[[str], Exception] = RuntimeError, prefix: str = "") -> str:
+    """An environment variable scripts/nfabric sets (nf_machine); when it is
+    not set, ERROR with PREFIX before the message."""
     value = os.environ.get(name)
     if not value:
-        raise RuntimeError(f"{name} is not set (run this through scripts/nfabric)")
+        raise error(f"{prefix}{name} is not set (run this through scripts/nfabric)")
     return value
 
 

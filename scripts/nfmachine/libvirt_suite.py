@@ -94,24 +94,26 @@ class Daemons:
     def answers(self) -> bool:
         return virsh("list", "--all") == 0
 
+    def daemon(self, name: str) -> bool:
+        """NAME -d, its pid file (a stale one removed first) in the suite's
+        directory and among those started; False if it did not start."""
+        pid = os.path.join(self.d, f"{name}.pid")
+        if os.path.exists(pid):
+            os.unlink(pid)
+        if run([name, "-d", "-p", pid]) != 0:
+            return False
+        self.started.append(pid)
+        return True
+
     def start(self) -> bool:
         os.makedirs(self.d, exist_ok=True)
         self.started = []
         if self.answers():
             return True
-        if not os.path.exists("/run/libvirt/virtlogd-sock"):
-            pid = os.path.join(self.d, "virtlogd.pid")
-            if os.path.exists(pid):
-                os.unlink(pid)
-            if run(["virtlogd", "-d", "-p", pid]) != 0:
-                return False
-            self.started.append(pid)
-        pid = os.path.join(self.d, "libvirtd.pid")
-        if os.path.exists(pid):
-            os.unlink(pid)
-        if run(["libvirtd", "-d", "-p", pid]) != 0:
+        if not os.path.exists("/run/libvirt/virtlogd-sock") and not self.daemon("virtlogd"):
             return False
-        self.started.append(pid)
+        if not self.daemon("libvirtd"):
+            return False
         for _ in range(100):
             if self.answers():
                 return True

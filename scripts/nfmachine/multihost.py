@@ -771,6 +771,11 @@ def migration_line(sock: str) -> str:
 def cases(tap: Tap) -> List[Tuple[str, Sequence[str], Callable[[], object]]]:
     """The suite's cases in order: each one's name, the comment lines
     before it, and it."""
+    def hosts_2_3(name: str, comments: Sequence[str], case: Callable[..., object], **kw):
+        """NAME2 (COMMENTS before it) and NAME3: CASE(tap, 2 or 3, **KW)."""
+        return [(f"{name}2", comments, lambda: case(tap, 2, **kw)),
+                (f"{name}3", [], lambda: case(tap, 3, **kw))]
+
     return [
         ("refusals", ["(d) refusals and joining, QEMU alone"], lambda: refusals(tap)),
         ("agg2", ["(a) 2 and 4 hosts aggregate into the same windows"],
@@ -782,22 +787,17 @@ def cases(tap: Tap) -> List[Tuple[str, Sequence[str], Callable[[], object]]]:
         ("kill", ["(c) SIGKILL of one host mid-round"], lambda: kill(tap)),
         ("reset", ["(f) system_reset of one host mid-round"], lambda: reset(tap)),
         ("corrupt", ["(g) the state file truncated under 2 running hosts"], lambda: corrupt(tap)),
-        ("sanitize2", ["(h) Sanitize and poison commands of other hosts, 2 and 3 hosts"],
-         lambda: sanitize(tap, 2)),
-        ("sanitize3", [], lambda: sanitize(tap, 3)),
-        ("jobs2", ["(i) a hostile host in a job of its own (fabric manager), 2 and 3 hosts"],
-         lambda: jobs(tap, 2)),
-        ("jobs3", [], lambda: jobs(tap, 3)),
-        ("reassign2", ["(m) memory and window slots reassigned while windows are enabled, 2 and 3 hosts"],
-         lambda: reassign(tap, 2)),
-        ("reassign3", [], lambda: reassign(tap, 3)),
-        ("pause2", ["(j) a host stopped (SIGSTOP) again and again while it reconfigures, 2 and 3 hosts"],
-         lambda: pause(tap, 2)),
-        ("pause3", [], lambda: pause(tap, 3)),
-        ("apart2", ["(n) the same with every host in a job of its own: nothing of the stopped,",
-          "    churning host holds the others up (none refused, the slowest under 50 ms),"
-          " 2 and 3 hosts"], lambda: pause(tap, 2, apart=True)),
-        ("apart3", [], lambda: pause(tap, 3, apart=True)),
+        *hosts_2_3("sanitize", ["(h) Sanitize and poison commands of other hosts, 2 and 3 hosts"],
+                   sanitize),
+        *hosts_2_3("jobs", ["(i) a hostile host in a job of its own (fabric manager), 2 and 3 hosts"],
+                   jobs),
+        *hosts_2_3("reassign", ["(m) memory and window slots reassigned while windows are enabled,"
+                                " 2 and 3 hosts"], reassign),
+        *hosts_2_3("pause", ["(j) a host stopped (SIGSTOP) again and again while it reconfigures,"
+                             " 2 and 3 hosts"], pause),
+        *hosts_2_3("apart", ["(n) the same with every host in a job of its own: nothing of the stopped,",
+                             "    churning host holds the others up (none refused, the slowest under 50 ms),"
+                             " 2 and 3 hosts"], pause, apart=True),
         ("own2", ["(k) each head's own range mapped directly (fabric manager), 2 and 3 hosts"],
          lambda: own(tap, "own2", 2, 64)),
         ("own3", [], lambda: own(tap, "own3", 3, 32)),

@@ -21,7 +21,8 @@ import sys
 import time
 from typing import Callable, List, Optional
 
-from .options import Parser
+from . import hosts
+from .options import Parser, UsageError
 from .tap import Tap
 
 # NAME, nfabric-train arguments.  The first four are the modes of the
@@ -70,19 +71,8 @@ class TrainError(RuntimeError):
     """A run or a plot failed; the message says which."""
 
 
-class UsageError(RuntimeError):
-    """A bad option: the message (then the usage if usage); status 2."""
-
-    def __init__(self, msg: str, usage: bool = False):
-        super().__init__(msg)
-        self.usage = usage
-
-
 def env(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        raise TrainError(f"train: {name} is not set (run it through scripts/nfabric)")
-    return value
+    return hosts.env(name, TrainError, "train: ")
 
 
 def log(text: str) -> None:
