@@ -50,23 +50,7 @@ static int live_heads(const char *path)
         fprintf(stderr, "nfabric-state: %s: %s\n", path, strerror(errno));
         return 2;
     }
-    for (unsigned h = 0; h < NFABRIC_MAX_HEADS; h++) {
-        struct flock fl;
-
-        memset(&fl, 0, sizeof(fl));
-        fl.l_type = F_WRLCK;
-        fl.l_whence = SEEK_SET;
-        fl.l_start = (off_t)NFABRIC_SHARED_LIVE_BYTE(h);
-        fl.l_len = 1;
-        if (fcntl(fd, F_OFD_GETLK, &fl) != 0) {
-            fprintf(stderr, "nfabric-state: %s: %s\n", path, strerror(errno));
-            close(fd);
-            return 2;
-        }
-        if (fl.l_type != F_UNLCK) {
-            live |= 1u << h;
-        }
-    }
+    live = nfabric_live_heads(fd);
     close(fd);
     printf("live_heads=0x%" PRIx32 "\n", live);
     return live ? 1 : 0;

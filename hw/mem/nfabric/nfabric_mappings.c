@@ -226,6 +226,18 @@ bool nfabric_live_held(int fd, unsigned h)
     return nfabric_live_held_range(fd, h, 1);
 }
 
+uint32_t nfabric_live_heads(int fd)
+{
+    uint32_t live = 0;
+
+    for (unsigned h = 0; h < NFABRIC_MAX_HEADS; h++) {
+        if (nfabric_live_held(fd, h)) {
+            live |= 1u << h;
+        }
+    }
+    return live;
+}
+
 /* Mappings with a stuck lock: while 0, no lock looks its mapping up. */
 unsigned nfabric_stuck_maps;
 

@@ -125,6 +125,13 @@ static inline unsigned nfabric_stripe_shift(uint64_t size)
 #define NFABRIC_SHARED_LIVE_BYTE(h) (NFABRIC_SHARED_LIVE_BASE + (h))
 
 /*
+ * The heads (a bit each) whose live byte of the state file behind fd a
+ * process holds, as another description than fd's sees them (the reader
+ * nfabric-state); a head it cannot tell about counts as live.
+ */
+uint32_t nfabric_live_heads(int fd);
+
+/*
  * The longest a head waits for a lock another head holds before it gives
  * up on that operation (ms).  A head waits holding its QEMU's big lock, so
  * this is also how long its QMP may go unanswered (docs/multihost.md,
