@@ -10,6 +10,7 @@
  * jobs, the path-select table (nfabric_table.c), the map protocol and the
  * datapath's record.
  */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "hw/mem/nfabric_ctrl.h"
@@ -152,19 +153,35 @@ static uint64_t nfabric_round_value(NFabricCtrl *s, const NFabricReg *r)
     abort();
 }
 
+/*
+ * The sum over the heads in mask of the 64-bit count at byte offset off
+ * of each head's line (NFabricSharedHead): what a device-wide register
+ * reads, each head keeping its own count on lines no other head writes.
+ */
+static uint64_t nfabric_heads_sum(const NFabricCtrl *s, size_t off,
+                                  uint32_t mask)
+{
+    uint64_t sum = 0;
+
+    for (unsigned h = 0; h < s->heads; h++) {
+        if (mask & (1u << h)) {
+            const uint64_t *v = (const uint64_t *)
+                ((const char *)&s->sh->head[h] + off);
+
+            sum += __atomic_load_n(v, __ATOMIC_RELAXED);
+        }
+    }
+    return sum;
+}
+
 /* A shared window's contribution count: the sum of its heads'. */
 static uint64_t nfabric_win_contrib_sum(const NFabricCtrl *s, unsigned i,
                                         bool bytes)
 {
-    const NFabricShared *sh = s->sh;
-    uint64_t sum = 0;
+    size_t off = bytes ? offsetof(NFabricSharedHead, contrib_bytes) :
+                         offsetof(NFabricSharedHead, contrib_writes);
 
-    for (unsigned h = 0; h < s->heads; h++) {
-        sum += __atomic_load_n(bytes ? &sh->head[h].contrib_bytes[i] :
-                               &sh->head[h].contrib_writes[i],
-                               __ATOMIC_RELAXED);
-    }
-    return sum;
+    return nfabric_heads_sum(s, off + i * sizeof(uint64_t), UINT32_MAX);
 }
 
 static uint64_t nfabric_win_value(NFabricCtrl *s, const NFabricReg *r)
@@ -212,15 +229,9 @@ static uint64_t nfabric_win_value(NFabricCtrl *s, const NFabricReg *r)
 static uint64_t nfabric_pool_stat(const NFabricCtrl *s, unsigned p,
                                   unsigned k)
 {
-    const NFabricShared *sh = s->sh;
-    uint64_t sum = 0;
-
-    for (unsigned h = 0; h < s->heads; h++) {
-        if (nfabric_fm_heads(s) & (1u << h)) {
-            sum += __atomic_load_n(&sh->head[h].stats[p][k], __ATOMIC_RELAXED);
-        }
-    }
-    return sum;
+    return nfabric_heads_sum(s, offsetof(NFabricSharedHead, stats) +
+                             (p * NFABRIC_NUM_STATS + k) * sizeof(uint64_t),
+                             nfabric_fm_heads(s));
 }
 
 /* Is the register's value read from the shared state (device scope)? */
