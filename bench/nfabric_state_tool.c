@@ -32,6 +32,7 @@
 
 #include "hw/mem/nfabric_ctrl.h"
 #include "hw/mem/nfabric_fm.h"
+#include "hw/mem/nfabric_mappings.h"
 #include "hw/mem/nfabric_shared.h"
 
 static const char *const head_state[] = { "free", "attached", "gone" };

@@ -3,7 +3,7 @@
  * libnfabric's host transport (nfabric_host.h; a transport by calls,
  * nfabric_priv.h): registers and memory accesses go to the controller
  * model (nfabric_ctrl.c) of this process's head, over the shared state
- * (nfabric_shared.c).  The same code QEMU runs for the device, so the
+ * (nfabric_heads.c and its neighbours).  The same code QEMU runs for the device, so the
  * per-element semantics are the device's.  It may call the controller
  * model, libnfabric.c (nfabric_strerror) and the C library; nothing else
  * of the library.

@@ -22,6 +22,7 @@ NF_QEMU_LINKS=(
     include/hw/mem/nfabric_shared.h
     include/hw/mem/nfabric_locks.h
     include/hw/mem/nfabric_fm.h
+    include/hw/mem/nfabric_mappings.h
     include/hw/mem/nfabric_timing.h
     include/hw/mem/nfabric_window.h
     include/hw/mem/nfabric_record.h

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests of the shared device state (nfabric_shared.c) and of several
+ * Unit tests of the shared device state (nfabric_heads.c, nfabric_locks.c, nfabric_fm.c, nfabric_mappings.c) and of several
  * heads of one device, without QEMU: heads are forked processes, each with
  * its own NFabricCtrl over one device memory (MAP_SHARED) and one state
  * file, as QEMU processes are.  TAP output.
@@ -42,6 +42,7 @@
 #include "hw/mem/nfabric_ctrl.h"
 #include "hw/mem/nfabric_fm.h"
 #include "hw/mem/nfabric_locks.h"
+#include "hw/mem/nfabric_mappings.h"
 #include "tap.h"
 #include "testutil.h"
 

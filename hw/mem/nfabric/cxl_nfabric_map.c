@@ -41,6 +41,7 @@
 #include "exec/target_page.h"
 #include "qapi/error.h"
 #include "hw/mem/cxl_nfabric.h"
+#include "hw/mem/nfabric_mappings.h"
 #include "trace.h"
 #include "hw/core/cpu.h"
 #include "qemu/main-loop.h"

@@ -36,6 +36,7 @@
 #include "hw/mem/nfabric_ctrl.h"
 #include "hw/mem/nfabric_fm.h"
 #include "hw/mem/nfabric_locks.h"
+#include "hw/mem/nfabric_mappings.h"
 
 /* ---- nfabric_head.c ------------------------------------------------- */
 

@@ -7,7 +7,7 @@
  * head's process lives), the marks of locks whose last wait ran out, and
  * the futex on map_gen by which the map protocol's waiters across
  * processes are woken.  The bottom of the shared state's files: it calls
- * none of the others (nfabric_shared.c, nfabric_locks.c, nfabric_fm.c
+ * none of the others (nfabric_heads.c, nfabric_locks.c, nfabric_fm.c
  * call it through nfabric_shared_int.h).
  */
 #ifndef _GNU_SOURCE

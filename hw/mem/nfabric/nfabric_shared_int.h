@@ -6,7 +6,7 @@
  * bytes, stuck marks, map_gen's futex), nfabric_locks.c (robust mutexes,
  * window stripes and their biases), nfabric_fm.c (jobs: the fabric
  * manager's write, the configuration locks and their repairs) and
- * nfabric_shared.c (heads: attach, detach, reap, the state's checks).
+ * nfabric_heads.c (heads: attach, detach, reap, the state's checks).
  * Pure C11: no QEMU header.
  */
 #ifndef HW_MEM_NFABRIC_SHARED_INT_H
@@ -20,6 +20,7 @@
 
 #include "hw/mem/nfabric_fm.h"
 #include "hw/mem/nfabric_locks.h"
+#include "hw/mem/nfabric_mappings.h"
 #include "hw/mem/nfabric_shared.h"
 
 /*

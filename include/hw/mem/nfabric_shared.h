@@ -125,13 +125,6 @@ static inline unsigned nfabric_stripe_shift(uint64_t size)
 #define NFABRIC_SHARED_LIVE_BYTE(h) (NFABRIC_SHARED_LIVE_BASE + (h))
 
 /*
- * The heads (a bit each) whose live byte of the state file behind fd a
- * process holds, as another description than fd's sees them (the reader
- * nfabric-state); a head it cannot tell about counts as live.
- */
-uint32_t nfabric_live_heads(int fd);
-
-/*
  * The longest a head waits for a lock another head holds before it gives
  * up on that operation (ms).  A head waits holding its QEMU's big lock, so
  * this is also how long its QMP may go unanswered (docs/multihost.md,
@@ -407,27 +400,6 @@ void nfabric_shared_abandon(NFabricShared *sh, int fd);
  */
 int nfabric_shared_check(NFabricShared *sh, char *err, size_t errlen);
 
-/* SIGBUS faults of state mappings in this process (a cheap "look again"). */
-unsigned nfabric_shared_faults(void);
-
-/*
- * Call in a thread before it touches a state mapping.  A SIGBUS that a
- * thread raises while it blocks SIGBUS is not delivered to any handler:
- * the kernel kills the process.  QEMU's vCPU threads under TCG block every
- * signal, so the first call in each thread unblocks SIGBUS there (as QEMU
- * does itself in KVM's vCPU threads); later calls cost one thread-local
- * load.
- */
-void nfabric_shared_thread_enter_slow(void);
-extern __thread bool nfabric_shared_thread_ready;
-
-static inline void nfabric_shared_thread_enter(void)
-{
-    if (__builtin_expect(!nfabric_shared_thread_ready, 0)) {
-        nfabric_shared_thread_enter_slow();
-    }
-}
-
 /*
  * Find heads whose process died (other than self), mark them gone, and
  * return the mask of attached heads.  Cheap when nobody died.
@@ -436,14 +408,6 @@ uint32_t nfabric_shared_reap(NFabricShared *sh, unsigned self);
 
 /* Heads a round waits for: every head not gone. */
 uint32_t nfabric_shared_expected(const NFabricShared *sh);
-
-/*
- * The map protocol's notifications: wait (up to ms) until map_gen is no
- * longer seen, and wake every waiter after moving it.  A futex on the
- * state file's mapping, so across processes.
- */
-void nfabric_shared_map_wait(NFabricShared *sh, uint32_t seen, unsigned ms);
-uint32_t nfabric_shared_map_bump(NFabricShared *sh);  /* the new map_gen */
 
 /* Job j's windows' sequence count (acquire / release for writers). */
 static inline uint32_t nfabric_shared_gen(const NFabricShared *sh, unsigned j)
