@@ -466,14 +466,14 @@ class Suite:
         status, info = migration(src.qmp) if started else ("", None)
         text = json.dumps(info, sort_keys=True) if info is not None else ""
         self.tap.note(f"source query-migrate: {text[:400]}")
-        if not self.tap.check(status == "completed",
-                              f"migration completed while the guest wrote (status"
-                              f" {status or 'none'}, source QEMU alive: no physmem assertion)"):
+        if not self.tap.ok(status == "completed",
+                           f"migration completed while the guest wrote (status"
+                           f" {status or 'none'}, source QEMU alive: no physmem assertion)"):
             self.tap.lines(tail(src.err, 5), "# src: ")
             return False
         st = dirty_syncs(info)
-        self.tap.check(st is not None and st >= 2,
-                       f"precopy iterated while the guest ran (dirty-sync-count {st})")
+        self.tap.ok(st is not None and st >= 2,
+                    f"precopy iterated while the guest ran (dirty-sync-count {st})")
         return True
 
     def switchover(self, src: Guest, dst: Guest, s_mem: str, d_mem: str) -> Optional[int]:
