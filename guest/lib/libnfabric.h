@@ -75,6 +75,12 @@ typedef struct nfabric_win_cfg {
     unsigned width;             /* counter width in bits: 8, 16 */
     unsigned tie;               /* NFABRIC_TIE_* */
     uint32_t threshold;         /* G-Ternary gate */
+    /*
+     * A posted window (register version 1.7; G-Binary and G-Ternary):
+     * nfabric_mem_write() and nfabric_mem_read() then move its data with
+     * plain stores and loads and ring its POST and FETCH doorbells.
+     */
+    bool posted;
 } nfabric_win_cfg;
 
 /* What a window reports. */
@@ -111,6 +117,7 @@ typedef struct nfabric_heads {
     bool jobs_assigned;         /* false: one job of every head */
     unsigned job;               /* this head's job */
     uint32_t job_windows;       /* bit i: window i is the job's */
+    bool staging;               /* 1.7: this head can use posted windows */
 } nfabric_heads;
 
 /* A window's current round. */

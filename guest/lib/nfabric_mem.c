@@ -148,6 +148,65 @@ static uint64_t write_start(nfabric_dev *d, uint64_t dpa, uint64_t len)
 }
 
 /*
+ * Posted windows (register version 1.7, docs/registers.md): their data is
+ * this head's staging, which the bytes reach as plain stores and loads;
+ * what [dpa, dpa + len) covers of each is then posted (a write: POST
+ * after the stores) or fetched (a read: FETCH before the loads).  The
+ * table is read afresh each time (ENABLED_MASK, then each enabled
+ * window's CTRL, and a posted one's range): another process or head may
+ * have changed it.  A doorbell names at most NFLIB_DOORBELL_MAX bytes.
+ */
+#define NFLIB_DOORBELL_MAX  0x80000000u
+
+static void ring(nfabric_dev *d, unsigned i, uint64_t off, uint64_t len,
+                 bool post)
+{
+    while (len) {
+        uint64_t n = len < NFLIB_DOORBELL_MAX ? len : NFLIB_DOORBELL_MAX;
+
+        nfabric_wr32(d, NFABRIC_REG_POST(i, NFABRIC_STAGE_OFF), (uint32_t)off);
+        nfabric_wr32(d, NFABRIC_REG_POST(i, post ? NFABRIC_POST : NFABRIC_FETCH),
+                     (uint32_t)n);
+        off += n;
+        len -= n;
+    }
+}
+
+static uint64_t write_start(nfabric_dev *d, uint64_t dpa, uint64_t len);
+
+static void posted_doorbells(nfabric_dev *d, uint64_t dpa, uint64_t len,
+                             bool post)
+{
+    uint32_t mask;
+
+    if (!nfl_has_regs(d) || (d->version & 0xffff) < 7 ||
+        d->version >> 16 != NFABRIC_VERSION_MAJOR || !len) {
+        return;
+    }
+    mask = nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK);
+    for (unsigned i = 0; mask && i < nfabric_num_windows(d); i++, mask >>= 1) {
+        uint64_t base, size, a, b, start;
+
+        if (!(mask & 1) ||
+            !(nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL)) &
+              NFABRIC_WCTRL_POSTED)) {
+            continue;
+        }
+        base = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE));
+        size = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE));
+        a = dpa > base ? dpa : base;
+        b = dpa + len < base + size ? dpa + len : base + size;
+        if (a >= b) {
+            continue;
+        }
+        /* Heads posting one range at once begin at different stripes. */
+        start = post ? write_start(d, a, b - a) : 0;
+        ring(d, i, a + start - base, b - a - start, post);
+        ring(d, i, a - base, start, post);
+    }
+}
+
+/*
  * The device's verdict on the accesses just made: an access it refused
  * (a shared state that failed, a stripe a stopped head held past the
  * bound, memory outside this head's job) moved ERROR_COUNT; its error
@@ -173,6 +232,9 @@ int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
     if (!rc && start) {
         rc = mem_xfer(d, dpa, b, start, true);
     }
+    if (!rc) {
+        posted_doorbells(d, dpa, len, true);
+    }
     return mem_judged(d, regs, before, rc, "a write of device memory");
 }
 
@@ -181,6 +243,7 @@ int nfabric_mem_read(nfabric_dev *d, uint64_t dpa, void *buf, uint64_t len)
     bool regs = nfl_has_regs(d);
     uint32_t before = regs ? nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT) : 0;
 
+    posted_doorbells(d, dpa, len, false);
     return mem_judged(d, regs, before, mem_xfer(d, dpa, buf, len, false),
                       "a read of device memory");
 }

@@ -214,6 +214,12 @@ int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c)
     if ((rc = check_window_memory(d, c))) {
         return rc;
     }
+    if (c->posted && (d->version >> 16 != NFABRIC_VERSION_MAJOR ||
+                      (d->version & 0xffff) < 7)) {
+        return nfl_fail(d, NFABRIC_ERR_POSTED, "window %u: posted windows "
+                        "need register version 1.7, the device has %u.%u", i,
+                        d->version >> 16, d->version & 0xffff);
+    }
     before = nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT);
     nfabric_wr64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_BASE), c->base);
     nfabric_wr64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_DPA_SIZE), c->size);
@@ -222,7 +228,8 @@ int nfabric_window_set(nfabric_dev *d, unsigned i, const nfabric_win_cfg *c)
     if ((rc = nfl_judged(d, i, before, "window configuration write"))) {
         return rc;
     }
-    wctrl = NFABRIC_WCTRL(c->path, c->width, c->tie) | NFABRIC_WCTRL_ENABLE;
+    wctrl = NFABRIC_WCTRL(c->path, c->width, c->tie) | NFABRIC_WCTRL_ENABLE |
+            (c->posted ? NFABRIC_WCTRL_POSTED : 0);
     nfabric_wr32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL), wctrl);
     if ((rc = nfl_judged(d, i, before, "window enable"))) {
         return rc;
@@ -292,6 +299,7 @@ int nfabric_window_get(const nfabric_dev *d, unsigned i, nfabric_win_state *s)
     s->cfg.path = (wctrl & NFABRIC_WCTRL_PATH_MASK) >> NFABRIC_WCTRL_PATH_SHIFT;
     s->cfg.width = (wctrl & NFABRIC_WCTRL_WIDTH_MASK) >> NFABRIC_WCTRL_WIDTH_SHIFT;
     s->cfg.tie = (wctrl & NFABRIC_WCTRL_TIE_MASK) >> NFABRIC_WCTRL_TIE_SHIFT;
+    s->cfg.posted = wctrl & NFABRIC_WCTRL_POSTED;
     s->cfg.threshold = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD));
     s->error = nfabric_rd32(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_ERROR));
     s->contrib_writes = nfabric_rd64(d, NFABRIC_REG_WIN(i, NFABRIC_WIN_CONTRIB_WRITES));
@@ -306,6 +314,7 @@ unsigned nfabric_window_check(const nfabric_dev *d, unsigned i,
     NFabricWindowCfg table[NFABRIC_NUM_WINDOWS] = { { 0 } };
     NFabricWindowCfg w = {
         c->base, c->size, c->counters, c->path, c->width, c->tie, c->threshold,
+        c->posted ? 1u : 0u,
     };
     uint32_t enabled = 0;
     nfabric_win_state s;

@@ -57,6 +57,7 @@ int nfabric_heads_read(const nfabric_dev *d, nfabric_heads *h)
     h->count = (info & NFABRIC_HEAD_INFO_COUNT_MASK) >>
                NFABRIC_HEAD_INFO_COUNT_SHIFT;
     h->shared = info & NFABRIC_HEAD_INFO_SHARED;
+    h->staging = info & NFABRIC_HEAD_INFO_STAGING;
     h->live = nfabric_rd32(d, NFABRIC_REG_HEADS_LIVE);
     h->lost = nfabric_rd32(d, NFABRIC_REG_HEADS_LOST);
     return 0;

@@ -27,8 +27,10 @@ static void usage(FILE *f)
 "  windows                every window's configuration and round state\n"
 "  set-window I --base B --size S [--counters C] --path fp32|gbinary|gternary\n"
 "             [--width 8|16] [--tie neg|pos] [--threshold T]\n"
+"             [--posted yes|no]\n"
 "                         program window I and enable it (B, C: device\n"
-"                         physical addresses; numbers take 0x and K/M/G)\n"
+"                         physical addresses; numbers take 0x and K/M/G;\n"
+"                         --posted yes: a posted low-bit window)\n"
 "  disable I              disable window I\n"
 "  clear I                start a new aggregation round on window I\n"
 "  stats [--pool] [--clear]\n"
@@ -254,18 +256,18 @@ static int cmd_windows(void)
     if (!(d = open_dev(NFABRIC_OPEN_NO_MEM))) {
         return 1;
     }
-    printf("%-3s %-3s %-8s %-12s %-12s %-12s %-5s %-3s %-9s %-5s %-10s %-12s %s\n",
+    printf("%-3s %-3s %-8s %-12s %-12s %-12s %-5s %-3s %-9s %-5s %-10s %-12s %-8s %s\n",
            "win", "on", "path", "base", "size", "counters", "width", "tie",
-           "threshold", "error", "writes", "bytes", "reserved");
+           "threshold", "error", "writes", "bytes", "reserved", "posted");
     for (unsigned i = 0; i < nfabric_num_windows(d); i++) {
         nfabric_window_get(d, i, &s);
         printf("%-3u %-3s %-8s 0x%-10" PRIx64 " 0x%-10" PRIx64 " 0x%-10" PRIx64
-               " %-5u %-3s %-9u %-5u %-10" PRIu64 " %-12" PRIu64 " %u\n",
+               " %-5u %-3s %-9u %-5u %-10" PRIu64 " %-12" PRIu64 " %-8u %s\n",
                i, s.enabled ? "yes" : "no", nfabric_path_name(s.cfg.path),
                s.cfg.base, s.cfg.size, s.cfg.counters, s.cfg.width,
                nfabric_tie_name(s.cfg.tie),
                s.cfg.threshold, s.error, s.contrib_writes, s.contrib_bytes,
-               s.reserved_codes);
+               s.reserved_codes, s.cfg.posted ? "yes" : "no");
     }
     nfabric_free(d);
     return 0;
@@ -329,6 +331,11 @@ static int cmd_set_window(int argc, char **argv)
                 return bad("bad --threshold \"%s\"", val);
             }
             c.threshold = (uint32_t)v;
+        } else if (!strcmp(opt, "--posted")) {
+            if (strcmp(val, "yes") && strcmp(val, "no")) {
+                return bad("bad --posted \"%s\" (yes or no)", val);
+            }
+            c.posted = !strcmp(val, "yes");
         } else {
             return bad("set-window: unknown option \"%s\"", opt);
         }

@@ -27,7 +27,7 @@
 #error "NF_REGISTERS_MD: the path of docs/registers.md"
 #endif
 
-enum { GLOBAL, WINDOW, ROUND, NKINDS };
+enum { GLOBAL, WINDOW, ROUND, POSTED, NKINDS };
 
 typedef struct Reg {
     NFabricRegDesc d;
@@ -41,9 +41,12 @@ static Reg regs[] = {
 #define G(...) ROW(GLOBAL, __VA_ARGS__)
 #define W(...) ROW(WINDOW, __VA_ARGS__)
 #define R(...) ROW(ROUND, __VA_ARGS__)
+#define P(...) ROW(POSTED, __VA_ARGS__)
     NFABRIC_GLOBAL_REGS(G)
     NFABRIC_WIN_REGS(W)
     NFABRIC_ROUND_REGS(R)
+    NFABRIC_POST_REGS(P)
+#undef P
 #undef G
 #undef W
 #undef R
@@ -57,7 +60,8 @@ static const char *const access_names[] = { "RO", "RW", "WO" };
 static uint64_t block(int kind, unsigned i)
 {
     return kind == WINDOW ? NFABRIC_REG_WIN(i, 0) :
-           kind == ROUND ? NFABRIC_REG_ROUND(i, 0) : 0;
+           kind == ROUND ? NFABRIC_REG_ROUND(i, 0) :
+           kind == POSTED ? NFABRIC_REG_POST(i, 0) : 0;
 }
 
 /*
@@ -97,6 +101,7 @@ static void check_tables(void)
         uint64_t len = (uint64_t)r->d.width * r->d.count;
         uint64_t limit = r->kind == WINDOW ? NFABRIC_WIN_STRIDE :
                          r->kind == ROUND ? NFABRIC_ROUND_STRIDE :
+                         r->kind == POSTED ? NFABRIC_POST_STRIDE :
                          NFABRIC_REGS_SIZE;
 
         if (r->d.off % r->d.width || r->d.off + len > limit ||
@@ -529,7 +534,9 @@ int main(void)
             continue;
         }
         kind = offs[0] != '+' ? GLOBAL :
-               !strncmp(name, "ROUND_", 6) ? ROUND : WINDOW;
+               !strncmp(name, "ROUND_", 6) ? ROUND :
+               !strcmp(name, "STAGE_OFF") || !strcmp(name, "POST") ||
+               !strcmp(name, "FETCH") ? POSTED : WINDOW;
         off = strtoull(offs + (kind != GLOBAL), NULL, 16);
         r = find(name, kind, off);
         rows++;

@@ -61,7 +61,7 @@ class _WinCfg(ctypes.Structure):
     _fields_ = [("base", ctypes.c_uint64), ("size", ctypes.c_uint64),
                 ("counters", ctypes.c_uint64), ("path", ctypes.c_uint),
                 ("width", ctypes.c_uint), ("tie", ctypes.c_uint),
-                ("threshold", ctypes.c_uint32)]
+                ("threshold", ctypes.c_uint32), ("posted", ctypes.c_bool)]
 
 
 class _Round(ctypes.Structure):
@@ -75,7 +75,8 @@ class _Heads(ctypes.Structure):
     _fields_ = [("index", ctypes.c_uint), ("count", ctypes.c_uint),
                 ("shared", ctypes.c_bool), ("live", ctypes.c_uint32),
                 ("lost", ctypes.c_uint32), ("jobs_assigned", ctypes.c_bool),
-                ("job", ctypes.c_uint), ("job_windows", ctypes.c_uint32)]
+                ("job", ctypes.c_uint), ("job_windows", ctypes.c_uint32),
+                ("staging", ctypes.c_bool)]
 
 
 class _PathStats(ctypes.Structure):
@@ -104,6 +105,8 @@ class Heads:
         # Jobs set by a fabric manager (docs/multihost.md, Jobs and owners).
         self.jobs_assigned, self.job = bool(h.jobs_assigned), h.job
         self.job_windows = h.job_windows
+        # Register version 1.7: this head has staging for posted windows.
+        self.staging = bool(h.staging)
 
 
 def library_path():
@@ -257,14 +260,24 @@ class Device:
         return self._lib.nfabric_mem_size(self._d)
 
     def set_window(self, i, base, size, path, counters=0, width=8, tie=0,
-                   threshold=1):
+                   threshold=1, posted=None):
+        """Enable window i.  posted: a posted window (docs/registers.md,
+        "Posted windows"): write() and read() then move its data at memory
+        speed and ring its doorbells, with the same results.  None (the
+        default): posted for G-Binary and G-Ternary wherever this head has
+        staging (Heads.staging), trapped otherwise; False: trapped, every
+        access through the device."""
         i = _c_int("i", i, "unsigned")
+        number = path_number(path)
+        if posted is None:
+            posted = number != 0 and self.heads().staging
         cfg = _WinCfg(_c_int("base", base, "uint64_t"), _c_int("size", size, "uint64_t"),
-                      _c_int("counters", counters, "uint64_t"), path_number(path),
+                      _c_int("counters", counters, "uint64_t"), number,
                       _c_int("width", width, "unsigned"), _c_int("tie", tie, "unsigned"),
-                      _c_int("threshold", threshold, "uint32_t"))
+                      _c_int("threshold", threshold, "uint32_t"), bool(posted))
         self._check(self._lib.nfabric_window_set(self._d, i, ctypes.byref(cfg)),
-                    "window %d (%s at DPA 0x%x, %d bytes)" % (i, path, base, size))
+                    "window %d (%s%s at DPA 0x%x, %d bytes)" %
+                    (i, "posted " if posted else "", path, base, size))
 
     def disable(self, i):
         i = _c_int("i", i, "unsigned")

@@ -161,6 +161,7 @@ static const NFabricCtrlOps nfabric_ctrl_ops = {
     .wait_begin = nfabric_hook_wait_begin,
     .wait_end = nfabric_hook_wait_end,
     .dirty = nfabric_hook_dirty,
+    .staging_dirty = nfabric_hook_staging_dirty,
     .guest_error = nfabric_hook_guest_error,
     .reg_access = nfabric_hook_reg_access,
     .window = nfabric_hook_window,
@@ -532,7 +533,9 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
                       memory_region_size(s->vmr), &s->tparams,
                       &nfabric_ctrl_ops, s);
     s->ctrl.record = record;
-    if (s->shared_path && !nfabric_attach_shared(s, errp)) {
+    if (!nfabric_staging_init(s, errp) ||
+        (s->shared_path && !nfabric_attach_shared(s, errp))) {
+        nfabric_staging_exit(s);
         if (record) {
             fclose(record);
             s->ctrl.record = NULL;
@@ -584,6 +587,7 @@ static void nfabric_exit(PCIDevice *pdev)
         nfabric_record_close(s);
     }
     nfabric_rtl_unload(s);
+    nfabric_staging_exit(s);
     address_space_cache_destroy(&s->ram_cache);
     nc->parent_exit(pdev);
 }
@@ -653,9 +657,35 @@ static const VMStateDescription vmstate_nfabric_round = {
     },
 };
 
+/* Register version 1.7: the posted doorbells' STAGE_OFF (if one is set). */
+static bool nfabric_posted_needed(void *opaque)
+{
+    CXLNFabricState *s = opaque;
+
+    for (unsigned i = 0; i < NFABRIC_NUM_WINDOWS; i++) {
+        if (s->ctrl.stage_off[i]) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static const VMStateDescription vmstate_nfabric_posted = {
+    .name = TYPE_CXL_NFABRIC "/posted",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = nfabric_posted_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_ARRAY(ctrl.stage_off, CXLNFabricState,
+                             NFABRIC_NUM_WINDOWS),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 /*
  * Only a device that is not shared migrates (a head of a shared device
  * adds a migration blocker), so its state is ctrl.local with one head.
+ * The staging memory of posted windows is RAM of its own, migrated as RAM.
  */
 static const VMStateDescription vmstate_nfabric = {
     .name = TYPE_CXL_NFABRIC,
@@ -699,6 +729,10 @@ static const VMStateDescription vmstate_nfabric = {
         VMSTATE_UINT64(ctrl.timing.link_free_ps, CXLNFabricState),
         VMSTATE_END_OF_LIST()
     },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_nfabric_posted,
+        NULL
+    },
 };
 
 /* ---- QOM -------------------------------------------------------------- */
@@ -719,6 +753,7 @@ static const Property nfabric_props[] = {
     DEFINE_PROP_ON_OFF_AUTO("direct-map", CXLNFabricState, direct_map,
                             ON_OFF_AUTO_AUTO),
     DEFINE_PROP_BOOL("direct-map-fp32", CXLNFabricState, direct_fp32, false),
+    DEFINE_PROP_BOOL("posted", CXLNFabricState, posted, true),
     DEFINE_PROP_STRING("rtl", CXLNFabricState, rtl),
     DEFINE_PROP_STRING("rtl-lib", CXLNFabricState, rtl_lib),
     DEFINE_PROP_BOOL("x-register-locator", CXLNFabricState, register_locator,

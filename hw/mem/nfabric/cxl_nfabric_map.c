@@ -35,10 +35,19 @@
  * it drops the BQL (hooks wait_begin/wait_end).  Plain memory mapped
  * so is byte-exact but not seen by the statistics, the timing model or
  * the record.
+ *
+ * It also owns the staging memory of posted windows (property posted,
+ * register version 1.7): private RAM of the device's size, at the same
+ * offsets as device memory, which the direct map puts over each posted
+ * window's data range in place of a trap, so that this head's stores
+ * and loads there run at memory speed; the controller's doorbells
+ * (nfabric_posted.c) move data between it and the engine.
  */
 
 #include "qemu/osdep.h"
 #include "exec/target_page.h"
+#include "exec/memory.h"
+#include "migration/vmstate.h"
 #include "qapi/error.h"
 #include "hw/mem/cxl_nfabric.h"
 #include "hw/mem/nfabric_mappings.h"
@@ -93,8 +102,9 @@ MemoryRegion *nfabric_direct_region(CXLType3Dev *ct3d)
 static uint32_t nfabric_direct_rebuild(CXLNFabricState *s)
 {
     NFabricRange r[NFABRIC_MAX_TRAPS], m[NFABRIC_TRAP_MRS];
+    NFabricRange st[NFABRIC_NUM_WINDOWS];
     uint64_t pg = qemu_target_page_size();
-    unsigned n, i, nm = 0;
+    unsigned n, i, nm = 0, ns = 0;
     uint32_t gen;
 
     if (s->direct_updating) {
@@ -112,6 +122,11 @@ static uint32_t nfabric_direct_rebuild(CXLNFabricState *s)
     for (i = 0; i < n; i++) {
         uint64_t head = MIN(r[i].len, QEMU_ALIGN_UP(r[i].dpa, pg) - r[i].dpa);
 
+        if (r[i].staging && ns < NFABRIC_NUM_WINDOWS) {
+            /* A posted window's data: this head's staging, as RAM. */
+            st[ns++] = r[i];
+            continue;
+        }
         if (head) {
             m[nm++] = (NFabricRange) { .dpa = r[i].dpa, .len = head };
         }
@@ -132,6 +147,19 @@ static uint32_t nfabric_direct_rebuild(CXLNFabricState *s)
             memory_region_set_size(&t->mr, m[i].len);
             memory_region_add_subregion_overlap(&s->direct_view, m[i].dpa,
                                                 &t->mr, 1);
+        }
+    }
+    for (i = 0; s->posted && i < NFABRIC_NUM_WINDOWS; i++) {
+        MemoryRegion *a = &s->staging_map[i];
+
+        if (a->container) {
+            memory_region_del_subregion(&s->direct_view, a);
+        }
+        if (i < ns) {
+            memory_region_set_alias_offset(a, st[i].dpa);
+            memory_region_set_size(a, st[i].len);
+            memory_region_add_subregion_overlap(&s->direct_view, st[i].dpa,
+                                                a, 1);
         }
     }
     memory_region_transaction_commit();
@@ -293,5 +321,70 @@ void nfabric_direct_init(CXLNFabricState *s)
         s->trap[i].s = s;
         memory_region_init_io(&s->trap[i].mr, OBJECT(s), &nfabric_trap_ops,
                               &s->trap[i], "cxl-neuron-fabric-trap", size);
+    }
+    for (unsigned i = 0; s->posted && i < NFABRIC_NUM_WINDOWS; i++) {
+        memory_region_init_alias(&s->staging_map[i], OBJECT(s),
+                                 "cxl-neuron-fabric-staging-map", &s->staging,
+                                 0, size);
+    }
+}
+
+/* ---- staging memory (posted windows) --------------------------------- */
+
+/*
+ * The staging memory (before the controller sees a window): RAM that QEMU
+ * migrates and, under KVM, maps into the guest like any RAM.  Pages never
+ * touched are never allocated.
+ */
+bool nfabric_staging_init(CXLNFabricState *s, Error **errp)
+{
+    uint64_t size = memory_region_size(s->vmr);
+
+    if (!s->posted) {
+        return true;
+    }
+    if (!memory_region_init_ram(&s->staging, OBJECT(s),
+                                "cxl-neuron-fabric-staging", size, errp)) {
+        error_prepend(errp, "%s: property 'posted': ", TYPE_CXL_NFABRIC);
+        return false;
+    }
+    address_space_init(&s->staging_as, &s->staging,
+                       "cxl-neuron-fabric-staging");
+    if (address_space_cache_init(&s->staging_cache, &s->staging_as, 0, size,
+                                 true) < size) {
+        address_space_cache_destroy(&s->staging_cache);
+        address_space_destroy(&s->staging_as);
+        vmstate_unregister_ram(&s->staging, DEVICE(s));
+        object_unparent(OBJECT(&s->staging));
+        error_setg(errp, "%s: property 'posted': the staging memory is not "
+                   "one contiguous block of RAM", TYPE_CXL_NFABRIC);
+        return false;
+    }
+    nfabric_ctrl_set_staging(&s->ctrl, memory_region_get_ram_ptr(&s->staging));
+    return true;
+}
+
+void nfabric_staging_exit(CXLNFabricState *s)
+{
+    if (!s->ctrl.staging) {
+        return;
+    }
+    nfabric_ctrl_set_staging(&s->ctrl, NULL);
+    address_space_cache_destroy(&s->staging_cache);
+    address_space_destroy(&s->staging_as);
+    vmstate_unregister_ram(&s->staging, DEVICE(s));
+}
+
+/*
+ * The device wrote staging [dpa, dpa + len) (a FETCH, or a store on the
+ * I/O path): dirty for migration, translated code there invalidated.
+ */
+void nfabric_hook_staging_dirty(void *opaque, uint64_t dpa, uint64_t len)
+{
+    CXLNFabricState *s = opaque;
+
+    if (s->ctrl.staging && dpa < s->ctrl.ram_size &&
+        len <= s->ctrl.ram_size - dpa) {
+        address_space_cache_invalidate(&s->staging_cache, dpa, len);
     }
 }

@@ -33,10 +33,16 @@ void nfabric_ctrl_reset(NFabricCtrl *s)
     }
     nfabric_head_clear_stats(s);
     s->head_select = s->head;
+    memset(s->stage_off, 0, sizeof(s->stage_off));
     s->last_error = NFABRIC_ERR_NONE;
     s->error_count = 0;
     nfabric_timing_init(&s->timing, &s->timing.p);
     nfabric_record_clear(s);
+}
+
+void nfabric_ctrl_set_staging(NFabricCtrl *s, uint8_t *staging)
+{
+    s->staging = staging;
 }
 
 void nfabric_ctrl_init(NFabricCtrl *s, uint8_t *ram, uint64_t ram_size,

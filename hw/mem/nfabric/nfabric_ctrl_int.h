@@ -73,6 +73,15 @@ static inline bool nfabric_view_current(const NFabricCtrl *s)
            nfabric_shared_gen(s->sh, s->view.job) == s->view.gen;
 }
 
+/* Inline: the staging's counterpart of nfabric_ctrl_dirty(). */
+static inline void nfabric_staging_dirty(NFabricCtrl *s, uint64_t dpa,
+                                         uint64_t len)
+{
+    if (s->ops && s->ops->staging_dirty && len) {
+        s->ops->staging_dirty(s->opaque, dpa, len);
+    }
+}
+
 /* ---- nfabric_jobs.c ------------------------------------------------- */
 
 bool nfabric_fm_refresh_locked(NFabricCtrl *s);
@@ -113,6 +122,16 @@ void nfabric_map_finish(NFabricCtrl *s);
 /* ---- nfabric_datapath.c --------------------------------------------- */
 
 void nfabric_record_clear(NFabricCtrl *s);
+int nfabric_dp_posted(NFabricCtrl *s, unsigned i, uint64_t off, uint8_t *buf,
+                      unsigned n, bool write, uint64_t words);
+void nfabric_account_posted(NFabricCtrl *s, unsigned path, bool write,
+                            uint64_t off, uint64_t len, uint64_t words);
+
+/* ---- nfabric_posted.c ----------------------------------------------- */
+
+uint64_t nfabric_posted_reg_read(NFabricCtrl *s, unsigned i, uint64_t rel);
+void nfabric_posted_reg_write(NFabricCtrl *s, unsigned i, uint64_t rel,
+                              uint32_t val, uint64_t off);
 
 /* ---- nfabric_regs.c ------------------------------------------------- */
 

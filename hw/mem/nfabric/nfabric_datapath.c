@@ -269,10 +269,13 @@ static int nfabric_dp_read(NFabricCtrl *s, unsigned i, const NFabricAggCfg *cfg,
 /*
  * Serve n bytes at dpa on window i (locked, configuration as looked up).
  * FP32 windows store and return the bytes; low-bit windows aggregate.
- * Writes count as this head's contribution to the window's round.
+ * Writes count as this head's contribution to the window's round, as
+ * writes accesses (1 for a CXL.mem access; a posted range counts the
+ * 8-byte words it covers).
  */
 static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
-                               uint8_t *buf, unsigned n, bool write)
+                               uint8_t *buf, unsigned n, bool write,
+                               uint64_t writes)
 {
     NFabricShared *sh = s->sh;
     NFabricWindow *w = &sh->win[i];
@@ -320,10 +323,10 @@ static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
      * are the heads' sum (nfabric_win_value); a private device keeps them
      * in the window too (migrated, one head).
      */
-    sh->head[s->head].contrib_writes[i]++;
+    sh->head[s->head].contrib_writes[i] += writes;
     sh->head[s->head].contrib_bytes[i] += n;
     if (!s->shared) {
-        w->contrib_writes++;
+        w->contrib_writes += writes;
         w->contrib_bytes += n;
     }
     /* Other heads set their bits under other stripes: atomically. */
@@ -372,6 +375,31 @@ static void nfabric_unlock_span(NFabricCtrl *s, unsigned i,
     if (s->shared) {
         nfabric_shared_unlock_span(s->sh, i, held);
     }
+}
+
+/*
+ * n bytes at dpa of a posted window's data range: this head's staging.  A
+ * head without staging (a peer of a shared device enabled the window)
+ * refuses the access with POSTED.
+ */
+static bool nfabric_staging_access(NFabricCtrl *s, uint64_t dpa,
+                                   uint8_t *buf, unsigned n, bool write)
+{
+    if (!s->staging) {
+        if (!write) {
+            memset(buf, 0xff, n);
+        }
+        nfabric_set_error(s, -1, NFABRIC_ERR_POSTED, dpa, "access to a "
+                          "posted window by a head without staging memory");
+        return false;
+    }
+    if (write) {
+        memcpy(s->staging + dpa, buf, n);
+        nfabric_staging_dirty(s, dpa, n);
+    } else {
+        memcpy(buf, s->staging + dpa, n);
+    }
+    return true;
 }
 
 /* Retries of one access when another head changes the table meanwhile. */
@@ -437,6 +465,18 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                 memcpy(buf, s->ram + dpa, n);
             }
             path = NFABRIC_PATH_FP32;
+        } else if (s->view.posted & (1u << i)) {
+            /*
+             * A posted window's data range is this head's staging: plain
+             * memory, not counted (as where the direct map maps it).
+             */
+            if (!nfabric_staging_access(s, dpa, buf, n, write)) {
+                break;
+            }
+            dpa += n;
+            buf += n;
+            len -= n;
+            continue;
         } else {
             /*
              * The stripes of the window this access touches.  Taking one
@@ -468,7 +508,7 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                 continue;
             }
             path = s->view.cfg[i].path;
-            nfabric_win_access(s, i, dpa, buf, n, write);
+            nfabric_win_access(s, i, dpa, buf, n, write, 1);
             nfabric_unlock_span(s, i, &held);
         }
         served[path] += n;
@@ -492,4 +532,92 @@ bool nfabric_ctrl_mem_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
     }
     nfabric_access(s, dpa, buf, len, write);
     return true;
+}
+
+/*
+ * A posted window's doorbell (nfabric_posted.c): n bytes at offset off of
+ * window i, inside one of its stripes, under that stripe: written from buf
+ * through the datapath as words writes of this head's contribution, or the
+ * read-out into buf.  The RTL, when it serves or compares, takes the bytes
+ * as the CXL.mem path's accesses (8-byte words).  Returns
+ * NFABRIC_ERR_NONE, NFABRIC_ERR_STATE (the stripe could not be had: for a
+ * write the round is INCOMPLETE) or -1: the table changed (view no longer
+ * current); nothing was done.
+ */
+int nfabric_dp_posted(NFabricCtrl *s, unsigned i, uint64_t off, uint8_t *buf,
+                      unsigned n, bool write, uint64_t words)
+{
+    const NFabricAggCfg *cfg = &s->view.cfg[i];
+    uint8_t *counters = s->ram + s->view.counters[i];
+    NFabricHeld held;
+    bool dropped = false;
+
+    if (!nfabric_lock_span(s, i, off, n, &held)) {
+        if (write && s->shared) {
+            __atomic_store_n(&s->sh->round[i].incomplete, 1,
+                             __ATOMIC_RELAXED);
+        }
+        return NFABRIC_ERR_STATE;
+    }
+    if (s->shared && nfabric_shared_gen(s->sh, s->view.job) != s->view.gen) {
+        nfabric_unlock_span(s, i, &held);
+        return -1;
+    }
+    if (write && s->rtl_mode == NFABRIC_RTL_OFF) {
+        nfabric_win_access(s, i, s->view.base[i] + off, buf, n, true, words);
+    } else if (write) {
+        /* The RTL's accesses: a word (or the range's ends) at a time. */
+        for (unsigned k = 0; k < n;) {
+            unsigned m = 8 - (unsigned)((off + k) & 7);
+
+            m = m < n - k ? m : n - k;
+            nfabric_win_access(s, i, s->view.base[i] + off + k, buf + k, m,
+                               true, 1);
+            k += m;
+        }
+    } else {
+        for (unsigned k = 0; k < n;) {
+            unsigned m = s->rtl_mode == NFABRIC_RTL_OFF ? n - k :
+                         8 - (unsigned)((off + k) & 7);
+
+            m = m < n - k ? m : n - k;
+            dropped = false;
+            if (nfabric_dp_read(s, i, cfg, counters, off + k, buf + k, m,
+                                &dropped) != 0) {
+                memset(buf + k, 0, m);
+            }
+            k += m;
+        }
+    }
+    nfabric_unlock_span(s, i, &held);
+    return NFABRIC_ERR_NONE;
+}
+
+/*
+ * Account a posted range of len bytes at window offset off of path: the
+ * statistics count the 8-byte words it covers as accesses, the timing
+ * model and the record see it as the 64-byte lines a write-combining
+ * buffer or a DMA engine would send (docs/registers.md, "Posted windows").
+ */
+void nfabric_account_posted(NFabricCtrl *s, unsigned path, bool write,
+                            uint64_t off, uint64_t len, uint64_t words)
+{
+    uint64_t *st = s->stats[path];
+
+    st[write ? NFABRIC_STAT_WRITES : NFABRIC_STAT_READS] += words;
+    st[write ? NFABRIC_STAT_WRITE_BYTES : NFABRIC_STAT_READ_BYTES] += len;
+    while (len) {
+        uint64_t m = NFABRIC_RTL_LINE - (off & (NFABRIC_RTL_LINE - 1));
+
+        m = m < len ? m : len;
+        if (s->record) {
+            nfabric_record_result(s, s->record_failed ? -1 :
+                nfabric_record_write_access(s->record,
+                                           nfabric_timing_now_ps(&s->timing),
+                                           path, m, write));
+        }
+        nfabric_timing_account(&s->timing, path, m);
+        off += m;
+        len -= m;
+    }
 }

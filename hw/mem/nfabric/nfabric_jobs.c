@@ -398,6 +398,9 @@ int nfabric_view_refresh(NFabricCtrl *s)
             v.cfg[i].threshold = table[i].threshold;
             v.cfg[i].size = table[i].dpa_size;
             v.clen[i] = nfabric_window_counter_len(&table[i]);
+            if (table[i].posted) {
+                v.posted |= 1u << i;
+            }
         }
         if (!ok) {
             nfabric_fail(s, "an enabled window's CTRL in the state file is "

@@ -187,6 +187,7 @@ static unsigned nfabric_trap_ranges_shared(NFabricCtrl *s, bool fp32,
          nfabric_view_refresh(s) != 0)) {
         out[0].dpa = 0;         /* everything, through the controller */
         out[0].len = s->ram_size;
+        out[0].staging = false;
         return 1;
     }
     if (f->assigned) {
@@ -204,12 +205,14 @@ static unsigned nfabric_trap_ranges_shared(NFabricCtrl *s, bool fp32,
         for (unsigned k = 0; k < nr; k++) {
             if (base[k] > at) {
                 out[n].dpa = at;
+                out[n].staging = false;
                 out[n++].len = base[k] - at;
             }
             at = end[k];
         }
         if (at < s->ram_size) {
             out[n].dpa = at;
+            out[n].staging = false;
             out[n++].len = s->ram_size - at;
         }
     }
@@ -219,9 +222,11 @@ static unsigned nfabric_trap_ranges_shared(NFabricCtrl *s, bool fp32,
                 continue;
             }
             out[n].dpa = s->view.pend[i].dpa_base;
+            out[n].staging = s->view.pend[i].posted && s->staging;
             out[n++].len = s->view.pend[i].dpa_size;
             if (s->view.pclen[i]) {
                 out[n].dpa = s->view.pend[i].counters;
+                out[n].staging = false;
                 out[n++].len = s->view.pclen[i];
             }
             continue;
@@ -231,9 +236,11 @@ static unsigned nfabric_trap_ranges_shared(NFabricCtrl *s, bool fp32,
             continue;
         }
         out[n].dpa = s->view.base[i];
+        out[n].staging = (s->view.posted & (1u << i)) && s->staging;
         out[n++].len = s->view.size[i];
         if (s->view.clen[i]) {
             out[n].dpa = s->view.counters[i];
+            out[n].staging = false;
             out[n++].len = s->view.clen[i];
         }
     }
@@ -258,10 +265,12 @@ unsigned nfabric_ctrl_trap_ranges(NFabricCtrl *s, bool fp32,
             continue;
         }
         out[n].dpa = w->dpa_base;
+        out[n].staging = (w->ctrl & NFABRIC_WCTRL_POSTED) && s->staging;
         out[n++].len = w->dpa_size;
         clen = nfabric_win_counter_len(w);
         if (clen) {
             out[n].dpa = w->counters;
+            out[n].staging = false;
             out[n++].len = clen;
         }
     }

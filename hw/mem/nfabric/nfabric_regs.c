@@ -22,8 +22,9 @@ typedef struct NFabricReg {
     uint64_t base;      /* offset of the register in the block */
     unsigned width;     /* 4 or 8 bytes */
     NFabricRegAccess access;
-    int win;            /* window index (window and round registers), or -1 */
+    int win;            /* window index (window, round, posted), or -1 */
     bool round;         /* a round register of window win */
+    bool post;          /* a posted doorbell register of window win (1.7) */
 } NFabricReg;
 
 /* The register contract's tables (nfabric_regs.h). */
@@ -35,6 +36,9 @@ static const NFabricRegDesc nfabric_win_regs[] = {
 };
 static const NFabricRegDesc nfabric_round_regs[] = {
     NFABRIC_ROUND_REGS(NFABRIC_REG_DESC)
+};
+static const NFabricRegDesc nfabric_post_regs[] = {
+    NFABRIC_POST_REGS(NFABRIC_REG_DESC)
 };
 #define NFABRIC_NROWS(t) (sizeof(t) / sizeof((t)[0]))
 
@@ -66,6 +70,7 @@ static bool nfabric_reg_decode(uint64_t off, NFabricReg *r)
 
     r->win = -1;
     r->round = false;
+    r->post = false;
     if (off >= NFABRIC_REG_WIN_BASE &&
         off < NFABRIC_REG_WIN(NFABRIC_NUM_WINDOWS, 0)) {
         r->win = (off - NFABRIC_REG_WIN_BASE) / NFABRIC_WIN_STRIDE;
@@ -79,6 +84,13 @@ static bool nfabric_reg_decode(uint64_t off, NFabricReg *r)
         block = NFABRIC_REG_ROUND(r->win, 0);
         t = nfabric_round_regs;
         n = NFABRIC_NROWS(nfabric_round_regs);
+    } else if (off >= NFABRIC_REG_POST_BASE &&
+               off < NFABRIC_REG_POST(NFABRIC_NUM_WINDOWS, 0)) {
+        r->win = (off - NFABRIC_REG_POST_BASE) / NFABRIC_POST_STRIDE;
+        r->post = true;
+        block = NFABRIC_REG_POST(r->win, 0);
+        t = nfabric_post_regs;
+        n = NFABRIC_NROWS(nfabric_post_regs);
     }
     if (!nfabric_decode_table(t, n, off - block, r)) {
         return false;
@@ -239,6 +251,9 @@ static bool nfabric_reg_in_state(const NFabricReg *r)
 {
     uint64_t off = r->base;
 
+    if (r->post) {
+        return false;           /* this head's own */
+    }
     return r->round || r->win >= 0 || off == NFABRIC_REG_ENABLED_MASK ||
            off == NFABRIC_REG_JOB ||
            off == NFABRIC_REG_HEADS_LIVE || off == NFABRIC_REG_HEADS_LOST ||
@@ -271,6 +286,10 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
     }
     if (r->win >= 0 && !nfabric_fm_window(s, r->win)) {
         return 0;               /* another job's window: nothing of it */
+    }
+    if (r->post) {
+        return nfabric_posted_reg_read(s, r->win,
+                                       r->base - NFABRIC_REG_POST(r->win, 0));
     }
     if (r->round) {
         return nfabric_round_value(s, r);
@@ -330,7 +349,8 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
     case NFABRIC_REG_HEAD_INFO:
         return s->head | s->heads << NFABRIC_HEAD_INFO_COUNT_SHIFT |
                (s->shared ? NFABRIC_HEAD_INFO_SHARED : 0) |
-               (s->failed ? NFABRIC_HEAD_INFO_STATE_FAILED : 0);
+               (s->failed ? NFABRIC_HEAD_INFO_STATE_FAILED : 0) |
+               (s->staging ? NFABRIC_HEAD_INFO_STAGING : 0);
     case NFABRIC_REG_HEADS_LIVE:
         return nfabric_shared_reap(s->sh, s->head) & nfabric_fm_heads(s);
     case NFABRIC_REG_HEADS_LOST:
@@ -623,12 +643,12 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
     }
     /* Errors on a window's registers also set its ERROR; round ones not. */
     if (!nfabric_reg_access_ok(&r, off, size)) {
-        nfabric_set_error(s, r.round ? -1 : r.win, NFABRIC_ERR_ACCESS, off,
+        nfabric_set_error(s, r.round || r.post ? -1 : r.win, NFABRIC_ERR_ACCESS, off,
                           "bad access size or alignment");
         return;
     }
     if (r.access == NFABRIC_ACCESS_RO) {
-        nfabric_set_error(s, r.round ? -1 : r.win, NFABRIC_ERR_READONLY, off,
+        nfabric_set_error(s, r.round || r.post ? -1 : r.win, NFABRIC_ERR_READONLY, off,
                           "write to a read-only register");
         return;
     }
@@ -645,6 +665,21 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
     if (r.win >= 0 && !nfabric_fm_window(s, r.win)) {
         nfabric_set_error(s, -1, NFABRIC_ERR_OWNER, off, "write to a window "
                           "of another job (fabric manager's jobs)");
+        return;
+    }
+    /*
+     * A doorbell is this head's, as its memory accesses are: stripe locks
+     * only, no job lock, so that heads post at once (nfabric_posted.c).
+     */
+    if (r.post) {
+        if (s->shared && (s->failed ||
+                          nfabric_shared_faults() != s->faults_seen) &&
+            !nfabric_state_ok(s)) {
+            nfabric_state_refused(s, off);
+            return;
+        }
+        nfabric_posted_reg_write(s, r.win, r.base - NFABRIC_REG_POST(r.win, 0),
+                                 (uint32_t)val, off);
         return;
     }
     /* The job's heads' register writes are serialised by its lock. */

@@ -283,6 +283,9 @@ void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
           !nfabric_fm_reach(s, c.counters, nfabric_window_counter_len(&c))))) {
         err = NFABRIC_ERR_OWNER;    /* memory this head does not reach */
     }
+    if (err == NFABRIC_ERR_NONE && c.posted && !s->staging) {
+        err = NFABRIC_ERR_POSTED;   /* this head has no staging memory */
+    }
     if (err != NFABRIC_ERR_NONE) {
         /* A refused enable changes nothing but the error registers. */
         nfabric_win_event(s, NFABRIC_WIN_EV_REJECT, i, err);

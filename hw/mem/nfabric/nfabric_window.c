@@ -59,6 +59,8 @@ uint32_t nfabric_window_validate(const NFabricWindowCfg *w, unsigned i,
         if (err != NFABRIC_ERR_NONE) {
             return err;
         }
+    } else if (w->posted) {
+        return NFABRIC_ERR_POSTED;      /* posted: low-bit windows only */
     }
     /* FP32 windows have no counter area: their COUNTERS is not checked. */
     clen = nfabric_window_counter_len(w);

@@ -80,6 +80,15 @@ struct CXLNFabricState {
     MemoryRegion direct_view;
     MemoryRegion direct_ram;
     NFabricTrap trap[NFABRIC_TRAP_MRS];
+    /*
+     * Staging memory for posted windows (property posted, docs/device.md):
+     * private RAM of the device's size, migrated; the direct map maps a
+     * posted window's data range to it (staging_map[]).
+     */
+    MemoryRegion staging;
+    AddressSpace staging_as;
+    MemoryRegionCache staging_cache; /* stores the device makes there */
+    MemoryRegion staging_map[NFABRIC_NUM_WINDOWS];
     Notifier exit_notifier;     /* closes the record when QEMU quits */
 
     /* A head of a shared device (docs/multihost.md). */
@@ -103,6 +112,7 @@ struct CXLNFabricState {
     char *shared_path;          /* shared-state */
     OnOffAuto direct_map;       /* direct-map */
     bool direct_fp32;           /* direct-map-fp32 */
+    bool posted;                /* posted: staging memory */
     uint32_t head;              /* head */
     uint32_t heads;             /* heads */
     char *rtl;                  /* rtl: off, serve or compare */
@@ -155,6 +165,9 @@ void nfabric_direct_init(CXLNFabricState *s);
 void nfabric_map_start(CXLNFabricState *s);
 void nfabric_map_stop(CXLNFabricState *s);
 void nfabric_direct_update(CXLNFabricState *s);
+bool nfabric_staging_init(CXLNFabricState *s, Error **errp);
+void nfabric_staging_exit(CXLNFabricState *s);
+void nfabric_hook_staging_dirty(void *opaque, uint64_t dpa, uint64_t len);
 MemoryRegion *nfabric_direct_region(CXLType3Dev *ct3d);
 void nfabric_hook_wait_begin(void *opaque);
 void nfabric_hook_wait_end(void *opaque);

@@ -82,6 +82,12 @@ typedef struct NFabricCtrlOps {
      */
     void (*rtl_mismatch)(void *opaque, unsigned win, bool write, uint64_t off,
                          unsigned len, const char *what);
+    /*
+     * This head's staging [dpa, dpa + len) changed by the device (a FETCH
+     * wrote a read-out there, or a staging access on the I/O path): as
+     * dirty for the staging memory what dirty is for device memory.
+     */
+    void (*staging_dirty)(void *opaque, uint64_t dpa, uint64_t len);
 } NFabricCtrlOps;
 
 /*
@@ -121,6 +127,7 @@ typedef struct NFabricView {
     uint64_t counters[NFABRIC_NUM_WINDOWS];
     uint64_t clen[NFABRIC_NUM_WINDOWS];     /* counter area bytes */
     NFabricAggCfg cfg[NFABRIC_NUM_WINDOWS];
+    uint32_t posted;            /* of mask, the posted windows (1.7) */
     uint32_t pmask;             /* windows being enabled (map protocol) */
     NFabricWindowCfg pend[NFABRIC_NUM_WINDOWS];
     uint64_t pclen[NFABRIC_NUM_WINDOWS];
@@ -152,6 +159,13 @@ typedef struct NFabricCtrl {
     /* Device memory, owned by the caller. */
     uint8_t *ram;
     uint64_t ram_size;
+    /*
+     * This head's staging memory for posted windows (nfabric_posted.c),
+     * ram_size bytes at the same offsets as device memory, owned by the
+     * caller and private to this head; NULL: the head has none, and a
+     * posted window is refused (POSTED).
+     */
+    uint8_t *staging;
     const NFabricCtrlOps *ops;
     void *opaque;
 
@@ -180,6 +194,7 @@ typedef struct NFabricCtrl {
     uint32_t last_error;
     uint32_t error_count;
     uint32_t head_select;
+    uint32_t stage_off[NFABRIC_NUM_WINDOWS];    /* STAGE_OFF (1.7) */
     NFabricTiming timing;
 
     /*
@@ -238,6 +253,12 @@ void nfabric_ctrl_init(NFabricCtrl *s, uint8_t *ram, uint64_t ram_size,
 void nfabric_ctrl_set_rtl(NFabricCtrl *s, NFabricRtlMode mode,
                           const NFabricRtlOps *ops, void *rtl);
 /*
+ * Give the head staging memory for posted windows (ram_size bytes, or NULL
+ * for none: a posted enable is then refused with POSTED).  Before any
+ * window is enabled.
+ */
+void nfabric_ctrl_set_staging(NFabricCtrl *s, uint8_t *staging);
+/*
  * Use the shared state sh (nfabric_shared_attach) as head head, instead of
  * the private state.  Call after nfabric_ctrl_init.
  */
@@ -279,10 +300,15 @@ bool nfabric_ctrl_reg_peek(NFabricCtrl *s, uint64_t off, unsigned size,
 bool nfabric_ctrl_mem_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                              unsigned len, bool write);
 
-/* A range [dpa, dpa + len) of device memory. */
+/*
+ * A range [dpa, dpa + len) of device memory; staging: the data range of a
+ * posted window, which the owner maps to this head's staging memory at the
+ * same offset instead of trapping it.
+ */
 typedef struct NFabricRange {
     uint64_t dpa;
     uint64_t len;
+    bool staging;
 } NFabricRange;
 
 /*

@@ -86,9 +86,10 @@
  * set by a fabric manager: register JOB, error OWNER (docs/multihost.md).
  * 1.5: error PEER (an enable on a shared device whose other heads did not
  * trap the window in time: the map protocol).  1.6: the block named in the
- * Register Locator DVSEC (NFABRIC_DVS_*).
+ * Register Locator DVSEC (NFABRIC_DVS_*).  1.7: posted low-bit windows
+ * (WCTRL_POSTED, the POST and FETCH doorbells at 0xc00, error POSTED).
  */
-#define NFABRIC_VERSION_MINOR       6
+#define NFABRIC_VERSION_MINOR       7
 #define NFABRIC_VERSION \
     ((NFABRIC_VERSION_MAJOR << 16) | NFABRIC_VERSION_MINOR)
 
@@ -129,7 +130,8 @@
     X(HEAD,         15, "no such head") \
     X(STATE,        16, "the shared state is unusable, or a lock stayed busy past the bound") \
     X(OWNER,        17, "outside this head's job (fabric manager)") \
-    X(PEER,         18, "another head did not trap the window in time")
+    X(PEER,         18, "another head did not trap the window in time") \
+    X(POSTED,       19, "not an enabled posted window, or the device has no posted buffers")
 
 #define NFABRIC_X_PATH_(name, v, str)   NFABRIC_PATH_##name = (v),
 #define NFABRIC_X_TIE_(name, v, str)    NFABRIC_TIE_##name = (v),
@@ -239,6 +241,17 @@ enum {
     X(ROUND_STATUS,    0x8, 4, RO, 0, DEVICE, 1)   /* RSTAT_* */ \
     X(ROUND_COMPLETE,  0xc, 4, WO, 0, DEVICE, 1)   /* write SEQ: done */
 
+/*
+ * Window i's posted doorbells (1.7) at NFABRIC_REG_POST(i, NFABRIC_<NAME>):
+ * STAGE_OFF is the offset in the window's data of the range the next
+ * doorbell names; writing its length to POST contributes that range of
+ * this head's staging, to FETCH writes the read-out there.
+ */
+#define NFABRIC_POST_REGS(X) \
+    X(STAGE_OFF,       0x0, 4, RW, 0, HEAD, 1)     /* range offset */ \
+    X(POST,            0x4, 4, WO, 0, HEAD, 1)     /* length: contribute */ \
+    X(FETCH,           0x8, 4, WO, 0, HEAD, 1)     /* length: read out */
+
 /* The offsets, made from the tables. */
 #define NFABRIC_X_REG_(n, off, w, a, r, sc, c)      NFABRIC_REG_##n = (off),
 #define NFABRIC_X_WIN_REG_(n, off, w, a, r, sc, c)  NFABRIC_WIN_##n = (off),
@@ -246,6 +259,7 @@ enum {
 enum { NFABRIC_GLOBAL_REGS(NFABRIC_X_REG_) };
 enum { NFABRIC_WIN_REGS(NFABRIC_X_WIN_REG_) };
 enum { NFABRIC_ROUND_REGS(NFABRIC_X_RND_REG_) };
+enum { NFABRIC_POST_REGS(NFABRIC_X_RND_REG_) };
 /* Test with #ifdef for the timing model's queue figures (as before 1.1). */
 #define NFABRIC_REG_T_ACCESSES      NFABRIC_REG_T_ACCESSES
 
@@ -282,6 +296,8 @@ typedef struct NFabricRegDesc {
 #define NFABRIC_HEAD_INFO_SHARED        (1u << 16)  /* shared by processes */
 /* 1.3: this head found the state corrupted or truncated: it refuses accesses */
 #define NFABRIC_HEAD_INFO_STATE_FAILED  (1u << 17)
+/* 1.7: this head has staging memory: it can enable and use posted windows */
+#define NFABRIC_HEAD_INFO_STAGING       (1u << 18)
 
 /* JOB (1.4): this head's job, as the fabric manager set it. */
 #define NFABRIC_JOB_INDEX_MASK          0x000000ffu /* the job's index */
@@ -344,10 +360,17 @@ typedef struct NFabricRegDesc {
 #define NFABRIC_WCTRL_WIDTH_MASK    (0xffu << NFABRIC_WCTRL_WIDTH_SHIFT)
 #define NFABRIC_WCTRL_TIE_SHIFT     16
 #define NFABRIC_WCTRL_TIE_MASK      (0xfu << NFABRIC_WCTRL_TIE_SHIFT)
+/*
+ * 1.7: the window's data range is each head's own staging buffer, plain
+ * memory to its stores and loads; POST contributes a range of it, FETCH
+ * writes the read-out into it (low-bit windows only).
+ */
+#define NFABRIC_WCTRL_POSTED        (1u << 20)
 #define NFABRIC_WCTRL_VALID         (NFABRIC_WCTRL_ENABLE | \
                                      NFABRIC_WCTRL_PATH_MASK | \
                                      NFABRIC_WCTRL_WIDTH_MASK | \
-                                     NFABRIC_WCTRL_TIE_MASK)
+                                     NFABRIC_WCTRL_TIE_MASK | \
+                                     NFABRIC_WCTRL_POSTED)
 
 #define NFABRIC_WCTRL(path, width, tie) \
     ((uint32_t)(path) << NFABRIC_WCTRL_PATH_SHIFT | \
@@ -372,6 +395,12 @@ typedef struct NFabricRegDesc {
 #define NFABRIC_ROUND_STRIDE        0x10
 #define NFABRIC_REG_ROUND(i, reg)   (NFABRIC_REG_ROUND_BASE + \
                                      (i) * NFABRIC_ROUND_STRIDE + (reg))
+
+/* ---- Posted windows (version 1.7) ------------------------------------ */
+#define NFABRIC_REG_POST_BASE       0xc00
+#define NFABRIC_POST_STRIDE         0x10
+#define NFABRIC_REG_POST(i, reg)    (NFABRIC_REG_POST_BASE + \
+                                     (i) * NFABRIC_POST_STRIDE + (reg))
 
 #define NFABRIC_RSTAT_ALL_DONE      (1u << 0)   /* every head done or lost */
 #define NFABRIC_RSTAT_INCOMPLETE    (1u << 1)   /* a contribution may be partial */

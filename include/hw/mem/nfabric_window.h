@@ -26,6 +26,7 @@ typedef struct NFabricWindowCfg {
     unsigned width;
     unsigned tie;
     uint32_t threshold;         /* THRESHOLD */
+    unsigned posted;            /* CTRL.POSTED (1.7): 1 or 0 */
 } NFabricWindowCfg;
 
 /* The configuration a window's CTRL value wctrl and other registers give. */
@@ -38,6 +39,7 @@ static inline NFabricWindowCfg nfabric_window_cfg(uint64_t dpa_base,
     NFabricWindowCfg c = {
         dpa_base, dpa_size, counters, NFABRIC_WCTRL_PATH(wctrl),
         NFABRIC_WCTRL_WIDTH(wctrl), NFABRIC_WCTRL_TIE(wctrl), threshold,
+        (wctrl & NFABRIC_WCTRL_POSTED) ? 1u : 0u,
     };
 
     return c;
