@@ -254,6 +254,22 @@ int nfabric_mem_write(nfabric_dev *d, uint64_t dpa, const void *buf,
                       uint64_t len);
 int nfabric_mem_read(nfabric_dev *d, uint64_t dpa, void *buf, uint64_t len);
 
+/*
+ * Posted windows (device 1.7, docs/registers.md "Posted windows"): the
+ * doorbells of window i.  nfabric_window_post() hands the device len bytes
+ * of this head's staging from offset off of the window's data (stored
+ * before with plain stores, e.g. through nfabric_dpa_ptr()): they count as
+ * this head's writes of them.  nfabric_window_fetch() has the device write
+ * the read-out of those bytes into the staging, where plain loads read it.
+ * nfabric_mem_write() and nfabric_mem_read() do both by themselves for the
+ * parts of a range in posted windows.  0, or the device's error
+ * (NFABRIC_ERR_POSTED: not an enabled posted window; NFABRIC_ERR_RANGE).
+ */
+int nfabric_window_post(nfabric_dev *d, unsigned i, uint64_t off,
+                        uint64_t len);
+int nfabric_window_fetch(nfabric_dev *d, unsigned i, uint64_t off,
+                         uint64_t len);
+
 /* Device memory bytes (MEM_SIZE) and ENABLED_MASK, for bindings. */
 uint64_t nfabric_mem_size(const nfabric_dev *d);
 uint32_t nfabric_enabled_mask(const nfabric_dev *d);

@@ -172,6 +172,36 @@ static void ring(nfabric_dev *d, unsigned i, uint64_t off, uint64_t len,
     }
 }
 
+static int doorbell(nfabric_dev *d, unsigned i, uint64_t off, uint64_t len,
+                    bool post)
+{
+    uint32_t before;
+    int rc = nfl_check_win(d, i);
+
+    if (rc) {
+        return rc;
+    }
+    if (!len || off > UINT32_MAX || len > (uint64_t)UINT32_MAX + 1 - off) {
+        return nfl_fail(d, NFABRIC_ERR_RANGE, "window %u: a doorbell range "
+                        "of %" PRIu64 " bytes at +0x%" PRIx64 " (empty or "
+                        "past 4 GiB)", i, len, off);
+    }
+    before = nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT);
+    ring(d, i, off, len, post);
+    return nfl_judged(d, UINT32_MAX, before, post ? "POST" : "FETCH");
+}
+
+int nfabric_window_post(nfabric_dev *d, unsigned i, uint64_t off, uint64_t len)
+{
+    return doorbell(d, i, off, len, true);
+}
+
+int nfabric_window_fetch(nfabric_dev *d, unsigned i, uint64_t off,
+                         uint64_t len)
+{
+    return doorbell(d, i, off, len, false);
+}
+
 static uint64_t write_start(nfabric_dev *d, uint64_t dpa, uint64_t len);
 
 static void posted_doorbells(nfabric_dev *d, uint64_t dpa, uint64_t len,
