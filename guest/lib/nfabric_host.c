@@ -28,6 +28,7 @@ typedef struct nfabric_host {
     int state_fd;
     uint8_t *ram;
     uint64_t ram_size;
+    uint8_t *staging;           /* this head's, for posted windows */
 } nfabric_host;
 
 static uint32_t host_rd32(void *priv, uint32_t off)
@@ -77,6 +78,9 @@ static void host_close(void *priv)
 
     nfabric_shared_detach(h->sh, h->state_fd, h->ctrl.head);
     munmap(h->ram, h->ram_size);
+    if (h->staging) {
+        munmap(h->staging, h->ram_size);
+    }
     free(h);
 }
 
@@ -146,6 +150,13 @@ int nfabric_open_host(nfabric_dev *d, const char *state_path,
         return NFLIB_EINVAL;
     }
     nfabric_ctrl_init(&h->ctrl, h->ram, mem_size, &tp, NULL, NULL);
+    /* Staging for posted windows: private, allocated as it is touched. */
+    h->staging = mmap(NULL, mem_size, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (h->staging == MAP_FAILED) {
+        h->staging = NULL;      /* posted windows then refused: POSTED */
+    }
+    nfabric_ctrl_set_staging(&h->ctrl, h->staging);
     nfabric_ctrl_use_shared(&h->ctrl, h->sh, head);
     d->xport = &host_transport;
     d->xport_priv = h;

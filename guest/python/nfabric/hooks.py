@@ -161,7 +161,7 @@ class FabricJob:
                  fp32_params=None, warmup=0, error_feedback=False,
                  admission="sensitivity", budget_pct=8.0, probe=5,
                  base=0x1000000, first_window=8, threshold=None, seed=0,
-                 timeout_ms=_WAIT_MS):
+                 timeout_ms=_WAIT_MS, posted=None):
         if mode not in MODES:
             raise ValueError("mode %r: one of %s" % (mode, ", ".join(MODES)))
         if low not in ("gbinary", "gternary"):
@@ -169,6 +169,9 @@ class FabricJob:
         if not 1 <= world <= 16 or not 0 <= rank < world:
             raise ValueError("rank %d of %d: 1..16 ranks" % (rank, world))
         self.dev, self.rank, self.world = dev, rank, world
+        # Low-bit windows posted (docs/registers.md "Posted windows"): None,
+        # the default, posts wherever rank 0's head has staging memory.
+        self.posted = posted
         heads = dev.heads()
         if heads.count != world or heads.index != rank:
             raise NFabricError(-errno.EINVAL, "rank %d of %d, but this is head %d of a "
@@ -265,9 +268,10 @@ class FabricJob:
                 mask = self.dev.enabled_mask()
                 if mask & (1 << idx):
                     self.dev.disable(idx)
+                posted = False if kind == "fp32" else self.posted
                 self.dev.set_window(idx, b, size, kind, counters=ctr,
                                     width=self.width, tie=1,
-                                    threshold=self.threshold)
+                                    threshold=self.threshold, posted=posted)
         else:
             self._wait_for_barrier_window(bar)
         self.barrier()
