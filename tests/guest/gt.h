@@ -92,5 +92,6 @@ void gt_group_stats(void);
 void gt_group_sysram(void);
 void gt_group_devices(void);
 void gt_group_toggle(void);
+void gt_group_posted(void);
 
 #endif /* NFABRIC_GUEST_GT_H */

@@ -171,6 +171,8 @@ static const struct {
       "each, then an interleaved region (--only devices)", true },
     { "toggle", gt_group_toggle, "(i) a window toggled while other processes write: "
       "exact after each enable and disable", false },
+    { "posted", gt_group_posted, "(j) posted windows equal trapped ones bit for "
+      "bit", false },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 
