@@ -46,6 +46,9 @@ static uint64_t seed_base = 0x4d48u;     /* --seed */
 #define AGG_BASE        0x100000ull
 #define AGG_SIZE        4096ull
 #define AGG_CTRS        0x200000ull
+#define PAGG_WIN        2               /* agg's posted twin (1.7) */
+#define PAGG_BASE       0x140000ull
+#define PAGG_CTRS       0x240000ull
 #define HAM_WIN         1
 #define HAM_BASE        0x300000ull
 #define HAM_SIZE        512ull
@@ -317,23 +320,71 @@ static bool check_result(const Case *c, const int32_t *sums, const char *what)
     return memcmp(want, got, AGG_SIZE) == 0 && bad_elems == 0;
 }
 
-static void agg_window(const Case *c, uint64_t size)
+static void agg_window_at(const Case *c, uint64_t size, unsigned win,
+                          uint64_t base, uint64_t ctrs, bool posted)
 {
     nfabric_win_cfg cfg = {
-        .base = AGG_BASE, .size = size, .counters = AGG_CTRS,
+        .base = base, .size = size, .counters = ctrs,
         .path = c->path, .width = c->width, .tie = c->tie,
-        .threshold = c->threshold,
+        .threshold = c->threshold, .posted = posted,
     };
     nfabric_win_state ws;
     int rc;
 
-    nfabric_window_get(dev, AGG_WIN, &ws);
-    if (ws.enabled && (rc = nfabric_window_disable(dev, AGG_WIN))) {
+    nfabric_window_get(dev, win, &ws);
+    if (ws.enabled && (rc = nfabric_window_disable(dev, win))) {
         die("disable the aggregation window", rc);
     }
-    if ((rc = nfabric_window_set(dev, AGG_WIN, &cfg))) {
+    if ((rc = nfabric_window_set(dev, win, &cfg))) {
         die("set the aggregation window", rc);
     }
+}
+
+static void agg_window(const Case *c, uint64_t size)
+{
+    agg_window_at(c, size, AGG_WIN, AGG_BASE, AGG_CTRS, false);
+}
+
+/*
+ * agg's posted twin: the same input through the posted window PAGG_WIN
+ * (nfabric_mem_write: stores into this head's staging, then POST), its
+ * round completed and waited for; the read-out (nfabric_mem_read: FETCH,
+ * loads), every count and every head's contribution count must equal the
+ * trapped window's and the reference.
+ */
+static void agg_posted(const Case *c, const uint8_t *buf, const int32_t *sums)
+{
+    uint8_t want[AGG_SIZE], got[AGG_SIZE];
+    uint64_t bad = 0, words = 0;
+    nfabric_round r;
+    bool ok = true;
+    int rc;
+
+    nfabric_round_read(dev, PAGG_WIN, &r);
+    rc = nfabric_mem_write(dev, PAGG_BASE, buf, extent(rank, AGG_SIZE));
+    rc = rc ? rc : nfabric_round_complete(dev, PAGG_WIN, r.seq);
+    rc = rc ? rc : nfabric_round_wait(dev, PAGG_WIN, r.seq, WAIT_MS, &r);
+    TAP_CHECK(rc == 0 && r.all_done && !r.incomplete && r.ndone == hosts,
+              "[rank %u] agg posted %s/%u: written, round done by all %u "
+              "heads (rc %d, status 0x%x)", rank, nfabric_path_name(c->path),
+              c->width, hosts, rc, r.status);
+    ref_readout(c->path, c->tie, c->threshold, sums, 0, want, AGG_SIZE);
+    rc = nfabric_mem_read(dev, PAGG_BASE, got, AGG_SIZE);
+    for (uint64_t e = 0; e < AGG_SIZE * ref_epb(c->path); e++) {
+        bad += nfabric_counter(dev, PAGG_CTRS, c->width, e) != sums[e];
+    }
+    for (unsigned h = 0; h < hosts; h++) {
+        uint64_t wr = 0;
+
+        ok &= nfabric_head_contrib(dev, h, PAGG_WIN, &wr) == 0 &&
+              wr == extent(h, AGG_SIZE) / 8;
+        words += extent(h, AGG_SIZE) / 8;
+    }
+    TAP_CHECK(rc == 0 && !memcmp(want, got, AGG_SIZE) && bad == 0 && ok,
+              "[rank %u] agg posted %s/%u: read-out, every count and every "
+              "head's contribution (%" PRIu64 " words) equal the trapped "
+              "window's reference (%" PRIu64 " counts differ)", rank,
+              nfabric_path_name(c->path), c->width, words, bad);
 }
 
 /* ---- agg: every host's input into the same windows ---------------------- */
@@ -356,6 +407,8 @@ static void case_agg(void)
 
             if (rank == 0) {
                 agg_window(&c, AGG_SIZE);
+                agg_window_at(&c, AGG_SIZE, PAGG_WIN, PAGG_BASE, PAGG_CTRS,
+                              true);
             }
             barrier("agg: configured");
             nfabric_round_read(dev, AGG_WIN, &r);
@@ -375,6 +428,7 @@ static void case_agg(void)
                       r.status);
             expect(&c, (1u << hosts) - 1, UINT32_MAX, 0, sums);
             check_result(&c, sums, "agg");
+            agg_posted(&c, buf, sums);
             /* Per-head contribution counts, and the total. */
             {
                 bool ok = true;
@@ -412,9 +466,12 @@ static void case_agg(void)
                   own[NFABRIC_PATH_GBINARY].writes,
                   pool[NFABRIC_PATH_GBINARY].writes);
     }
+    if (rank == 0) {
+        nfabric_window_disable(dev, PAGG_WIN);
+    }
     printf("summary: multihost agg: %u hosts, G-Binary and G-Ternary at "
-           "widths 8 and 16: read-out and counts equal the reference\n",
-           hosts);
+           "widths 8 and 16: read-out and counts equal the reference, through "
+           "a trapped and a posted window\n", hosts);
 }
 
 /* ---- hammer: several processes of several hosts on one window ---------- */
