@@ -1071,6 +1071,104 @@ static void test_rounds_reset(void)
     nfabric_shared_detach(sh, fd, 0);
 }
 
+/* ---- posted windows (1.7): a head that dies mid-round ------------------- */
+
+/*
+ * Head 1 (a child with staging of its own) stores into a posted window's
+ * staging, posts some of it (post) or nothing, and is killed before it
+ * completes; head 0 completes.  Posted: the round is INCOMPLETE and the
+ * posted bytes, only they, are in the counters.  Stored only: the round
+ * ends ALL_DONE without head 1, whose stores reached no counter.  And two
+ * heads' stagings are their own: head 0 never sees head 1's stores.
+ */
+static uint32_t posted_death(bool post, bool *counted_ok, bool *apart)
+{
+    NFabricCtrl c0;
+    NFabricShared *sh;
+    uint8_t *st0 = calloc(1, MEM_SIZE);
+    uint32_t seq, status = 0;
+    int fd, p[2];
+    pid_t pid;
+    char ready = 0;
+
+    unlink(state_path);
+    memset(ram, 0, MEM_SIZE);
+    sh = head_up(&c0, 0, 2, &fd);
+    nfabric_ctrl_set_staging(&c0, st0);
+    wr(&c0, NFABRIC_REG_WIN(0, NFABRIC_WIN_DPA_BASE), W_BASE, 8);
+    wr(&c0, NFABRIC_REG_WIN(0, NFABRIC_WIN_DPA_SIZE), W_SIZE, 8);
+    wr(&c0, NFABRIC_REG_WIN(0, NFABRIC_WIN_COUNTERS), W_CTRS, 8);
+    wr(&c0, NFABRIC_REG_WIN(0, NFABRIC_WIN_CTRL),
+       NFABRIC_WCTRL(NFABRIC_PATH_GBINARY, 8, 0) | NFABRIC_WCTRL_ENABLE |
+       NFABRIC_WCTRL_POSTED, 4);
+    seq = (uint32_t)rd(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_SEQ), 4);
+    if (pipe(p)) {
+        abort();
+    }
+    pid = fork();
+    if (pid == 0) {
+        NFabricCtrl me;
+        uint8_t *st1 = calloc(1, MEM_SIZE);
+        int f;
+
+        head_up(&me, 1, 2, &f);
+        nfabric_ctrl_set_staging(&me, st1);
+        memset(st1 + W_BASE, 0xff, W_SIZE);     /* every sign +1 */
+        if (post) {
+            wr(&me, NFABRIC_REG_POST(0, NFABRIC_STAGE_OFF), 0, 4);
+            wr(&me, NFABRIC_REG_POST(0, NFABRIC_POST), 64, 4);
+        }
+        ready = 1;
+        if (write(p[1], &ready, 1) != 1) {
+            _exit(1);
+        }
+        pause();
+        _exit(0);
+    }
+    if (read(p[0], &ready, 1) != 1) {
+        ready = 0;
+    }
+    kill(pid, SIGKILL);
+    wait_child(pid);
+    close(p[0]);
+    close(p[1]);
+    wr(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_COMPLETE), seq, 4);
+    for (int k = 0; k < 200; k++) {
+        status = (uint32_t)rd(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_STATUS), 4);
+        if (status & NFABRIC_RSTAT_ALL_DONE) {
+            break;
+        }
+        usleep(10000);
+    }
+    /* 64 posted bytes: elements 0..511 at +1, the rest untouched. */
+    *counted_ok = ready == 1;
+    for (uint64_t e = 0; e < W_SIZE * 8; e++) {
+        *counted_ok &= nfabric_counter_get(ram + W_CTRS, 8, e) ==
+                       (post && e < 512 ? 1 : 0);
+    }
+    *apart = st0[W_BASE] == 0;
+    nfabric_shared_detach(sh, fd, 0);
+    free(st0);
+    return status;
+}
+
+static void test_posted_death(void)
+{
+    bool counted, apart;
+    uint32_t st = posted_death(true, &counted, &apart);
+
+    TAP_CHECK((st & NFABRIC_RSTAT_ALL_DONE) && (st & NFABRIC_RSTAT_INCOMPLETE) &&
+              counted && apart,
+              "posted: a head killed after a POST, before completing: the "
+              "round ends INCOMPLETE, its 64 posted bytes counted, no more; "
+              "its staging is its own (status 0x%x)", st);
+    st = posted_death(false, &counted, &apart);
+    TAP_CHECK((st & NFABRIC_RSTAT_ALL_DONE) && !(st & NFABRIC_RSTAT_INCOMPLETE) &&
+              counted && apart,
+              "posted: a head killed with stores but no POST contributed "
+              "nothing: the round ends without it, not INCOMPLETE "
+              "(status 0x%x)", st);
+}
 
 /* ---- the fuzz finding of issue 21 -------------------------------------- */
 
@@ -2787,6 +2885,7 @@ int main(void)
     test_dead_holder();
     test_rounds_reset();
     test_fp32_counters();
+    test_posted_death();
     test_corrupt();
     test_corrupt_attach();
     test_thread_liveness();
