@@ -32,7 +32,9 @@ guest user space:
   (d) mixed windows: FP32 classifier head + G-Binary backbone in one region
   (i) a window toggled while other processes write (the direct map: plain
       memory is RAM to the CPU, only enabled windows trap), and the speed
-      of plain device memory, guest RAM and a G-Binary window
+      of plain device memory, guest RAM, a G-Binary window and a posted
+      G-Binary window (stores into the head's staging; a whole round:
+      stores, POST, round complete, FETCH, loads)
   (e) two hosts, one device: two guests, each with its own head of one
       shared device, aggregate into the same windows
   (r) the G-Binary checks again with the datapath in Verilog serving every
@@ -101,7 +103,8 @@ def main_run(device: str, guest_dir: str, boot: Boot) -> Tuple[int, int]:
     """The first boot: the functional checks and the speed; its summary."""
     log = os.path.join(guest_dir, "demo.log")
     print(f"NEURON-Fabric demo: booting a guest with {device} (console: {log})", flush=True)
-    paths = "plain gbinary ram" if device == "cxl-neuron-fabric" else "--stock plain ram"
+    paths = ("plain gbinary gbinary_posted ram" if device == "cxl-neuron-fabric"
+             else "--stock plain ram")
     cmd = ("echo \"cxl-list: $(cxl list -M -R | tr -d ' \\n')\"; "
            "nfabric-test --only fp32,gbinary,gternary,mixed,toggle; rc=$?; "
            f"nfabric-bench --bytes 1048576 --reps 2 {paths} || rc=1; exit $rc")
@@ -116,9 +119,13 @@ def main_run(device: str, guest_dir: str, boot: Boot) -> Tuple[int, int]:
         print("\n".join(summary(text)))
     pw = kv(text, "plain_write_MBps") or kv(text, "stock_write_MBps")
     rw, gw = kv(text, "ram_write_MBps"), kv(text, "gbinary_write_MBps")
+    # The posted window: its stores into the staging, and one whole round.
+    qw, qr = kv(text, "gbinary_posted_write_MBps"), kv(text, "gbinary_posted_round_MBps")
     if pw and rw:
         print(f"Speed from guest user space (8-byte stores, MB/s): device memory {pw}, "
-              f"guest RAM {rw}" + (f", G-Binary window {gw}" if gw else ""))
+              f"guest RAM {rw}" + (f", G-Binary window {gw}" if gw else "")
+              + (f", posted G-Binary window {qw}" if qw else "")
+              + (f" (whole round {qr})" if qw and qr else ""))
     failed_lines = lines_matching(text, r"not ok ")
     if failed_lines:
         print("Failed checks:")

@@ -7,7 +7,11 @@ stock cxl-type3 and on the NEURON-Fabric device's paths, with its direct
 map and with direct-map=off: the same QEMU binary, the same guest.  The
 boots alternate round after round, so that each sees the same load on a
 shared machine; each figure is the best over the rounds.  A fourth boot
-onlines the device's memory as System RAM.  key=value lines on stdout.
+onlines the device's memory as System RAM.  The posted G-Binary and
+G-Ternary windows (register version 1.7: the guest's stores and loads go
+to its head's staging, POST and FETCH doorbells hand them to the engine)
+are measured beside plain memory and the trapped windows, and compared
+with the issue's targets.  key=value lines on stdout.
 """
 
 import os
@@ -36,6 +40,31 @@ figure is the best over the rounds.  Prints key=value lines:
   plain_write_vs_ram    plain_memcpy_vs_ram     direct map over guest RAM
   *_direct_vs_io     each path with the direct map over direct-map=off
   gbinary_write_vs_stock_fp32   G-Binary write MB/s over stock write MB/s
+  gbinary_posted_* gternary_posted_*   the device with one posted window
+                     (register version 1.7: stores and loads go to the
+                     head's staging, the doorbells hand it to the engine):
+    _write/_read_MBps          8-byte stores into / loads from the staging
+                               (the read after a FETCH): what a write or a
+                               read of the window costs the guest
+    _post/_fetch_MBps          the POST / FETCH doorbell alone: the device's
+                               aggregation / read-out of the staging
+    _contribute_MBps           stores, then POST
+    _readback_MBps             FETCH, then loads
+    _round_MBps                one whole round of one head: stores, POST,
+                               ROUND_COMPLETE, the wait, FETCH, loads
+    _memcpy/_memcpy_read_MBps  4 KiB blocks, the doorbells included
+    _write/_read_ns_per_access one 8-byte store / load (the least over
+                               the rounds; every other figure the best)
+  io_*_posted_*      the same with direct-map=off (the staging served on
+                     the I/O path: slow)
+  *_posted_write_vs_plain_write  *_posted_read_vs_plain_read
+  *_posted_round_vs_plain_write  gbinary_posted_contribute_vs_plain_write
+  gbinary_posted_readback_vs_plain_read   posted windows over plain memory
+  gbinary_posted_write_vs_trapped  gbinary_posted_round_vs_trapped_write
+                     posted G-Binary over the trapped G-Binary window's write
+  gbinary_posted_write_vs_ram      posted G-Binary write over guest RAM
+  target_*           the issue's targets for four of these ratios;
+                     posted_meets_targets=yes when all four reach them
   *_fp32_equiv_write_MBps       gradient elements per second as FP32 bytes
                                 (G-Binary x32, G-Ternary x16)
   sysram_*           programs bound to the device's memory onlined as
@@ -48,6 +77,16 @@ Logs: build/guest/bench-{stock,nfabric,io}-K.log, build/guest/bench-sysram.log
 KINDS = ("stock", "nfabric", "io")
 PATHS = ("plain", "fp32", "gbinary", "gternary")
 OPS = ("write", "read", "memcpy", "memcpy_read")
+# The posted windows (register version 1.7) and their figures: NAME_OP_MBps,
+# and NAME_OP for the *_ns_per_access ones (the fewer the better).
+POSTED = ("gbinary_posted", "gternary_posted")
+POSTED_OPS = ("write", "read", "post", "fetch", "contribute", "readback", "round",
+              "memcpy", "memcpy_read", "write_ns_per_access", "read_ns_per_access")
+# The issue's targets: ratio key -> the least value that meets it.
+TARGETS = (("gbinary_posted_write_vs_plain_write", 0.5),
+           ("gternary_posted_write_vs_plain_write", 0.5),
+           ("gbinary_posted_read_vs_plain_read", 0.5),
+           ("gbinary_posted_round_vs_plain_write", 0.2))
 
 
 class BenchError(RuntimeError):
@@ -98,6 +137,21 @@ def best(texts: List[str], key: str) -> Optional[str]:
     return found
 
 
+def least(texts: List[str], key: str) -> Optional[str]:
+    """The smallest value of KEY=... over the logs (as printed)."""
+    found: Optional[str] = None
+    for t in texts:
+        v = kv(t, key)
+        if v is not None and v != "" and (found is None or float(v) < float(found)):
+            found = v
+    return found
+
+
+def posted_key(op: str) -> str:
+    """The key nfabric-bench prints for a posted window's OP (after NAME_)."""
+    return op if op.endswith("_ns_per_access") else f"{op}_MBps"
+
+
 def ratio(name: str, num: str, den: str) -> str:
     return "%s=%.3f" % (name, float(num) / float(den))
 
@@ -123,7 +177,7 @@ def figures(logs: Dict[str, List[str]], sysram: str) -> Dict[str, str]:
     every = [t for k in KINDS for t in logs[k]]
 
     def need(key: str, texts: List[str], what: str) -> str:
-        v = best(texts, key)
+        v = (least if key.endswith("_ns_per_access") else best)(texts, key)
         if v is None or v == "":
             raise BenchError(f"bench guest: no {key} {what}")
         return v
@@ -139,11 +193,46 @@ def figures(logs: Dict[str, List[str]], sysram: str) -> Dict[str, str]:
                                  f"from the device boots (logs {g}/bench-nfabric-*.log)")
             f[f"io_{k}_{v}"] = need(f"{k}_{v}_MBps", logs["io"],
                                     f"from the direct-map=off boots (logs {g}/bench-io-*.log)")
+    for k in POSTED:
+        for v in POSTED_OPS:
+            f[f"{k}_{v}"] = need(f"{k}_{posted_key(v)}", logs["nfabric"],
+                                 f"from the device boots (logs {g}/bench-nfabric-*.log)")
+            f[f"io_{k}_{v}"] = need(f"{k}_{posted_key(v)}", logs["io"],
+                                    f"from the direct-map=off boots (logs {g}/bench-io-*.log)")
     for k in ("sysram", "node0"):
         for v in OPS + ("gzip",):
             f[f"{k}_{v}"] = need(f"{k}_{v}_MBps", [sysram],
                                  f"from the System RAM boot (log {g}/bench-sysram.log)")
     return f
+
+
+def posted_ratios(f: Dict[str, str]) -> List[str]:
+    """The posted windows against plain memory, the trapped window and
+    guest RAM; the issue's targets and whether all four are met (on the
+    ratios as printed)."""
+    out = []
+    for k in POSTED:
+        out.append(ratio(f"{k}_write_vs_plain_write", f[f"{k}_write"], f["plain_write"]))
+    for k in POSTED:
+        out.append(ratio(f"{k}_read_vs_plain_read", f[f"{k}_read"], f["plain_read"]))
+    for k in POSTED:
+        out.append(ratio(f"{k}_round_vs_plain_write", f[f"{k}_round"], f["plain_write"]))
+    out.append(ratio("gbinary_posted_contribute_vs_plain_write",
+                     f["gbinary_posted_contribute"], f["plain_write"]))
+    out.append(ratio("gbinary_posted_readback_vs_plain_read",
+                     f["gbinary_posted_readback"], f["plain_read"]))
+    out.append(ratio("gbinary_posted_write_vs_trapped", f["gbinary_posted_write"],
+                     f["gbinary_write"]))
+    out.append(ratio("gbinary_posted_round_vs_trapped_write", f["gbinary_posted_round"],
+                     f["gbinary_write"]))
+    out.append(ratio("gbinary_posted_write_vs_ram", f["gbinary_posted_write"], f["ram_write"]))
+    got = dict(l.split("=", 1) for l in out)
+    meets = True
+    for key, target in TARGETS:
+        out.append(f"target_{key}={target:g}")
+        meets = meets and float(got[key]) >= target
+    out.append("posted_meets_targets=" + ("yes" if meets else "no"))
+    return out
 
 
 def report(opts: Options, f: Dict[str, str], sysram: str, ready: Dict[str, str]) -> List[str]:
@@ -153,6 +242,9 @@ def report(opts: Options, f: Dict[str, str], sysram: str, ready: Dict[str, str])
     for k in ("stock", "ram") + PATHS + tuple(f"io_{p}" for p in PATHS):
         for v in OPS:
             out.append(f"{k}_{v}_MBps={f[f'{k}_{v}']}")
+    for k in POSTED + tuple(f"io_{p}" for p in POSTED):
+        for v in POSTED_OPS:
+            out.append(f"{k}_{posted_key(v)}={f[f'{k}_{v}']}")
     for v in OPS:
         out.append(ratio(f"plain_{v}_vs_stock", f[f"plain_{v}"], f[f"stock_{v}"]))
     for v in OPS:
@@ -166,6 +258,7 @@ def report(opts: Options, f: Dict[str, str], sysram: str, ready: Dict[str, str])
     for k in ("gbinary", "gternary"):
         for v in ("write", "read"):
             out.append(ratio(f"{k}_{v}_vs_stock_fp32", f[f"{k}_{v}"], f[f"stock_{v}"]))
+    out += posted_ratios(f)
     for k in ("sysram", "node0"):
         for v in OPS + ("gzip",):
             out.append(f"{k}_{v}_MBps={f[f'{k}_{v}']}")

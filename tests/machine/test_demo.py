@@ -21,13 +21,15 @@ CXL = json.dumps([{"memdevs": [{"memdev": "mem0", "ram_size": 268435456, "host":
                                 "decode_state": "commit"}]}], separators=(",", ":"))
 
 
-def console(fail=False):
+def console(fail=False, posted=True):
     lines = ["noise", "NFABRIC-READY uptime=4s region=region0", f"cxl-list: {CXL}",
              "ok 1 - fp32 identity", "ok 2 - gbinary K=4"]
     if fail:
         lines.append("not ok 3 - gternary threshold 2")
     lines += ["summary: 2 passed", "plain_write_MBps=250.0", "ram_write_MBps=5000.0",
               "gbinary_write_MBps=37.0"]
+    if posted:
+        lines += ["gbinary_posted_write_MBps=240.00", "gbinary_posted_round_MBps=80.00"]
     return "\r\n".join(lines) + "\r\n"
 
 
@@ -77,10 +79,15 @@ def main():
     ok(rc == 0 and out.rstrip().endswith("demo: 7 passed, 0 failed"),
        "the demo's counts: main boot, both hosts, the RTL run", out[-300:])
     ok("Speed from guest user space (8-byte stores, MB/s): device memory 250.0, guest RAM 5000.0, "
-       "G-Binary window 37.0" in out and "  cluster: host 0: ok" in out and
+       "G-Binary window 37.0, posted G-Binary window 240.00 (whole round 80.00)\n" in out and "  cluster: host 0: ok" in out and
        "  host 0 reads: window0_head0_writes=12" in out and "  QEMU: rtl=serve: 42 accesses" in out,
        "speed, the cluster's report, host 0's read-out, the RTL run's QEMU line", out)
     ok(calls[1][:2] == ["--rtl", "serve"], "the RTL run boots with --rtl serve", calls)
+    ok("nfabric-bench --bytes 1048576 --reps 2 plain gbinary gbinary_posted ram" in calls[0][-1],
+       "the speed: plain memory, the trapped and the posted G-Binary window, guest RAM", calls[0])
+    rc, out, _ = run_demo(console(posted=False))
+    ok(rc == 0 and "G-Binary window 37.0\n" in out and "posted" not in out,
+       "no posted figure in the console: the speed line without it", out)
 
     rc, out, _ = run_demo(console(fail=True))
     ok(rc == 1 and "Failed checks:\n  not ok 3 - gternary threshold 2" in out

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """scripts/nfmachine/guestbench.py (`scripts/nfabric bench guest`) without a
 VM: its options, the figures read from consoles (best over rounds), the
-key=value lines and their order, and a failed boot, with a stand-in boot."""
+key=value lines and their order, the posted windows' figures, ratios and
+targets, and a failed boot or a missing figure, with a stand-in boot."""
 
 import contextlib
 import io
@@ -12,6 +13,17 @@ import tempfile
 from nfmachine import guestbench as gb
 from nfmachine.tap import done, ok
 import testkit
+
+# A posted window's figures in a device boot of scale 1 (plain writes and
+# reads 20 MB/s there): G-Binary meets the targets, G-Ternary's write not.
+POSTED = {"gbinary_posted": {"write": 15, "read": 12, "post": 1000, "fetch": 2000,
+                             "contribute": 14, "readback": 11, "round": 5, "memcpy": 30,
+                             "memcpy_read": 35, "write_ns_per_access": 400,
+                             "read_ns_per_access": 500},
+          "gternary_posted": {"write": 8, "read": 11, "post": 900, "fetch": 1800,
+                              "contribute": 7, "readback": 10, "round": 3, "memcpy": 25,
+                              "memcpy_read": 30, "write_ns_per_access": 800,
+                              "read_ns_per_access": 600}}
 
 
 def console(kind: str, scale: float) -> str:
@@ -24,6 +36,15 @@ def console(kind: str, scale: float) -> str:
         else:
             for k in gb.PATHS:
                 lines.append(f"{k}_{v}_MBps={(20 if kind == 'nfabric' else 5) * scale:.1f}")
+    if kind in ("nfabric", "io"):
+        # The I/O path: a quarter of the speed, four times the time.
+        io_ = 1 if kind == "nfabric" else 4
+        for k, figs in POSTED.items():
+            for v, x in figs.items():
+                if v.endswith("_ns_per_access"):
+                    lines.append(f"{k}_{v}={x * io_ / scale:.1f}")
+                else:
+                    lines.append(f"{k}_{v}_MBps={x / io_ * scale:.2f}")
     if kind == "sysram":
         for k in ("sysram", "node0"):
             for v in gb.OPS + ("gzip",):
@@ -91,8 +112,51 @@ def main():
            "boot-to-ready of the first round's boots")
         ok(keys[:6] == ["bench", "bytes", "reps", "rounds", "access_bytes", "memcpy_block_bytes"]
            and keys[-2:] == ["boot_to_ready_stock_s", "boot_to_ready_nfabric_s"]
-           and len(keys) == len(set(keys)) == 6 + 40 + 9 + 8 + 6 + 10 + 2 + 5 + 2 + 2,
+           and len(keys) == len(set(keys)) == 6 + 40 + 44 + 9 + 8 + 6 + 16 + 10 + 2 + 5 + 2 + 2,
            "every key once, in the front door's order", len(keys))
+
+        # The posted windows: every figure of both kinds of device boot,
+        # the best of the rounds (round 2, scale 1.2; the least ns).
+        posted = [f"{p}{k}_{gb.posted_key(v)}" for p in ("", "io_") for k in gb.POSTED
+                  for v in gb.POSTED_OPS]
+        ok(all(k in fig for k in posted) and len(posted) == 44
+           and keys.index(posted[0]) == keys.index("io_gternary_memcpy_read_MBps") + 1,
+           "every posted figure, device and direct-map=off boots, after the other paths'",
+           [k for k in posted if k not in fig])
+        ok(fig.get("gbinary_posted_write_MBps") == "18.00"
+           and fig.get("gbinary_posted_round_MBps") == "6.00"
+           and fig.get("io_gbinary_posted_write_MBps") == "4.50"
+           and fig.get("gternary_posted_post_MBps") == "1080.00",
+           "posted MB/s: the best of the rounds",
+           [fig.get(k) for k in ("gbinary_posted_write_MBps", "io_gbinary_posted_write_MBps")])
+        ok(fig.get("gbinary_posted_write_ns_per_access") == "333.3"
+           and fig.get("io_gbinary_posted_write_ns_per_access") == "1333.3",
+           "posted ns per access: the least of the rounds",
+           fig.get("gbinary_posted_write_ns_per_access"))
+        want = {"gbinary_posted_write_vs_plain_write": "0.750",
+                "gternary_posted_write_vs_plain_write": "0.400",
+                "gbinary_posted_read_vs_plain_read": "0.600",
+                "gternary_posted_read_vs_plain_read": "0.550",
+                "gbinary_posted_round_vs_plain_write": "0.250",
+                "gternary_posted_round_vs_plain_write": "0.150",
+                "gbinary_posted_contribute_vs_plain_write": "0.700",
+                "gbinary_posted_readback_vs_plain_read": "0.550",
+                "gbinary_posted_write_vs_trapped": "0.750",
+                "gbinary_posted_round_vs_trapped_write": "0.250",
+                "gbinary_posted_write_vs_ram": "0.150"}
+        ok({k: fig.get(k) for k in want} == want, "the posted ratios",
+           {k: fig.get(k) for k in want})
+        ok(fig.get("target_gbinary_posted_write_vs_plain_write") == "0.5"
+           and fig.get("target_gternary_posted_write_vs_plain_write") == "0.5"
+           and fig.get("target_gbinary_posted_read_vs_plain_read") == "0.5"
+           and fig.get("target_gbinary_posted_round_vs_plain_write") == "0.2"
+           and fig.get("posted_meets_targets") == "no",
+           "the targets; G-Ternary's write below its target: not met",
+           fig.get("posted_meets_targets"))
+        ok(keys.index("gbinary_posted_write_vs_plain_write") ==
+           keys.index("gternary_read_vs_stock_fp32") + 1
+           and keys.index("posted_meets_targets") == keys.index("sysram_write_MBps") - 1,
+           "the posted ratios and targets after the trapped windows' ratios")
 
         boot, _ = fake_boot(fail="io")
         err = io.StringIO()
@@ -112,6 +176,37 @@ def main():
         except gb.BenchError as e:
             msg = str(e)
         ok(msg.startswith("bench guest: no plain_write_MBps from the device boots"), "a missing figure is an error", msg)
+
+        def without(key: str, kind: str) -> str:
+            """The figures' error with KEY= left out of KIND's console."""
+            logs = {k: [console(k, 1)] for k in gb.KINDS}
+            logs[kind] = ["\r\n".join(l for l in logs[kind][0].split("\r\n")
+                                       if not l.startswith(key + "="))]
+            try:
+                gb.figures(logs, console("sysram", 1))
+                return ""
+            except gb.BenchError as e:
+                return str(e)
+        msg = without("gternary_posted_round_MBps", "nfabric")
+        ok(msg == "bench guest: no gternary_posted_round_MBps from the device boots "
+           "(logs build/guest/bench-nfabric-*.log)", "a missing posted figure is an error", msg)
+        msg = without("gbinary_posted_read_ns_per_access", "io")
+        ok(msg.startswith("bench guest: no gbinary_posted_read_ns_per_access from the "
+                          "direct-map=off boots"), "and one of the direct-map=off boots", msg)
+        ok(without("nothing_MBps", "io") == "", "the full consoles: no error")
+
+    # The targets, met: every ratio of the four at or above its target.
+    f = {"plain_write": "100", "plain_read": "100", "ram_write": "1000", "gbinary_write": "10"}
+    for k in gb.POSTED:
+        f.update({f"{k}_write": "50", f"{k}_read": "50", f"{k}_round": "20",
+                  f"{k}_contribute": "40", f"{k}_readback": "40"})
+    got = dict(l.split("=", 1) for l in gb.posted_ratios(f))
+    ok(got["posted_meets_targets"] == "yes" and got["gbinary_posted_write_vs_trapped"] == "5.000"
+       and got["gbinary_posted_round_vs_plain_write"] == "0.200",
+       "the targets met at exactly their values", got)
+    f["gbinary_posted_round"] = "19.9"
+    ok(dict(l.split("=", 1) for l in gb.posted_ratios(f))["posted_meets_targets"] == "no",
+       "a round below its target: not met")
     return done()
 
 
