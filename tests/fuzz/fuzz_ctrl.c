@@ -33,6 +33,12 @@
  *   statistics  once per path an access touched, with the bytes that path
  *               served (docs/reliability.md F1); T_TOTAL_PS = sum of the
  *               paths
+ *   posted      (1.7) a posted window's data is the head's staging: its
+ *               accesses read and write a shadow of the staging and count
+ *               nothing; POST applies the staged bytes as the reference's
+ *               writes (CONTRIB_BYTES + length, CONTRIB_WRITES + the words
+ *               it touches, the statistics likewise), FETCH writes the
+ *               reference's read-out into the staging
  *   post_load   after a (possibly corrupted) state is loaded, either -1 or
  *               a state that passes all of the above
  *   bounds      every dirty range inside memory; canaries intact
@@ -72,6 +78,8 @@
 static NFabricCtrl ctrl;
 static uint8_t *block, *ram;
 static uint8_t shadow[RAM_SIZE];
+static uint8_t *stg;                    /* the head's staging (1.7) */
+static uint8_t stg_shadow[RAM_SIZE];
 static uint8_t images[4][RAM_SIZE];     /* initial device memory contents */
 static uint64_t exp_contrib_writes[NW], exp_contrib_bytes[NW];
 static uint32_t exp_reserved[NW];
@@ -97,6 +105,14 @@ static void hook_dirty(void *opaque, uint64_t dpa, uint64_t len)
           (unsigned long long)dpa, (unsigned long long)len);
 }
 
+static void hook_staging_dirty(void *opaque, uint64_t dpa, uint64_t len)
+{
+    (void)opaque;
+    CHECK(len && dpa <= RAM_SIZE && len <= RAM_SIZE - dpa,
+          "staging dirty range 0x%llx+0x%llx outside it",
+          (unsigned long long)dpa, (unsigned long long)len);
+}
+
 static unsigned n_rejected;
 
 static void hook_error(void *opaque, uint64_t off, uint32_t code,
@@ -110,6 +126,7 @@ static void hook_error(void *opaque, uint64_t off, uint32_t code,
 }
 
 static const NFabricCtrlOps hooks = {
+    .staging_dirty = hook_staging_dirty,
     .dirty = hook_dirty,
     .guest_error = hook_error,
 };
@@ -323,6 +340,21 @@ static int win_of(uint64_t a)
     return -1;
 }
 
+/* Is enabled window i posted (its data this head's staging)? */
+static bool posted_win(int i)
+{
+    return i >= 0 && enabled((unsigned)i) &&
+           (ctrl.sh->win[i].ctrl & NFABRIC_WCTRL_POSTED);
+}
+
+static void check_staging_range(uint64_t a, uint64_t len)
+{
+    if (len && memcmp(stg + a, stg_shadow + a, len)) {
+        FAIL("staging 0x%llx+%llu differs from the reference",
+             (unsigned long long)a, (unsigned long long)len);
+    }
+}
+
 /* Where the bytes of one element's counter lie (for the memory compare). */
 static void check_shadow_range(uint64_t a, uint64_t len)
 {
@@ -447,6 +479,19 @@ static void do_mem(uint64_t dpa, unsigned len, uint64_t val, bool write)
         int i = win_of(dpa + k);
         unsigned p = path_of(i);
 
+        if (posted_win(i)) {
+            /* The staging: plain memory of this head, not counted. */
+            if (write) {
+                stg_shadow[dpa + k] = buf[k];
+                check_staging_range(dpa + k, 1);
+            } else {
+                CHECK(buf[k] == stg_shadow[dpa + k], "read 0x%llx of a "
+                      "posted window: got 0x%02x, staging 0x%02x",
+                      (unsigned long long)(dpa + k), buf[k],
+                      stg_shadow[dpa + k]);
+            }
+            continue;
+        }
         bytes[p]++;
         if (k == 0 || win_of(dpa + k - 1) != i) {
             pieces[p]++;
@@ -566,11 +611,60 @@ static void track_enables(uint32_t mask_before)
     }
 }
 
+/* The window of a posted doorbell offset (1.7), or -1. */
+static int post_win(uint64_t off)
+{
+    if (off >= NFABRIC_REG_POST_BASE && off < NFABRIC_REG_POST(NW, 0)) {
+        return (int)((off - NFABRIC_REG_POST_BASE) / NFABRIC_POST_STRIDE);
+    }
+    return -1;
+}
+
+/*
+ * An accepted doorbell of window i: STAGE_OFF so, len bytes, as the
+ * reference applies it; the statistics count the words, the bytes.
+ */
+static void ref_doorbell(unsigned i, bool post, uint64_t so, uint64_t len,
+                         const Snap *before, const Snap *after)
+{
+    const NFabricWindow *w = &ctrl.sh->win[i];
+    unsigned p = NFABRIC_WCTRL_PATH(w->ctrl);
+    uint64_t a = w->dpa_base + so;
+    uint64_t words = ((so + len + 7) >> 3) - (so >> 3);
+    unsigned cnt = post ? NFABRIC_STAT_WRITES : NFABRIC_STAT_READS;
+    unsigned by = post ? NFABRIC_STAT_WRITE_BYTES : NFABRIC_STAT_READ_BYTES;
+
+    CHECK(posted_win((int)i) && len && so <= w->dpa_size &&
+          len <= w->dpa_size - so, "a doorbell of window %u accepted: "
+          "+0x%llx, %llu bytes", i, (unsigned long long)so,
+          (unsigned long long)len);
+    for (uint64_t k = 0; k < len; k++) {
+        if (post) {
+            ref_write_byte((int)i, a + k, stg_shadow[a + k]);
+        } else {
+            stg_shadow[a + k] = ref_read_byte((int)i, a + k);
+        }
+    }
+    if (post) {
+        exp_contrib_bytes[i] += len;
+        exp_contrib_writes[i] += words;
+    }
+    check_staging_range(a, len);
+    CHECK(after->stats[p][cnt] - before->stats[p][cnt] == words &&
+          after->stats[p][by] - before->stats[p][by] == len,
+          "doorbell of window %u: %llu accesses, %llu bytes counted "
+          "(want %llu, %llu)", i,
+          (unsigned long long)(after->stats[p][cnt] - before->stats[p][cnt]),
+          (unsigned long long)(after->stats[p][by] - before->stats[p][by]),
+          (unsigned long long)words, (unsigned long long)len);
+}
+
 static void do_reg_write(uint64_t off, uint64_t val, unsigned size)
 {
     Snap before, after;
-    int wi = reg_win(off);
+    int wi = reg_win(off), pw = post_win(off);
     unsigned rej = n_rejected;
+    uint64_t so = pw >= 0 ? ctrl.stage_off[pw] : 0;
 
     snap(&before);
     nfabric_ctrl_reg_write(&ctrl, off, val, size);
@@ -609,6 +703,27 @@ static void do_reg_write(uint64_t off, uint64_t val, unsigned size)
         CHECK(!memcmp(&before, &after, sizeof(before)),
               "rejected register write 0x%llx/%u changed state",
               (unsigned long long)off, size);
+        return;
+    }
+    if (pw >= 0) {
+        uint64_t rel = off - NFABRIC_REG_POST(pw, 0);
+
+        /* Accepted: STAGE_OFF stored; a doorbell as the reference. */
+        if (rel == NFABRIC_POST || rel == NFABRIC_FETCH) {
+            ref_doorbell((unsigned)pw, rel == NFABRIC_POST, so,
+                         (uint32_t)val, &before, &after);
+        } else {
+            CHECK(rel == NFABRIC_STAGE_OFF && ctrl.stage_off[pw] == (uint32_t)val,
+                  "STAGE_OFF of window %d: 0x%x", pw, ctrl.stage_off[pw]);
+        }
+        for (unsigned i = 0; i < NW; i++) {
+            after.win[i].contrib_writes = before.win[i].contrib_writes;
+            after.win[i].contrib_bytes = before.win[i].contrib_bytes;
+            after.win[i].reserved_codes = before.win[i].reserved_codes;
+        }
+        CHECK(!memcmp(before.win, after.win, sizeof(before.win)) &&
+              after.enabled_mask == before.enabled_mask,
+              "a doorbell changed the window table");
         return;
     }
     /* Accepted: other windows untouched. */
@@ -690,8 +805,11 @@ static uint64_t reg_offset(In *in)
     case 1:
     case 2: {
         unsigned w = u8(in) % (NW + 1);
+        uint8_t r = u8(in);
 
-        return NFABRIC_REG_WIN(w, u8(in) % 0x40);
+        /* A window's registers, or its posted doorbells (1.7). */
+        return r & 0x80 ? NFABRIC_REG_POST(w, r % 0x10) :
+                          NFABRIC_REG_WIN(w, r % 0x40);
     }
     case 3:
         return u8(in) % 0x300;
@@ -716,7 +834,8 @@ static uint64_t reg_value(In *in, unsigned size)
     case 2: {                                   /* a window CTRL value */
         uint8_t a = u8(in), b = u8(in);
 
-        v = NFABRIC_WCTRL(a % 4, widths[(a >> 2) % 8], b % 3) | (b >> 7);
+        v = NFABRIC_WCTRL(a % 4, widths[(a >> 2) % 8], b % 3) | (b >> 7) |
+            (b & 0x10 ? NFABRIC_WCTRL_POSTED : 0);
         if ((b & 0x60) == 0x60) {
             v |= 1u << (8 + b % 24);            /* maybe a reserved bit */
         }
@@ -786,7 +905,33 @@ static void op_window_setup(In *in)
     do_reg_write(NFABRIC_REG_WIN(i, NFABRIC_WIN_COUNTERS), counters, 8);
     do_reg_write(NFABRIC_REG_WIN(i, NFABRIC_WIN_THRESHOLD), thr, 4);
     do_reg_write(NFABRIC_REG_WIN(i, NFABRIC_WIN_CTRL),
-                 NFABRIC_WCTRL(path, width, tie) | NFABRIC_WCTRL_ENABLE, 4);
+                 NFABRIC_WCTRL(path, width, tie) | NFABRIC_WCTRL_ENABLE |
+                 (c & 0x40 ? NFABRIC_WCTRL_POSTED : 0), 4);
+}
+
+/* A posted contribution: stores into window i's staging, POST, FETCH. */
+static void op_posted(In *in)
+{
+    unsigned i = u8(in) % NW;
+    uint8_t m = u8(in);
+    const NFabricWindow *w = &ctrl.sh->win[i];
+    uint64_t so = w->dpa_size ? un(in, 2) % w->dpa_size : un(in, 2);
+    uint64_t len = (uint64_t)u8(in) + 1;
+
+    if (m & 1) {
+        for (uint64_t k = 0; k < len; k += 8) {
+            do_mem(w->dpa_base + so + k, 8, un(in, 8), true);
+        }
+    }
+    if (m & 2) {
+        len = un(in, 4);                        /* anything */
+    }
+    do_reg_write(NFABRIC_REG_POST(i, NFABRIC_STAGE_OFF), so, 4);
+    do_reg_write(NFABRIC_REG_POST(i, m & 4 ? NFABRIC_FETCH : NFABRIC_POST),
+                 len, 4);
+    if (m & 8) {
+        do_mem(w->dpa_base + so, mem_lens[u8(in) % 16], 0, false);
+    }
 }
 
 static void reset_expectations(void)
@@ -840,6 +985,7 @@ static void op_post_load(In *in)
     if (nfabric_ctrl_post_load(&ctrl) != 0) {
         /* QEMU refuses the stream; the device is reset on the next try. */
         nfabric_ctrl_init(&ctrl, ram, RAM_SIZE, &tparams, &hooks, NULL);
+        nfabric_ctrl_set_staging(&ctrl, stg);
         reset_expectations();
         return;
     }
@@ -858,7 +1004,8 @@ static void setup_once(void)
 {
     setup_done = true;
     block = malloc(CANARY + RAM_SIZE + CANARY);
-    if (!block) {
+    stg = malloc(RAM_SIZE);
+    if (!block || !stg) {
         abort();
     }
     ram = block + CANARY;
@@ -904,12 +1051,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(ram, images[fill % 4], RAM_SIZE);
     memcpy(shadow, ram, RAM_SIZE);
     nfabric_ctrl_init(&ctrl, ram, RAM_SIZE, &tparams, &hooks, NULL);
+    nfabric_ctrl_set_staging(&ctrl, stg);
+    memset(stg, fill, RAM_SIZE);
+    memset(stg_shadow, fill, RAM_SIZE);
     reset_expectations();
 
     for (unsigned n = 0; n < MAX_OPS && in.n; n++) {
         uint8_t op = u8(&in);
 
-        switch (op % 12) {
+        switch (op % 13) {
         case 0: {
             uint64_t off = reg_offset(&in);
             unsigned sz = reg_sizes[u8(&in) % 16];
@@ -976,6 +1126,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         }
+        case 12:
+            op_posted(&in);
+            break;
         default: {                      /* read a whole window back */
             const NFabricWindow *w = &ctrl.sh->win[u8(&in) % NW];
             uint64_t len = w->dpa_size < 512 ? w->dpa_size : 512;
@@ -991,6 +1144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_constants();
     check_timing_sum();
     check_shadow_range(0, RAM_SIZE);
+    check_staging_range(0, RAM_SIZE);
     check_canaries();
     return 0;
 }
