@@ -595,7 +595,13 @@ non-IID shards;
 hard: the hard configuration (bench hard: acc_MODE_hard=, recovered_pct_hard=);
 archs: the paper's architectures (bench archs: traffic_pct_layer_aware_ARCH=);
 vm: 2 VMs (--vm-steps, default 20): gloo allreduce over the VMs' link
-against G-Binary through the device: exchange_speedup_vs_gloo=.
+against G-Binary through the device: exchange_speedup_vs_gloo=; then a
+ResNet-18-sized gradient (11 689 512 float32) exchanged between 2 VMs,
+gloo allreduce, G-Binary trapped and posted windows (packed signs written,
+round completed and waited for, majority read back), the median of 5
+exchanges after a warm-up each: resnet_exchange_{gloo,trapped,posted}_ms=,
+resnet_exchange_posted_vs_{gloo,trapped}=,
+resnet_exchange_posted_equal_trapped=1|0.
 """,
     "archs": """\
 usage: scripts/nfabric bench archs [--steps N] [--budget-pct P]
@@ -785,10 +791,80 @@ def speedup(allreduce: str, gbinary: str) -> str:
     return "exchange_speedup_vs_gloo=%.3f" % (a / b if b > 0 else 0)
 
 
+# The ResNet-18-sized exchange (nfabric.exchangebench): timed exchanges
+# of each way after one warm-up, gloo and the posted window; of the trapped
+# window (each about 0.1-0.2 s in the VMs: 1.4 MB of 8-byte traps each way).
+RESNET_REPS = 5
+RESNET_TRAPPED_REPS = 5
+RESNET_TARGETS = (("posted_vs_gloo", 10), ("posted_vs_trapped", 10))
+
+
+def median(values: Sequence[float]) -> float:
+    """The median of VALUES (of an even count, the mean of the middle two)."""
+    v = sorted(values)
+    if not v:
+        raise ValueError("median of nothing")
+    m = len(v) // 2
+    return v[m] if len(v) % 2 else (v[m - 1] + v[m]) / 2
+
+
+def resnet_exchange_row(logs: str) -> dict:
+    """Rank 0's line of nfabric.exchangebench in a guest's console LOGS."""
+    for ln in lines(logs.replace("\r", "")):
+        i = ln.find("{")
+        if i >= 0 and '"bench": "resnet_exchange"' in ln and '"rank": 0,' in ln:
+            return json.loads(ln[i:])
+    raise BenchError("bench ddp: no line of rank 0 from nfabric.exchangebench")
+
+
+def resnet_exchange_result(row: dict) -> List[str]:
+    """The key=value lines of the ResNet-18-sized exchange (ROW: rank 0's
+    line): each way's median time (ms) over its timed exchanges, the
+    posted window's speed-ups, whether the posted and trapped read-backs
+    were equal bit for bit on every rank, and the targets."""
+    ms = {k: median(row[f"{k}_ms"]) for k in ("gloo", "trapped", "posted")}
+
+    def ratio(a: float, b: float) -> str:
+        return "%.3f" % (a / b if b > 0 else 0)
+    p = "resnet_exchange_"
+    return [f"{p}elements={row['elements']}", f"{p}packed_bytes={row['packed_bytes']}",
+            f"{p}reps={row['reps']}", f"{p}trapped_reps={row['trapped_reps']}",
+            *(f"{p}{k}_ms=%.2f" % ms[k] for k in ("gloo", "trapped", "posted")),
+            f"{p}posted_vs_gloo={ratio(ms['gloo'], ms['posted'])}",
+            f"{p}posted_vs_trapped={ratio(ms['trapped'], ms['posted'])}",
+            f"{p}posted_equal_trapped={1 if row['posted_equal_trapped'] else 0}",
+            f"{p}majority_ok="
+            f"{1 if row['majority_matches_reference'] and row['majority_identical'] else 0}",
+            f"{p}pack_ms=%.2f" % row["pack_ms"],
+            f"{p}clear_ms=%.2f" % median(row["clear_ms"] or [0.0]),
+            *(f"target_{p}{k}={v}" for k, v in RESNET_TARGETS)]
+
+
+def resnet_exchange_command() -> str:
+    """What each guest runs for the ResNet-18-sized exchange."""
+    return (f"/usr/bin/python3 -m nfabric.exchangebench --master-addr {GUEST_HOST}"
+            f" --reps {RESNET_REPS} --trapped-reps {RESNET_TRAPPED_REPS}")
+
+
+def bench_resnet_exchange(c: Ctx, d: str) -> None:
+    """2 VMs exchange a ResNet-18-sized gradient (11 689 512 float32
+    elements) three ways: gloo's allreduce over their link, G-Binary
+    through the shared device with a trapped window, with a posted one."""
+    md = os.path.join(d, "vm", "resnet-exchange")
+    os.makedirs(md, exist_ok=True)
+    script = os.path.join(md, "run.sh")
+    vm_script(c, script, [resnet_exchange_command()])
+    if vm_run(md, script, os.path.join(md, "cluster.out")) != 0:
+        raise BenchError(f"bench ddp: the 2-VM ResNet-18 exchange failed ({md})")
+    print("\n".join(resnet_exchange_result(
+        resnet_exchange_row(read(os.path.join(md, "host0.log"))))))
+
+
 def bench_ddp_vm(c: Ctx, d: str, vm_steps: int) -> None:
     """2 VMs, the same training, gloo's allreduce over the emulated link
     against G-Binary through the shared device, side by side; and each
-    beside the same run on the host."""
+    beside the same run on the host.  Then a ResNet-18-sized gradient
+    exchanged in 2 VMs: gloo, G-Binary trapped and posted."""
     if vm_steps <= 0:
         return
     ex: Dict[str, str] = {}
@@ -825,6 +901,7 @@ def bench_ddp_vm(c: Ctx, d: str, vm_steps: int) -> None:
         remove(c.shm_file("bench-ddp.state"), c.shm_file("bench-ddp.mem"))
     print(f"vm_steps={vm_steps}")
     print(speedup(ex["allreduce"], ex["gbinary"]))
+    bench_resnet_exchange(c, d)
 
 
 def bench_ddp(c: Ctx, o: Dict[str, str]) -> None:

@@ -231,6 +231,56 @@ def bench_cases():
            "bench archs: ranks that differ are refused", exc)
 
 
+RESNET_ROW = {"rank": 0, "world": 2, "bench": "resnet_exchange", "elements": 11689512,
+              "packed_bytes": 1461189, "reps": 5, "trapped_reps": 2, "staging": True,
+              "gloo_ms": [3334.9, 4431.3, 4263.9, 3847.8, 5310.1],
+              "trapped_ms": [213.7, 96.7], "posted_ms": [4.528, 4.559, 6.076, 4.858, 13.059],
+              "pack_ms": 500.722, "clear_ms": [0.8, 0.75, 1.4], "posted_equal_trapped": True,
+              "majority_identical": True, "majority_matches_reference": True,
+              "majority": "787a7e583d062d6d"}
+
+
+def resnet_cases():
+    ok(ddp.median([3, 1, 2]) == 2 and ddp.median([4, 1, 3, 2]) == 2.5 and
+       ddp.median([7.0]) == 7.0, "bench ddp: the median, of an even count the middle two's mean")
+    out = ddp.resnet_exchange_result(RESNET_ROW)
+    want = ["resnet_exchange_elements=11689512", "resnet_exchange_packed_bytes=1461189",
+            "resnet_exchange_reps=5", "resnet_exchange_trapped_reps=2",
+            "resnet_exchange_gloo_ms=4263.90", "resnet_exchange_trapped_ms=155.20",
+            "resnet_exchange_posted_ms=4.86", "resnet_exchange_posted_vs_gloo=877.707",
+            "resnet_exchange_posted_vs_trapped=31.947",
+            "resnet_exchange_posted_equal_trapped=1", "resnet_exchange_majority_ok=1",
+            "resnet_exchange_pack_ms=500.72", "resnet_exchange_clear_ms=0.80",
+            "target_resnet_exchange_posted_vs_gloo=10",
+            "target_resnet_exchange_posted_vs_trapped=10"]
+    ok(out == want, "bench ddp: the ResNet-18 exchange's lines, medians and ratios", out)
+    row = dict(RESNET_ROW, posted_equal_trapped=False, majority_identical=False,
+               posted_ms=[0, 0, 0], clear_ms=[])
+    out = ddp.resnet_exchange_result(row)
+    ok("resnet_exchange_posted_equal_trapped=0" in out and
+       "resnet_exchange_majority_ok=0" in out and "resnet_exchange_posted_vs_gloo=0.000" in out
+       and "resnet_exchange_clear_ms=0.00" in out,
+       "bench ddp: read-backs that differ give 0, a zero time a 0 ratio", out)
+    logs = ("NFABRIC-READY uptime=8.03s\n"
+            '{"rank": 1, "bench": "resnet_exchange", "elements": 1}\r\n'
+            "[   12.3] random: crng init done\r\n"
+            + json.dumps(RESNET_ROW) + "\r\nNFABRIC-EXIT=0\n")
+    ok(ddp.resnet_exchange_row(logs) == RESNET_ROW,
+       "bench ddp: rank 0's exchange line found in a console log, its CR dropped")
+    try:
+        ddp.resnet_exchange_row(logs.replace('"rank": 0,', '"rank": 2,'))
+        ok(False, "bench ddp: a log without rank 0's exchange line is refused", "accepted")
+    except ddp.BenchError as exc:
+        ok("no line of rank 0 from nfabric.exchangebench" in str(exc),
+           "bench ddp: a log without rank 0's exchange line is refused", exc)
+    cmd = ddp.resnet_exchange_command()
+    ok(cmd == "/usr/bin/python3 -m nfabric.exchangebench --master-addr 169.254.0.1"
+              f" --reps {ddp.RESNET_REPS} --trapped-reps {ddp.RESNET_TRAPPED_REPS}",
+       "bench ddp: the guests' ResNet-18 exchange command", cmd)
+    ok("resnet_exchange_posted_equal_trapped=" in ddp.HELP["ddp"],
+       "bench ddp's help names the ResNet-18 exchange's keys")
+
+
 def refused(name, argv, want):
     try:
         ddp.options(name, argv)
@@ -344,6 +394,7 @@ def main():
     vm_cases()
     pools_cases()
     bench_cases()
+    resnet_cases()
     option_cases()
     with tempfile.TemporaryDirectory(prefix="nfmachine-ddp-test-") as tmp:
         script_case(tmp)
