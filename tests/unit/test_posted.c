@@ -32,7 +32,7 @@
 #include "tap.h"
 #include "testutil.h"
 
-#define RAM_SIZE        (1u << 20)
+#define RAM_SIZE        (8u << 20)
 #define WBASE           0x1000u
 #define WCTRS           0x40000u
 #define GB              NFABRIC_PATH_GBINARY
@@ -497,6 +497,67 @@ static void test_rtl_compare(void)
     dev_down(&d);
 }
 
+/*
+ * A long doorbell (512 KiB: split between two threads, stripe by stripe)
+ * against the trapped path, G-Binary w8 and G-Ternary w16, and a FETCH of
+ * it against the trapped read-out.
+ */
+static bool equal_long(unsigned path, unsigned width)
+{
+    const uint64_t wsize = 512u << 10, ctrs = 1u << 20;
+    uint8_t *buf = malloc(wsize), *ra = malloc(wsize), *rb = malloc(wsize);
+    uint64_t clen = nfabric_counter_bytes(path, width, wsize);
+    bool ok;
+    Dev a, b;
+
+    dev_up(&a, false);
+    dev_up(&b, true);
+    ok = buf && ra && rb &&
+         win_set(&a, 0, WBASE, wsize, ctrs, path, width, 1, 2, false) == 0 &&
+         win_set(&b, 0, WBASE, wsize, ctrs, path, width, 1, 2, true) == 0;
+    for (unsigned r = 0; ok && r < 3; r++) {
+        uint64_t off = r == 0 ? 0 : 8 * (rnd() % 1000);
+        uint64_t len = wsize - off - (r == 2 ? 24 : 0);
+
+        fill(buf, len, path);
+        for (uint64_t k = 0; k < len; k += 8) {
+            nfabric_ctrl_mem_access(&a.c, WBASE + off + k, buf + k, 8, true);
+        }
+        memcpy(b.staging + WBASE + off, buf, len);
+        doorbell(&b, 0, off, len, true);
+    }
+    ok = ok && !memcmp(a.ram + ctrs, b.ram + ctrs, clen) &&
+         rd(&a, NFABRIC_REG_WIN(0, NFABRIC_WIN_CONTRIB_WRITES), 8) ==
+         rd(&b, NFABRIC_REG_WIN(0, NFABRIC_WIN_CONTRIB_WRITES), 8) &&
+         rd(&a, NFABRIC_REG_WIN(0, NFABRIC_WIN_CONTRIB_BYTES), 8) ==
+         rd(&b, NFABRIC_REG_WIN(0, NFABRIC_WIN_CONTRIB_BYTES), 8) &&
+         rd(&a, NFABRIC_REG_WIN(0, NFABRIC_WIN_RESERVED_CODES), 4) ==
+         rd(&b, NFABRIC_REG_WIN(0, NFABRIC_WIN_RESERVED_CODES), 4) &&
+         b.c.error_count == 0;
+    if (ok) {
+        for (uint64_t k = 0; k < wsize; k += 8) {
+            nfabric_ctrl_mem_access(&a.c, WBASE + k, ra + k, 8, false);
+        }
+        doorbell(&b, 0, 0, wsize, false);
+        ok = !memcmp(ra, b.staging + WBASE, wsize) &&
+             rd(&b, NFABRIC_REG_STATS_PATH(path, NFABRIC_STATS_READS), 8) ==
+             wsize / 8 && b.c.error_count == 0;
+    }
+    free(buf);
+    free(ra);
+    free(rb);
+    dev_down(&a);
+    dev_down(&b);
+    return ok;
+}
+
+static void test_long(void)
+{
+    TAP_CHECK(equal_long(GB, 8) && equal_long(GT, 16),
+              "posted = trapped for 512 KiB doorbells (split between two "
+              "threads): counters, counts, read-out after FETCH");
+}
+
 int main(void)
 {
     test_equal();
@@ -504,5 +565,6 @@ int main(void)
     test_refusals();
     test_io_path();
     test_rtl_compare();
+    test_long();
     return tap_done();
 }

@@ -122,8 +122,12 @@ void nfabric_map_finish(NFabricCtrl *s);
 /* ---- nfabric_datapath.c --------------------------------------------- */
 
 void nfabric_record_clear(NFabricCtrl *s);
-int nfabric_dp_posted(NFabricCtrl *s, unsigned i, uint64_t off, uint8_t *buf,
-                      unsigned n, bool write, uint64_t words);
+void nfabric_dp_contributing(NFabricCtrl *s, unsigned i);
+void nfabric_dp_contributed(NFabricCtrl *s, unsigned i, uint64_t writes,
+                            uint64_t bytes, uint64_t reserved);
+int nfabric_dp_span(NFabricCtrl *s, unsigned i, uint64_t off, uint8_t *buf,
+                    unsigned n, bool write, uint64_t *reserved,
+                    int *lock_errno);
 void nfabric_account_posted(NFabricCtrl *s, unsigned path, bool write,
                             uint64_t off, uint64_t len, uint64_t words);
 

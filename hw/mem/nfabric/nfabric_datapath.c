@@ -12,6 +12,7 @@
  * errors, a lock that failed; dirty memory is the header's inline) and
  * jobs (the assignment, the view).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
@@ -266,21 +267,56 @@ static int nfabric_dp_read(NFabricCtrl *s, unsigned i, const NFabricAggCfg *cfg,
     return 0;
 }
 
+/* This head contributes to window i's round (before its bytes count). */
+void nfabric_dp_contributing(NFabricCtrl *s, unsigned i)
+{
+    /* Other heads set their bits under other stripes: atomically. */
+    if (!(__atomic_load_n(&s->sh->round[i].contrib, __ATOMIC_RELAXED) &
+          (1u << s->head))) {
+        __atomic_fetch_or(&s->sh->round[i].contrib, 1u << s->head,
+                          __ATOMIC_RELAXED);
+    }
+}
+
 /*
- * Serve n bytes at dpa on window i (locked, configuration as looked up).
- * FP32 windows store and return the bytes; low-bit windows aggregate.
- * Writes count as this head's contribution to the window's round, as
- * writes accesses (1 for a CXL.mem access; a posted range counts the
- * 8-byte words it covers).
+ * This head's writes accesses of bytes to window i counted, reserved
+ * G-Ternary codes among them.  Per head: a line no other head writes.  The
+ * window's totals are the heads' sum (nfabric_win_value); a private device
+ * keeps them in the window too (migrated, one head).
  */
-static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
-                               uint8_t *buf, unsigned n, bool write,
-                               uint64_t writes)
+void nfabric_dp_contributed(NFabricCtrl *s, unsigned i, uint64_t writes,
+                            uint64_t bytes, uint64_t reserved)
 {
     NFabricShared *sh = s->sh;
     NFabricWindow *w = &sh->win[i];
+
+    if (reserved) {
+        if (s->shared) {
+            sh->head[s->head].reserved_codes[i] += (uint32_t)reserved;
+        } else {
+            w->reserved_codes += (uint32_t)reserved;
+        }
+    }
+    sh->head[s->head].contrib_writes[i] += writes;
+    sh->head[s->head].contrib_bytes[i] += bytes;
+    if (!s->shared) {
+        w->contrib_writes += writes;
+        w->contrib_bytes += bytes;
+    }
+}
+
+/*
+ * Serve n bytes at dpa on window i (locked, configuration as looked up).
+ * FP32 windows store and return the bytes; low-bit windows aggregate.
+ * Writes count as one access of this head's contribution to the window's
+ * round.
+ */
+static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
+                               uint8_t *buf, unsigned n, bool write)
+{
     const NFabricAggCfg *cfg = &s->view.cfg[i];
     uint64_t off = dpa - s->view.base[i];
+    int64_t rc = 0;
     /* FP32 windows' COUNTERS is never validated: no pointer from it. */
     uint8_t *counters = cfg->path == NFABRIC_PATH_FP32 ? NULL :
                         s->ram + s->view.counters[i];
@@ -300,41 +336,17 @@ static void nfabric_win_access(NFabricCtrl *s, unsigned i, uint64_t dpa,
         nfabric_ctrl_dirty(s, dpa, n);
     } else {
         /* The window was validated: the range is inside it. */
-        int64_t rc = nfabric_dp_write(s, i, cfg, counters, off, buf, n,
-                                      &dropped);
-
+        rc = nfabric_dp_write(s, i, cfg, counters, off, buf, n, &dropped);
         if (dropped) {
             /* Not applied, so no contribution. */
             return;
-        }
-        if (rc > 0) {
-            if (s->shared) {
-                sh->head[s->head].reserved_codes[i] += (uint32_t)rc;
-            } else {
-                w->reserved_codes += (uint32_t)rc;
-            }
         }
         nfabric_ctrl_dirty(s,
             s->view.counters[i] + nfabric_counter_bytes(cfg->path, cfg->width, off),
             nfabric_counter_bytes(cfg->path, cfg->width, n));
     }
-    /*
-     * Counted per head: a line no other head writes.  The window's totals
-     * are the heads' sum (nfabric_win_value); a private device keeps them
-     * in the window too (migrated, one head).
-     */
-    sh->head[s->head].contrib_writes[i] += writes;
-    sh->head[s->head].contrib_bytes[i] += n;
-    if (!s->shared) {
-        w->contrib_writes += writes;
-        w->contrib_bytes += n;
-    }
-    /* Other heads set their bits under other stripes: atomically. */
-    if (!(__atomic_load_n(&sh->round[i].contrib, __ATOMIC_RELAXED) &
-          (1u << s->head))) {
-        __atomic_fetch_or(&sh->round[i].contrib, 1u << s->head,
-                          __ATOMIC_RELAXED);
-    }
+    nfabric_dp_contributed(s, i, 1, n, rc > 0 ? (uint64_t)rc : 0);
+    nfabric_dp_contributing(s, i);
 }
 
 /*
@@ -508,7 +520,7 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                 continue;
             }
             path = s->view.cfg[i].path;
-            nfabric_win_access(s, i, dpa, buf, n, write, 1);
+            nfabric_win_access(s, i, dpa, buf, n, write);
             nfabric_unlock_span(s, i, &held);
         }
         served[path] += n;
@@ -537,23 +549,30 @@ bool nfabric_ctrl_mem_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
 /*
  * A posted window's doorbell (nfabric_posted.c): n bytes at offset off of
  * window i, inside one of its stripes, under that stripe: written from buf
- * through the datapath as words writes of this head's contribution, or the
- * read-out into buf.  The RTL, when it serves or compares, takes the bytes
- * as the CXL.mem path's accesses (8-byte words).  Returns
- * NFABRIC_ERR_NONE, NFABRIC_ERR_STATE (the stripe could not be had: for a
- * write the round is INCOMPLETE) or -1: the table changed (view no longer
- * current); nothing was done.
+ * through the datapath (the reserved G-Ternary codes met added to
+ * *reserved), or the read-out into buf.  The RTL, when it serves or
+ * compares, takes the bytes as the CXL.mem path's accesses (8-byte words).
+ * Neither the counts, the dirty ranges nor the round's contributor are
+ * touched (the caller does them once for a doorbell): with the RTL off
+ * this may run in several threads at once, on different stripes, while
+ * the view stays as it is.  Returns NFABRIC_ERR_NONE, NFABRIC_ERR_STATE
+ * (the stripe could not be had, errno in *lock_errno; for a write the
+ * round is INCOMPLETE) or -1: the table changed; nothing was done.
  */
-int nfabric_dp_posted(NFabricCtrl *s, unsigned i, uint64_t off, uint8_t *buf,
-                      unsigned n, bool write, uint64_t words)
+int nfabric_dp_span(NFabricCtrl *s, unsigned i, uint64_t off, uint8_t *buf,
+                    unsigned n, bool write, uint64_t *reserved,
+                    int *lock_errno)
 {
     const NFabricAggCfg *cfg = &s->view.cfg[i];
     uint8_t *counters = s->ram + s->view.counters[i];
-    NFabricHeld held;
+    NFabricHeld held = { 0 };
     bool dropped = false;
 
-    if (!nfabric_lock_span(s, i, off, n, &held)) {
-        if (write && s->shared) {
+    if (s->shared &&
+        !nfabric_shared_lock_span(s->sh, s->lock_token, i, s->view.size[i],
+                                  off, n, &held)) {
+        *lock_errno = errno;
+        if (write) {
             __atomic_store_n(&s->sh->round[i].incomplete, 1,
                              __ATOMIC_RELAXED);
         }
@@ -563,31 +582,23 @@ int nfabric_dp_posted(NFabricCtrl *s, unsigned i, uint64_t off, uint8_t *buf,
         nfabric_unlock_span(s, i, &held);
         return -1;
     }
-    if (write && s->rtl_mode == NFABRIC_RTL_OFF) {
-        nfabric_win_access(s, i, s->view.base[i] + off, buf, n, true, words);
-    } else if (write) {
-        /* The RTL's accesses: a word (or the range's ends) at a time. */
-        for (unsigned k = 0; k < n;) {
-            unsigned m = 8 - (unsigned)((off + k) & 7);
+    for (unsigned k = 0; k < n;) {
+        /* The engine takes the whole span; the RTL a word at a time. */
+        unsigned m = s->rtl_mode == NFABRIC_RTL_OFF ? n - k :
+                     8 - (unsigned)((off + k) & 7);
 
-            m = m < n - k ? m : n - k;
-            nfabric_win_access(s, i, s->view.base[i] + off + k, buf + k, m,
-                               true, 1);
-            k += m;
-        }
-    } else {
-        for (unsigned k = 0; k < n;) {
-            unsigned m = s->rtl_mode == NFABRIC_RTL_OFF ? n - k :
-                         8 - (unsigned)((off + k) & 7);
+        m = m < n - k ? m : n - k;
+        dropped = false;
+        if (write) {
+            int64_t rc = nfabric_dp_write(s, i, cfg, counters, off + k,
+                                          buf + k, m, &dropped);
 
-            m = m < n - k ? m : n - k;
-            dropped = false;
-            if (nfabric_dp_read(s, i, cfg, counters, off + k, buf + k, m,
-                                &dropped) != 0) {
-                memset(buf + k, 0, m);
-            }
-            k += m;
+            *reserved += rc > 0 && !dropped ? (uint64_t)rc : 0;
+        } else if (nfabric_dp_read(s, i, cfg, counters, off + k, buf + k, m,
+                                   &dropped) != 0) {
+            memset(buf + k, 0, m);
         }
+        k += m;
     }
     nfabric_unlock_span(s, i, &held);
     return NFABRIC_ERR_NONE;
