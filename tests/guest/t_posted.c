@@ -21,10 +21,10 @@
 #include "gt.h"
 
 /* Device memory used here (DPA offsets from the region's start). */
-#define PT_TRAPPED      (40ull << 20)
-#define PT_POSTED       (41ull << 20)
-#define PT_CTRS_T       (44ull << 20)
-#define PT_CTRS_P       (46ull << 20)
+#define PT_TRAPPED      (58ull << 20)
+#define PT_POSTED       ((58ull << 20) + (64u << 10))
+#define PT_CTRS_T       (59ull << 20)
+#define PT_CTRS_P       (60ull << 20)
 #define PT_SIZE         8192u
 
 typedef struct pt_case {

@@ -441,6 +441,17 @@ static void test_io_path(void)
               rd(&d, NFABRIC_REG_WIN(1, NFABRIC_WIN_CONTRIB_WRITES), 8) == 512,
               "a posted 4 KiB: 512 writes in the statistics and CONTRIB_WRITES, "
               "64 lines in the timing model");
+    {
+        /* Dependent 64-byte lines: D/F over S + 64/B (docs/timing.md). */
+        double df = tparams.depth * 1e6 / tparams.clock_mhz;
+        double base = tparams.service_ns * 1e3 + 64 * 1e6 / tparams.link_mbps;
+        uint32_t want = (uint32_t)(df / base * 1e6 + 0.5);
+
+        TAP_CHECK(rd(&d, NFABRIC_REG_T_EXPOSED_PPM, 4) == want,
+                  "a posted 4 KiB in the timing model: T_EXPOSED_PPM %u, the "
+                  "64-byte lines' %u", (unsigned)rd(&d, NFABRIC_REG_T_EXPOSED_PPM, 4),
+                  want);
+    }
     /* FETCH of a line: its read-out in the staging, 8 words read. */
     doorbell(&d, 1, 0x40, 64, false);
     memcpy(line, d.staging + 0x2040, 64);
