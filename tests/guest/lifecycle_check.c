@@ -10,7 +10,10 @@
  *       every window register, contribution count, statistic and timing
  *       access count against what this program did, every counter and the
  *       majority read-back against a reference kept in guest RAM, and every
- *       byte of the FP32 area.  Prints "LC-MIGRATE-READY" once the loop
+ *       byte of the FP32 area.  Beside them a posted G-Binary window takes
+ *       a contribution per pass (stores into the staging, POST), and a
+ *       posted G-Ternary window holds one stored before the migration and
+ *       posted only after it: the staging must have migrated.  Prints "LC-MIGRATE-READY" once the loop
  *       runs, so that the host knows when to start the migration.
  *
  *   nfabric-lifecycle-check boot
@@ -46,6 +49,12 @@
 #define FP_SIZE      (1ull << 20)
 #define FP_CHUNK     4096ull
 #define FP_CHUNKS    (FP_SIZE / FP_CHUNK)
+#define PB_BASE      (8ull << 20)           /* posted G-Binary, window 2 */
+#define PB_SIZE      (16ull << 10)
+#define PB_COUNTERS  (9ull << 20)           /* 16-bit counters, 256 KiB */
+#define PS_BASE      (10ull << 20)          /* posted G-Ternary, window 3 */
+#define PS_SIZE      (4ull << 10)
+#define PS_COUNTERS  (11ull << 20)          /* 8-bit counters, 16 KiB */
 #define STOP_DPA     (0x0fff0000ull)        /* the host's stop word */
 #define STAGE_DPA    (0x0ffe0000ull)        /* boot stage (boot mode) */
 #define KEEP_DPA     (0x0ffd0000ull)        /* pattern kept across reboots */
@@ -101,7 +110,28 @@ static volatile uint64_t *word_at(nfabric_dev *d, uint64_t dpa)
  */
 #define PLAIN NFABRIC_NUM_PATHS
 static uint64_t acc_rd[NFABRIC_NUM_PATHS + 1], acc_wr[NFABRIC_NUM_PATHS + 1];
+/*
+ * A posted range counts its 8-byte words in the statistics and its 64-byte
+ * lines in the timing model (docs/registers.md): lines less words, here.
+ */
+static int64_t t_adjust[NFABRIC_NUM_PATHS];
 static bool direct_map = true;
+
+/* A posted window's doorbell over [0, len) of window i, counted. */
+static int doorbell(nfabric_dev *d, unsigned i, unsigned path, uint64_t len,
+                    bool post)
+{
+    int rc = post ? nfabric_window_post(d, i, 0, len) :
+                    nfabric_window_fetch(d, i, 0, len);
+
+    if (post) {
+        acc_wr[path] += len / 8;
+    } else {
+        acc_rd[path] += len / 8;
+    }
+    t_adjust[path] += (int64_t)(len / 64) - (int64_t)(len / 8);
+    return rc;
+}
 
 /* What the device's statistics should say for path p. */
 static uint64_t want_rd(unsigned p)
@@ -185,14 +215,42 @@ static int set_windows(nfabric_dev *d)
         rc = nfabric_window_set(d, 1, &fp);
         check(rc == 0, "window 1: FP32 (%s)", rc ? nfabric_errmsg(d) : "enabled");
     }
+    if (rc == 0) {
+        nfabric_win_cfg pb = {
+            .base = nfabric_map_dpa(d) + PB_BASE, .size = PB_SIZE,
+            .counters = nfabric_map_dpa(d) + PB_COUNTERS,
+            .path = NFABRIC_PATH_GBINARY, .width = 16,
+            .tie = NFABRIC_TIE_POSITIVE, .posted = true,
+        };
+        nfabric_win_cfg ps = {
+            .base = nfabric_map_dpa(d) + PS_BASE, .size = PS_SIZE,
+            .counters = nfabric_map_dpa(d) + PS_COUNTERS,
+            .path = NFABRIC_PATH_GTERNARY, .width = 8, .threshold = 1,
+            .posted = true,
+        };
+
+        rc = nfabric_window_set(d, 2, &pb);
+        rc = rc ? rc : nfabric_window_set(d, 3, &ps);
+        check(rc == 0, "windows 2 and 3: posted G-Binary and G-Ternary (%s)",
+              rc ? nfabric_errmsg(d) : "enabled");
+    }
     return rc;
+}
+
+/* The ternary codes stored before the migration: no reserved one. */
+static uint64_t ps_word(uint64_t w)
+{
+    uint64_t v = mix(w ^ 0x7073ull);
+
+    /* Code 2 (0b10) becomes 0. */
+    return v & ~((v & 0xaaaaaaaaaaaaaaaaull) & ~((v & 0x5555555555555555ull) << 1));
 }
 
 /* ---- migrate -------------------------------------------------------- */
 
 static int cmd_migrate(void)
 {
-    static int32_t ref[GB_ELEMS];
+    static int32_t ref[GB_ELEMS], pref[PB_SIZE * 8];
     static uint64_t fp_last[FP_CHUNKS];     /* iteration + 1 of last write */
     nfabric_dev *d;
     nfabric_path_stats st[NFABRIC_NUM_PATHS];
@@ -211,10 +269,29 @@ static int cmd_migrate(void)
     nfabric_ctrl(d, NFABRIC_CTRL_CLEAR_STATS | NFABRIC_CTRL_CLEAR_TIMING |
                  NFABRIC_CTRL_CLEAR_ERROR);
     st64(d, PLAIN, STOP_DPA, 0);
+    /* Stored into window 3's staging now, posted after the migration. */
+    for (w = 0; w < PS_SIZE / 8; w++) {
+        *word_at(d, PS_BASE + w * 8) = ps_word(w);
+    }
 
-    /* The loop: one G-Binary contribution and one FP32 chunk per pass. */
+    /*
+     * The loop: one G-Binary contribution, one posted G-Binary
+     * contribution and one FP32 chunk per pass.
+     */
     t0 = now_s();
     for (;;) {
+        for (w = 0; w < PB_SIZE / 8; w++) {
+            uint64_t v = gb_word(k + 7, w);
+
+            *word_at(d, PB_BASE + w * 8) = v;
+            for (unsigned b = 0; b < 64; b++) {
+                pref[w * 64 + b] += (v >> b) & 1 ? 1 : -1;
+            }
+        }
+        if (doorbell(d, 2, NFABRIC_PATH_GBINARY, PB_SIZE, true)) {
+            check(0, "POST of pass %" PRIu64 ": %s", k, nfabric_errmsg(d));
+            break;
+        }
         for (w = 0; w < GB_WORDS; w++) {
             uint64_t v = gb_word(k, w);
 
@@ -247,6 +324,9 @@ static int cmd_migrate(void)
            acc_wr[NFABRIC_PATH_GBINARY]);
     check(stop == STOP_MAGIC, "the host's stop word arrived after %" PRIu64
           " passes (%.1f s)", k, now_s() - t0);
+    /* What window 3's staging held since before the migration, posted. */
+    check(doorbell(d, 3, NFABRIC_PATH_GTERNARY, PS_SIZE, true) == 0,
+          "POST of window 3's staging, stored before the migration");
 
     /* Registers first, before the checks below read device memory. */
     nfabric_stats(d, st);
@@ -261,17 +341,18 @@ static int cmd_migrate(void)
               PRIu64 "/%" PRIu64 " (device/program, direct map %s), bytes match",
               nfabric_path_name(p), st[p].reads, want_rd(p), st[p].writes,
               want_wr(p), direct_map ? "on" : "off");
-        check(ta == want_rd(p) + want_wr(p),
+        check(ta == want_rd(p) + want_wr(p) + (uint64_t)t_adjust[p],
               "timing model accounted %" PRIu64 " accesses on path %s (program: %"
-              PRIu64 ")", ta, nfabric_path_name(p), want_rd(p) + want_wr(p));
+              PRIu64 ", posted ranges as 64-byte lines)", ta,
+              nfabric_path_name(p), want_rd(p) + want_wr(p) + (uint64_t)t_adjust[p]);
     }
     check(tm.total_ps > 0 && tm.total_ps == tm.path_time_ps[0] +
           tm.path_time_ps[1] + tm.path_time_ps[2],
           "timing: total %" PRIu64 " ps is the sum of the paths", tm.total_ps);
-    check(nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK) == 0x3 &&
+    check(nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK) == 0xf &&
           nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT) == 0 &&
           nfabric_rd32(d, NFABRIC_REG_LAST_ERROR) == 0,
-          "ENABLED_MASK 0x%x, ERROR_COUNT %u, LAST_ERROR %u (want 0x3, 0, 0)",
+          "ENABLED_MASK 0x%x, ERROR_COUNT %u, LAST_ERROR %u (want 0xf, 0, 0)",
           nfabric_rd32(d, NFABRIC_REG_ENABLED_MASK),
           nfabric_rd32(d, NFABRIC_REG_ERROR_COUNT),
           nfabric_rd32(d, NFABRIC_REG_LAST_ERROR));
@@ -312,6 +393,40 @@ static int cmd_migrate(void)
     }
     check(bad == 0, "G-Binary majority read-back equals the reference (%" PRIu64
           " words differ)", bad);
+
+    /* The posted windows: counters, then the read-out after FETCH. */
+    bad = 0;
+    for (e = 0; e < PB_SIZE * 8; e++) {
+        bad += nfabric_counter(d, nfabric_map_dpa(d) + PB_COUNTERS, 16, e) !=
+               pref[e];
+    }
+    nfabric_window_get(d, 2, &ws);
+    check(bad == 0 && ws.contrib_writes == k * (PB_SIZE / 8) &&
+          ws.contrib_bytes == k * PB_SIZE,
+          "posted window 2: every counter equals the reference (%" PRIu64
+          " differ), %" PRIu64 " writes and %" PRIu64 " bytes contributed "
+          "(want %" PRIu64 ")", bad, ws.contrib_writes, ws.contrib_bytes,
+          k * PB_SIZE);
+    bad = doorbell(d, 2, NFABRIC_PATH_GBINARY, PB_SIZE, false) != 0;
+    for (w = 0; w < PB_SIZE / 8; w++) {
+        uint64_t want = 0;
+
+        for (unsigned b = 0; b < 64; b++) {
+            want |= (uint64_t)(pref[w * 64 + b] >= 0) << b;
+        }
+        bad += *word_at(d, PB_BASE + w * 8) != want;
+    }
+    check(bad == 0, "posted window 2: the read-out after FETCH equals the "
+          "reference (%" PRIu64 " words differ)", bad);
+    bad = doorbell(d, 3, NFABRIC_PATH_GTERNARY, PS_SIZE, false) != 0;
+    for (w = 0; w < PS_SIZE / 8; w++) {
+        bad += *word_at(d, PS_BASE + w * 8) != ps_word(w);
+    }
+    nfabric_window_get(d, 3, &ws);
+    check(bad == 0 && ws.contrib_bytes == PS_SIZE && ws.reserved_codes == 0,
+          "posted window 3: the contribution stored before the migration and "
+          "posted after it reads back as stored (%" PRIu64 " words differ)",
+          bad);
 
     /* Every byte of the FP32 area. */
     bad = 0;
