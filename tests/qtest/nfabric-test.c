@@ -1037,11 +1037,13 @@ static void test_head_info(void)
     g_assert(dir);
     nf_start(&nf);
     g_assert_cmphex(rd32(&nf, NFABRIC_REG_HEAD_INFO), ==,
+                    NFABRIC_HEAD_INFO_STAGING |
                     1 << NFABRIC_HEAD_INFO_COUNT_SHIFT);
     nf_stop(&nf);
 
     nf_start_args(&nf, "-global cxl-neuron-fabric.head=0 "
-                  "-global cxl-neuron-fabric.heads=1");
+                  "-global cxl-neuron-fabric.heads=1 "
+                  "-global cxl-neuron-fabric.posted=off");
     g_assert_cmphex(rd32(&nf, NFABRIC_REG_HEAD_INFO), ==,
                     1 << NFABRIC_HEAD_INFO_COUNT_SHIFT);
     nf_stop(&nf);
@@ -1052,12 +1054,179 @@ static void test_head_info(void)
     nf.qts = qtest_init(args);
     nf_bringup(&nf);
     g_assert_cmphex(rd32(&nf, NFABRIC_REG_HEAD_INFO), ==,
-                    NFABRIC_HEAD_INFO_SHARED |
+                    NFABRIC_HEAD_INFO_SHARED | NFABRIC_HEAD_INFO_STAGING |
                     1 << NFABRIC_HEAD_INFO_COUNT_SHIFT);
     nf_stop(&nf);
     unlink(mem);
     unlink(state);
     rmdir(dir);
+}
+
+/*
+ * 1.7: a posted window through the fixed memory window, as a guest's
+ * stores reach it (the direct map: the staging as RAM; direct-map=off:
+ * the I/O path into the staging): the stores count nothing, POST counts
+ * them as a trapped window counts the same stores, FETCH brings the
+ * read-out back; a device with posted=off refuses the enable (POSTED).
+ */
+static void posted_run(const char *extra)
+{
+    const uint64_t tb = 0x100000, pb = 0x200000;
+    const uint64_t tc = 0x400000, pc = 0x500000, size = 4096;
+    NF nf;
+
+    nf_start_args(&nf, extra);
+    g_assert_cmpuint(win_set(&nf, 0, tb, size, tc, 1, 8, 0, 1), ==, 0);
+    wr64(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_DPA_BASE), pb);
+    wr64(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_DPA_SIZE), size);
+    wr64(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_COUNTERS), pc);
+    wr32(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_CTRL), NFABRIC_WCTRL(1, 8, 0) |
+         NFABRIC_WCTRL_ENABLE | NFABRIC_WCTRL_POSTED);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_ERROR)), ==, 0);
+    for (uint64_t k = 0; k < size; k += 8) {
+        uint64_t v = 0x9e3779b97f4a7c15ull * (k + 1);
+
+        qtest_writeq(nf.qts, nf.hpa + tb + k, v);
+        qtest_writeq(nf.qts, nf.hpa + pb + k, v);
+    }
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_CONTRIB_BYTES)),
+                     ==, 0);
+    wr32(&nf, NFABRIC_REG_POST(1, NFABRIC_STAGE_OFF), 0);
+    wr32(&nf, NFABRIC_REG_POST(1, NFABRIC_POST), size);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ERROR_COUNT), ==, 0);
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_CONTRIB_WRITES)),
+                     ==, rd64(&nf, NFABRIC_REG_WIN(0, NFABRIC_WIN_CONTRIB_WRITES)));
+    g_assert_cmpuint(rd64(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_CONTRIB_BYTES)),
+                     ==, size);
+    for (uint64_t e = 0; e < size * 8; e += 61) {
+        g_assert_cmpint(counter_read(&nf, pc, 8, e), ==,
+                        counter_read(&nf, tc, 8, e));
+    }
+    wr32(&nf, NFABRIC_REG_POST(1, NFABRIC_FETCH), size);
+    for (uint64_t k = 0; k < size; k += 8) {
+        g_assert_cmphex(qtest_readq(nf.qts, nf.hpa + pb + k), ==,
+                        qtest_readq(nf.qts, nf.hpa + tb + k));
+    }
+    nf_stop(&nf);
+}
+
+static void test_posted(void)
+{
+    NF nf;
+
+    posted_run(NULL);
+    posted_run("-global cxl-neuron-fabric.direct-map=off");
+    nf_start_args(&nf, "-global cxl-neuron-fabric.posted=off");
+    wr64(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_DPA_BASE), 0x200000);
+    wr64(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_DPA_SIZE), 4096);
+    wr64(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_COUNTERS), 0x500000);
+    wr32(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_CTRL), NFABRIC_WCTRL(1, 8, 0) |
+         NFABRIC_WCTRL_ENABLE | NFABRIC_WCTRL_POSTED);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_WIN(1, NFABRIC_WIN_ERROR)), ==,
+                     NFABRIC_ERR_POSTED);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ENABLED_MASK), ==, 0);
+    nf_stop(&nf);
+}
+
+/*
+ * 1.8: the interrupt, as a driver sets it up: MSI-X enabled in the
+ * device's capability, the table entry IRQ_MSGNUM names pointed at guest
+ * RAM (a message is then a 32-bit store there).  One message when the
+ * enabled window's round becomes done, none when another register write
+ * follows, none for a window nobody enabled, none with IRQ_ENABLE 0, none
+ * while the vector is masked (pending in the PBA), sent when it is
+ * unmasked.
+ */
+#define MSI_ADDR        0x100000ull     /* guest RAM: where messages land */
+#define MSI_DATA        0x4e460000u
+
+static uint8_t msix_cap(QTestState *qts)
+{
+    uint8_t off = cfg_readl(qts, DEV_BUS, 0, PCI_CAPABILITY_LIST) & 0xfc;
+
+    for (int n = 0; off && n < 48; n++) {
+        uint32_t hdr = cfg_readl(qts, DEV_BUS, 0, off);
+
+        if ((hdr & 0xff) == PCI_CAP_ID_MSIX) {
+            return off;
+        }
+        off = (hdr >> 8) & 0xfc;
+    }
+    return 0;
+}
+
+static uint32_t msi_take(NF *nf)
+{
+    uint32_t v = qtest_readl(nf->qts, MSI_ADDR);
+
+    qtest_writel(nf->qts, MSI_ADDR, 0);
+    return v;
+}
+
+static void complete_round(NF *nf, int i)
+{
+    wr32(nf, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_COMPLETE),
+         rd32(nf, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_SEQ)));
+}
+
+static void test_irq(void)
+{
+    NF nf;
+    uint8_t cap;
+    uint32_t ctl, num, table, nvec;
+    uint64_t entry;
+
+    nf_start(&nf);
+    cap = msix_cap(nf.qts);
+    g_assert_cmpuint(cap, !=, 0);
+    ctl = cfg_readl(nf.qts, DEV_BUS, 0, cap) >> 16;
+    nvec = (ctl & PCI_MSIX_FLAGS_QSIZE) + 1;
+    table = cfg_readl(nf.qts, DEV_BUS, 0, cap + PCI_MSIX_TABLE);
+    g_assert_cmpuint(table & PCI_MSIX_FLAGS_BIRMASK, ==, 4);   /* BAR4 */
+    num = rd32(&nf, NFABRIC_REG_IRQ_MSGNUM);
+    /* cxl-type3's own 8 vectors, then the device's. */
+    g_assert_cmpuint(num, ==, nvec - 1);
+    g_assert_cmpuint(nvec, ==, 9);
+    entry = BAR4_ADDR + (table & ~PCI_MSIX_FLAGS_BIRMASK) +
+            num * PCI_MSIX_ENTRY_SIZE;
+    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_LOWER_ADDR, MSI_ADDR);
+    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_UPPER_ADDR, 0);
+    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_DATA, MSI_DATA | num);
+    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+    cfg_writew(nf.qts, DEV_BUS, 0, cap + PCI_MSIX_FLAGS,
+               (ctl & ~PCI_MSIX_FLAGS_MASKALL) | PCI_MSIX_FLAGS_ENABLE);
+    msi_take(&nf);
+
+    g_assert_cmpuint(win_set(&nf, 0, 0x100000, 64, 0x200000, 1, 8, 0, 1), ==, 0);
+    g_assert_cmpuint(win_set(&nf, 1, 0x110000, 64, 0x210000, 1, 8, 0, 1), ==, 0);
+    wr32(&nf, NFABRIC_REG_IRQ_ENABLE, NFABRIC_IRQ_DONE(0));
+    complete_round(&nf, 1);
+    g_assert_cmphex(msi_take(&nf), ==, 0);          /* nobody waits on 1 */
+    complete_round(&nf, 0);
+    g_assert_cmphex(msi_take(&nf), ==, MSI_DATA | num);
+    g_assert_cmphex(rd32(&nf, NFABRIC_REG_IRQ_STATUS), ==, NFABRIC_IRQ_DONE(0));
+    complete_round(&nf, 0);                         /* again: harmless */
+    wr32(&nf, NFABRIC_REG_IRQ_STATUS, NFABRIC_IRQ_DONE(0));
+    g_assert_cmphex(msi_take(&nf), ==, 0);          /* raised once */
+    g_assert_cmphex(rd32(&nf, NFABRIC_REG_IRQ_STATUS), ==, 0);
+
+    /* Disabled: nothing. */
+    wr32(&nf, NFABRIC_REG_IRQ_ENABLE, 0);
+    wr32(&nf, NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR);
+    complete_round(&nf, 0);
+    g_assert_cmphex(msi_take(&nf), ==, 0);
+    g_assert_cmphex(rd32(&nf, NFABRIC_REG_IRQ_STATUS), ==, 0);
+
+    /* The vector masked: pending, sent at the unmask. */
+    wr32(&nf, NFABRIC_REG_IRQ_ENABLE, NFABRIC_IRQ_DONE(0));
+    wr32(&nf, NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR);
+    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_VECTOR_CTRL,
+                 PCI_MSIX_ENTRY_CTRL_MASKBIT);
+    complete_round(&nf, 0);
+    g_assert_cmphex(msi_take(&nf), ==, 0);
+    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+    g_assert_cmphex(msi_take(&nf), ==, MSI_DATA | num);
+    nf_stop(&nf);
 }
 
 int main(int argc, char **argv)
@@ -1079,5 +1248,7 @@ int main(int argc, char **argv)
     qtest_add_func("/nfabric/reset-defaults", test_reset_defaults);
     qtest_add_func("/nfabric/record-replay", test_record_replay);
     qtest_add_func("/nfabric/head-info", test_head_info);
+    qtest_add_func("/nfabric/posted", test_posted);
+    qtest_add_func("/nfabric/irq", test_irq);
     return g_test_run();
 }

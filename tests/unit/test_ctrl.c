@@ -179,6 +179,12 @@ static void build_regmap(void)
     for (unsigned i = 0; i < 16; i++) {
         def(0x040 + 8 * i, 8, ACC_RO, -1);      /* HEAD_CONTRIB window i */
     }
+    /* Version 1.8: interrupts. */
+    def(0x0c0, 4, ACC_RO, -1);      /* IRQ_MSGNUM */
+    def(0x0c4, 4, ACC_RW, -1);      /* IRQ_ENABLE */
+    def(0x0c8, 4, ACC_RW, -1);      /* IRQ_STATUS */
+    def(0x0cc, 4, ACC_RW, -1);      /* IRQ_HEAD_ENABLE */
+    def(0x0d0, 4, ACC_RW, -1);      /* IRQ_HEAD_STATUS */
     for (unsigned i = 0; i < 12; i++) {
         def(0x100 + 8 * i, 8, ACC_RO, -1);      /* statistics */
         def(0x180 + 8 * i, 8, ACC_RO, -1);      /* pool statistics */
@@ -267,7 +273,8 @@ static uint64_t default_value(const RegDef *r)
     }
     switch (r->off) {
     case 0x000: return 0x4241464e;
-    case 0x004: return 0x00010007;
+    case 0x004: return 0x00010008;
+    case 0x0c0: return 0x80000000;  /* IRQ_MSGNUM: NONE (no vector here) */
     case 0x028: return 0x00000100;  /* head 0 of 1, not shared */
     case 0x02c: return 0x1;         /* head 0 attached */
     case 0x038: return 0xffff0000;  /* job 0 of all, every window */
@@ -529,6 +536,11 @@ static uint32_t expect_write(Snap *sn, const RegDef *r, uint64_t off,
 {
     if (r->off == 0x030) {      /* HEAD_SELECT: one head, 0 */
         return val ? NFABRIC_ERR_HEAD : NFABRIC_ERR_NONE;
+    }
+    if (r->off >= 0x0c4 && r->off <= 0x0d0) {
+        /* Interrupts: only IRQ_HEAD_ENABLE has reserved bits (31:1). */
+        return r->off == 0x0cc && (val & ~1ull) ? NFABRIC_ERR_RESERVED_BITS :
+               NFABRIC_ERR_NONE;
     }
     if (r->off >= 0x300 && r->off < 0x400) {
         /* ROUND_COMPLETE: no window is enabled, so no round is current. */

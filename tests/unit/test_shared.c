@@ -1170,6 +1170,98 @@ static void test_posted_death(void)
               "(status 0x%x)", st);
 }
 
+/* ---- interrupts (1.8): events of other heads ---------------------------- */
+
+/*
+ * Head 0 enables window 0's done and INCOMPLETE interrupts.  Head 1 (a
+ * child) completes the round: head 0's event_gen moves (its wait returns
+ * at once) and its scan asks for one message, ALL_DONE.  Next round head
+ * 1 writes and is killed before completing; head 0 completes: the scan
+ * finds it dead and asks for one message, with both bits.
+ */
+static double ms_now(void);
+
+static void test_irq_heads(void)
+{
+    NFabricCtrl c0;
+    NFabricShared *sh;
+    uint32_t seq, gen, st;
+    int fd, p[2], q[2];
+    pid_t pid;
+    char ready = 0;
+    double t0, waited;
+    bool first, again;
+
+    unlink(state_path);
+    sh = head_up(&c0, 0, 2, &fd);
+    nfabric_ctrl_set_irq(&c0, 8);
+    win_set(&c0, 0, W_BASE, W_SIZE, W_CTRS, NFABRIC_PATH_GBINARY, 8);
+    wr(&c0, NFABRIC_REG_IRQ_ENABLE,
+       NFABRIC_IRQ_DONE(0) | NFABRIC_IRQ_INCOMPLETE(0), 4);
+    seq = (uint32_t)rd(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_SEQ), 4);
+    wr(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_COMPLETE), seq, 4);
+    TAP_CHECK(!nfabric_ctrl_irq_scan(&c0), "irq: head 0 alone completed: "
+              "head 1 is expected, no message");
+    gen = nfabric_shared_event_gen(sh);
+    if (pipe(p) || pipe(q)) {
+        abort();
+    }
+    pid = fork();
+    if (pid == 0) {
+        NFabricCtrl me;
+        int f;
+
+        head_up(&me, 1, 2, &f);
+        usleep(50000);
+        wr(&me, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_COMPLETE), seq, 4);
+        if (read(p[0], &ready, 1) != 1) {
+            _exit(1);
+        }
+        /* The next round: a contribution, then killed before completing. */
+        wr(&me, NFABRIC_REG_WIN(0, NFABRIC_WIN_CMD), NFABRIC_WCMD_CLEAR, 4);
+        nfabric_ctrl_mem_access(&me, W_BASE, (uint8_t *)"\xff", 1, true);
+        ready = 1;
+        if (write(q[1], &ready, 1) != 1) {
+            _exit(1);
+        }
+        pause();
+        _exit(0);
+    }
+    t0 = ms_now();
+    nfabric_shared_event_wait(sh, gen, 5000);
+    waited = ms_now() - t0;
+    first = nfabric_ctrl_irq_scan(&c0);
+    again = nfabric_ctrl_irq_scan(&c0);
+    TAP_CHECK(waited < 2000 && first && !again &&
+              rd(&c0, NFABRIC_REG_IRQ_STATUS, 4) == NFABRIC_IRQ_DONE(0),
+              "irq: head 1's completion woke head 0's wait after %.0f ms; "
+              "one message, IRQ_STATUS ALL_DONE", waited);
+    wr(&c0, NFABRIC_REG_IRQ_STATUS, NFABRIC_IRQ_DONE(0), 4);
+    if (write(p[1], &ready, 1) != 1) {
+        ready = 0;
+    }
+    ready = 0;
+    if (read(q[0], &ready, 1) != 1) {
+        ready = 0;
+    }
+    kill(pid, SIGKILL);
+    wait_child(pid);
+    seq = (uint32_t)rd(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_SEQ), 4);
+    wr(&c0, NFABRIC_REG_ROUND(0, NFABRIC_ROUND_COMPLETE), seq, 4);
+    first = nfabric_ctrl_irq_scan(&c0);
+    st = (uint32_t)rd(&c0, NFABRIC_REG_IRQ_STATUS, 4);
+    TAP_CHECK(ready == 1 && first && st == (NFABRIC_IRQ_DONE(0) |
+                                            NFABRIC_IRQ_INCOMPLETE(0)) &&
+              !nfabric_ctrl_irq_scan(&c0),
+              "irq: head 1 killed mid-round: head 0's scan finds it, one "
+              "message, ALL_DONE and INCOMPLETE (status 0x%x)", st);
+    close(p[0]);
+    close(p[1]);
+    close(q[0]);
+    close(q[1]);
+    nfabric_shared_detach(sh, fd, 0);
+}
+
 /* ---- the fuzz finding of issue 21 -------------------------------------- */
 
 static void test_fp32_counters(void)
@@ -2886,6 +2978,7 @@ int main(void)
     test_rounds_reset();
     test_fp32_counters();
     test_posted_death();
+    test_irq_heads();
     test_corrupt();
     test_corrupt_attach();
     test_thread_liveness();

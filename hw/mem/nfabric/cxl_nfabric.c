@@ -140,6 +140,7 @@ static void nfabric_hook_state_failed(void *opaque, const char *why)
     CXLNFabricState *s = opaque;
 
     nfabric_direct_update(s);   /* everything traps, and is refused */
+    nfabric_irq_kick(s);        /* IRQ_HEAD_STATUS.STATE_FAILED */
     error_report("%s: head %" PRIu32 " of the shared device '%s': %s; this "
                  "head refuses the device's accesses from now on "
                  "(HEAD_INFO.STATE_FAILED, error STATE)", TYPE_CXL_NFABRIC,
@@ -231,6 +232,7 @@ static void nfabric_reg_write(void *opaque, hwaddr off, uint64_t val,
     CXLNFabricState *s = opaque;
 
     nfabric_ctrl_reg_write(&s->ctrl, off, val, size);
+    nfabric_irq_update(s);      /* a round completed, cleared, enabled */
 }
 
 static const MemoryRegionOps nfabric_reg_ops = {
@@ -563,6 +565,7 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
                                 NFABRIC_REGS_OFFSET, &s->regs);
     nfabric_direct_init(s);
     nfabric_map_start(s);       /* joins before the first map is made */
+    nfabric_irq_start(s);
     nfabric_direct_update(s);   /* a shared head: another's windows */
 }
 
@@ -576,6 +579,7 @@ static void nfabric_exit(PCIDevice *pdev)
                                 &s->regs);
     vmstate_unregister_ram(s->vmr, DEVICE(s));
     nfabric_map_stop(s);
+    nfabric_irq_stop(s);
     if (s->shared) {
         migrate_del_blocker(&s->migration_blocker);
         nfabric_ctrl_use_shared(&s->ctrl, &s->ctrl.local, 0);
@@ -682,6 +686,34 @@ static const VMStateDescription vmstate_nfabric_posted = {
     },
 };
 
+/* Register version 1.8: the interrupt's registers (if one is enabled). */
+static bool nfabric_irq_needed(void *opaque)
+{
+    CXLNFabricState *s = opaque;
+
+    return s->ctrl.irq_enable || s->ctrl.irq_status ||
+           s->ctrl.irq_head_enable || s->ctrl.irq_head_status;
+}
+
+static const VMStateDescription vmstate_nfabric_irq = {
+    .name = TYPE_CXL_NFABRIC "/irq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = nfabric_irq_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(ctrl.irq_enable, CXLNFabricState),
+        VMSTATE_UINT32(ctrl.irq_status, CXLNFabricState),
+        VMSTATE_UINT32(ctrl.irq_head_enable, CXLNFabricState),
+        VMSTATE_UINT32(ctrl.irq_head_status, CXLNFabricState),
+        VMSTATE_UINT32_ARRAY(ctrl.irq_seq, CXLNFabricState,
+                             NFABRIC_NUM_WINDOWS),
+        VMSTATE_UINT8_ARRAY(ctrl.irq_seen, CXLNFabricState,
+                            NFABRIC_NUM_WINDOWS),
+        VMSTATE_BOOL(ctrl.irq_failed_seen, CXLNFabricState),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 /*
  * Only a device that is not shared migrates (a head of a shared device
  * adds a migration blocker), so its state is ctrl.local with one head.
@@ -731,6 +763,7 @@ static const VMStateDescription vmstate_nfabric = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_nfabric_posted,
+        &vmstate_nfabric_irq,
         NULL
     },
 };
@@ -885,6 +918,7 @@ static void nfabric_class_init(ObjectClass *oc, NFABRIC_CLASS_DATA *data)
     cvc->mem_write = nfabric_mem_write;
     cvc->direct_region = nfabric_direct_region;
     cvc->vendor_regs = nfabric_vendor_regs;
+    cvc->extra_msix_vectors = 1;    /* the interrupt (cxl_nfabric_irq.c) */
 
     dc->desc = "CXL Type-3 memory with NEURON-Fabric gradient aggregation";
     dc->vmsd = &vmstate_nfabric;

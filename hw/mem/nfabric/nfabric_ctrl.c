@@ -34,6 +34,11 @@ void nfabric_ctrl_reset(NFabricCtrl *s)
     nfabric_head_clear_stats(s);
     s->head_select = s->head;
     memset(s->stage_off, 0, sizeof(s->stage_off));
+    s->irq_enable = s->irq_status = 0;
+    s->irq_head_enable = s->irq_head_status = 0;
+    memset(s->irq_seq, 0, sizeof(s->irq_seq));
+    memset(s->irq_seen, 0, sizeof(s->irq_seen));
+    s->irq_failed_seen = false;
     s->last_error = NFABRIC_ERR_NONE;
     s->error_count = 0;
     nfabric_timing_init(&s->timing, &s->timing.p);
@@ -63,6 +68,7 @@ void nfabric_ctrl_init(NFabricCtrl *s, uint8_t *ram, uint64_t ram_size,
     s->stats = s->sh->head[0].stats;
     s->map_win = -1;
     s->map_abort = -1;
+    s->irq_msgnum = NFABRIC_IRQ_MSGNUM_NONE;
     nfabric_ctrl_reset(s);
 }
 

@@ -113,6 +113,7 @@ bool nfabric_win_enable_now(NFabricCtrl *s, unsigned i,
                             const NFabricWindowCfg *cp, uint32_t val);
 void nfabric_win_ctrl_write(NFabricCtrl *s, unsigned i,
                             uint32_t val, uint64_t off);
+uint32_t nfabric_round_status(NFabricCtrl *s, unsigned i);
 
 /* ---- nfabric_map.c -------------------------------------------------- */
 
@@ -130,6 +131,12 @@ int nfabric_dp_span(NFabricCtrl *s, unsigned i, uint64_t off, uint8_t *buf,
                     int *lock_errno);
 void nfabric_account_posted(NFabricCtrl *s, unsigned path, bool write,
                             uint64_t off, uint64_t len, uint64_t words);
+
+/* ---- nfabric_irq.c -------------------------------------------------- */
+
+uint64_t nfabric_irq_reg_read(NFabricCtrl *s, uint64_t off);
+void nfabric_irq_reg_write(NFabricCtrl *s, uint64_t off, uint32_t val,
+                           uint64_t reg);
 
 /* ---- nfabric_posted.c ----------------------------------------------- */
 

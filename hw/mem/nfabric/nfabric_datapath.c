@@ -510,6 +510,7 @@ static void nfabric_access(NFabricCtrl *s, uint64_t dpa, uint8_t *buf,
                      */
                     __atomic_store_n(&sh->round[i].incomplete, 1,
                                      __ATOMIC_RELAXED);
+                    nfabric_shared_event_bump(sh);
                 }
                 nfabric_access_refused(s, dpa, buf, len, write);
                 break;
@@ -575,6 +576,7 @@ int nfabric_dp_span(NFabricCtrl *s, unsigned i, uint64_t off, uint8_t *buf,
         if (write) {
             __atomic_store_n(&s->sh->round[i].incomplete, 1,
                              __ATOMIC_RELAXED);
+            nfabric_shared_event_bump(s->sh);
         }
         return NFABRIC_ERR_STATE;
     }

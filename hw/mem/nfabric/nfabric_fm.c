@@ -57,6 +57,7 @@ static void nfabric_shared_repair_job(NFabricShared *sh, unsigned j)
         sh->win[busy].ctrl &= ~NFABRIC_WCTRL_ENABLE;
         __atomic_store_n(&sh->round[busy].incomplete, 1, __ATOMIC_RELAXED);
         nfabric_shared_map_bump(sh);    /* the others may map it again */
+        nfabric_shared_event_bump(sh);
     }
     sh->job[j].busy = -1;
     if (__atomic_load_n(&sh->gen[j], __ATOMIC_ACQUIRE) & 1) {

@@ -145,6 +145,8 @@ static void nfabric_shared_mark_gone(NFabricShared *sh, unsigned h, bool died)
             __atomic_store_n(&r->incomplete, 1, __ATOMIC_RELAXED);
         }
     }
+    /* Fewer heads expected, maybe INCOMPLETE: every head looks again. */
+    nfabric_shared_event_bump(sh);
 }
 
 uint32_t nfabric_shared_expected(const NFabricShared *sh)

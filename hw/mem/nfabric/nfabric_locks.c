@@ -215,6 +215,7 @@ void nfabric_stripe_repaired(NFabricShared *sh, unsigned i)
 {
     __atomic_fetch_add(&sh->lock_repairs, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&sh->round[i].incomplete, 1, __ATOMIC_RELAXED);
+    nfabric_shared_event_bump(sh);
 }
 
 /* Free the stripes head h (dead: its live byte is ours now) held. */

@@ -270,6 +270,30 @@ void nfabric_shared_map_wait(NFabricShared *sh, uint32_t seen, unsigned ms)
     syscall(SYS_futex, &sh->map_gen, FUTEX_WAIT, seen, &ts, NULL, 0);
 }
 
+uint32_t nfabric_shared_event_gen(const NFabricShared *sh)
+{
+    return __atomic_load_n(&sh->event_gen, __ATOMIC_ACQUIRE);
+}
+
+void nfabric_shared_event_wait(NFabricShared *sh, uint32_t seen, unsigned ms)
+{
+    struct timespec ts = {
+        .tv_sec = ms / 1000,
+        .tv_nsec = (long)(ms % 1000) * 1000000L,
+    };
+
+    syscall(SYS_futex, &sh->event_gen, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+void nfabric_shared_event_bump(NFabricShared *sh)
+{
+    __atomic_add_fetch(&sh->event_gen, 1, __ATOMIC_SEQ_CST);
+    if (sh->pshared) {
+        syscall(SYS_futex, &sh->event_gen, FUTEX_WAKE, INT32_MAX, NULL, NULL,
+                0);
+    }
+}
+
 uint32_t nfabric_shared_map_bump(NFabricShared *sh)
 {
     uint32_t gen = __atomic_add_fetch(&sh->map_gen, 1, __ATOMIC_SEQ_CST);

@@ -99,56 +99,6 @@ static bool nfabric_reg_decode(uint64_t off, NFabricReg *r)
     return true;
 }
 
-static unsigned nfabric_popcount(uint32_t v)
-{
-    unsigned n = 0;
-
-    for (; v; v &= v - 1) {
-        n++;
-    }
-    return n;
-}
-
-/*
- * Heads a round waits for: every head of the device not gone (of this
- * head's job, whose windows alone it reads).
- */
-static uint32_t nfabric_expected(const NFabricCtrl *s)
-{
-    uint32_t mask = 0;
-
-    for (unsigned h = 0; h < s->heads; h++) {
-        if (__atomic_load_n(&s->sh->head[h].state, __ATOMIC_RELAXED) !=
-            NFABRIC_HEAD_GONE) {
-            mask |= 1u << h;
-        }
-    }
-    return mask & nfabric_fm_heads(s);
-}
-
-/* ROUND_STATUS of window i: finds dead heads first. */
-static uint32_t nfabric_round_status(NFabricCtrl *s, unsigned i)
-{
-    NFabricShared *sh = s->sh;
-    uint32_t expected, done, st = 0;
-
-    if (!nfabric_win_enabled(s, i)) {
-        return 0;
-    }
-    nfabric_shared_reap(sh, s->head);
-    expected = nfabric_expected(s);
-    done = __atomic_load_n(&sh->round[i].done, __ATOMIC_ACQUIRE);
-    if (expected && (done & expected) == expected) {
-        st |= NFABRIC_RSTAT_ALL_DONE;
-    }
-    if (__atomic_load_n(&sh->round[i].incomplete, __ATOMIC_RELAXED)) {
-        st |= NFABRIC_RSTAT_INCOMPLETE;
-    }
-    st |= nfabric_popcount(done & expected) << NFABRIC_RSTAT_DONE_SHIFT;
-    st |= nfabric_popcount(expected) << NFABRIC_RSTAT_EXPECT_SHIFT;
-    return st;
-}
-
 static uint64_t nfabric_round_value(NFabricCtrl *s, const NFabricReg *r)
 {
     NFabricShared *sh = s->sh;
@@ -296,6 +246,9 @@ static uint64_t nfabric_reg_value(NFabricCtrl *s, const NFabricReg *r)
     }
     if (r->win >= 0) {
         return nfabric_win_value(s, r);
+    }
+    if (off >= NFABRIC_REG_IRQ_MSGNUM && off <= NFABRIC_REG_IRQ_HEAD_STATUS) {
+        return nfabric_irq_reg_read(s, off);
     }
     if (off >= NFABRIC_REG_STATS &&
         off < NFABRIC_REG_STATS_PATH(NFABRIC_NUM_PATHS, 0)) {
@@ -564,6 +517,7 @@ static void nfabric_round_complete(NFabricCtrl *s, unsigned i, uint32_t val,
     }
     __atomic_fetch_or(&sh->round[i].done, 1u << s->head, __ATOMIC_RELEASE);
     nfabric_unlock_win(s, i);
+    nfabric_shared_event_bump(sh);
 }
 
 static void nfabric_win_write(NFabricCtrl *s, const NFabricReg *r,
@@ -650,6 +604,12 @@ void nfabric_ctrl_reg_write(NFabricCtrl *s, uint64_t off, uint64_t val,
     if (r.access == NFABRIC_ACCESS_RO) {
         nfabric_set_error(s, r.round || r.post ? -1 : r.win, NFABRIC_ERR_READONLY, off,
                           "write to a read-only register");
+        return;
+    }
+    /* The interrupt registers are this head's own (1.8). */
+    if (r.base >= NFABRIC_REG_IRQ_MSGNUM &&
+        r.base <= NFABRIC_REG_IRQ_HEAD_STATUS) {
+        nfabric_irq_reg_write(s, r.base, (uint32_t)val, off);
         return;
     }
     /* CTRL is this head's own; the rest is the device's. */

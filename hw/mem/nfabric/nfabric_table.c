@@ -101,7 +101,60 @@ static void nfabric_win_clear_locked(NFabricCtrl *s, unsigned i,
     sh->round[i].done = 0;
     sh->round[i].contrib = 0;
     sh->round[i].incomplete = 0;
+    nfabric_shared_event_bump(sh);
     nfabric_win_event(s, NFABRIC_WIN_EV_CLEAR, i, 0);
+}
+
+/* ---- rounds ------------------------------------------------------- */
+
+static unsigned nfabric_popcount(uint32_t v)
+{
+    unsigned n = 0;
+
+    for (; v; v &= v - 1) {
+        n++;
+    }
+    return n;
+}
+
+/*
+ * Heads a round waits for: every head of the device not gone (of this
+ * head's job, whose windows alone it reads).
+ */
+static uint32_t nfabric_expected(const NFabricCtrl *s)
+{
+    uint32_t mask = 0;
+
+    for (unsigned h = 0; h < s->heads; h++) {
+        if (__atomic_load_n(&s->sh->head[h].state, __ATOMIC_RELAXED) !=
+            NFABRIC_HEAD_GONE) {
+            mask |= 1u << h;
+        }
+    }
+    return mask & nfabric_fm_heads(s);
+}
+
+/* ROUND_STATUS of window i: finds dead heads first. */
+uint32_t nfabric_round_status(NFabricCtrl *s, unsigned i)
+{
+    NFabricShared *sh = s->sh;
+    uint32_t expected, done, st = 0;
+
+    if (!nfabric_win_enabled(s, i)) {
+        return 0;
+    }
+    nfabric_shared_reap(sh, s->head);
+    expected = nfabric_expected(s);
+    done = __atomic_load_n(&sh->round[i].done, __ATOMIC_ACQUIRE);
+    if (expected && (done & expected) == expected) {
+        st |= NFABRIC_RSTAT_ALL_DONE;
+    }
+    if (__atomic_load_n(&sh->round[i].incomplete, __ATOMIC_RELAXED)) {
+        st |= NFABRIC_RSTAT_INCOMPLETE;
+    }
+    st |= nfabric_popcount(done & expected) << NFABRIC_RSTAT_DONE_SHIFT;
+    st |= nfabric_popcount(expected) << NFABRIC_RSTAT_EXPECT_SHIFT;
+    return st;
 }
 
 /*

@@ -99,6 +99,11 @@ struct CXLNFabricState {
     QemuThread map_thread;
     QEMUBH *map_bh;
     bool map_stop;
+    /* The interrupt (cxl_nfabric_irq.c): a bottom half, a shared head's thread. */
+    QEMUBH *irq_bh;
+    QemuThread irq_thread;
+    bool irq_stop;
+    bool irq_threaded;
     bool map_bql;               /* an enable's wait dropped the BQL */
 
     /* The RTL datapath (rtl=serve|compare, docs/rtl.md). */
@@ -174,6 +179,11 @@ void nfabric_hook_wait_end(void *opaque);
 
 /* cxl_nfabric_mbox.c: refuse memory-wide mailbox commands on a shared head. */
 void nfabric_mbox_scope(CXLNFabricState *s);
+
+void nfabric_irq_start(CXLNFabricState *s);
+void nfabric_irq_stop(CXLNFabricState *s);
+void nfabric_irq_update(CXLNFabricState *s);
+void nfabric_irq_kick(CXLNFabricState *s);
 
 /* cxl_nfabric_rtl.c: load rtl-lib (before realize), start, unload. */
 bool nfabric_rtl_load(CXLNFabricState *s, Error **errp);

@@ -195,6 +195,13 @@ typedef struct NFabricCtrl {
     uint32_t error_count;
     uint32_t head_select;
     uint32_t stage_off[NFABRIC_NUM_WINDOWS];    /* STAGE_OFF (1.7) */
+    /* Interrupts (1.8, nfabric_irq.c): the registers, what rounds showed. */
+    uint32_t irq_msgnum;
+    uint32_t irq_enable, irq_status;
+    uint32_t irq_head_enable, irq_head_status;
+    uint32_t irq_seq[NFABRIC_NUM_WINDOWS];
+    uint8_t irq_seen[NFABRIC_NUM_WINDOWS];
+    bool irq_failed_seen;
     NFabricTiming timing;
 
     /*
@@ -258,6 +265,21 @@ void nfabric_ctrl_set_rtl(NFabricCtrl *s, NFabricRtlMode mode,
  * window is enabled.
  */
 void nfabric_ctrl_set_staging(NFabricCtrl *s, uint8_t *staging);
+/*
+ * Interrupts (register version 1.8): the message number IRQ_MSGNUM reads
+ * (NFABRIC_IRQ_MSGNUM_NONE, the default: the device sends none).  Set once
+ * at realize; kept by reset.
+ */
+void nfabric_ctrl_set_irq(NFabricCtrl *s, uint32_t msgnum);
+/*
+ * Look at the rounds and at this head's state for events its guest enabled
+ * (IRQ_ENABLE, IRQ_HEAD_ENABLE) that happened since the last look, and set
+ * their status bits.  True if the owner should send the message.  Call it
+ * after each register write of this head and whenever the shared state's
+ * event_gen moves (nfabric_shared_event_wait), and every 100 ms or so
+ * while an interrupt is enabled (dead heads are found by looking).
+ */
+bool nfabric_ctrl_irq_scan(NFabricCtrl *s);
 /*
  * Use the shared state sh (nfabric_shared_attach) as head head, instead of
  * the private state.  Call after nfabric_ctrl_init.

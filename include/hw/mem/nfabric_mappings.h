@@ -50,5 +50,12 @@ static inline void nfabric_shared_thread_enter(void)
  */
 void nfabric_shared_map_wait(NFabricShared *sh, uint32_t seen, unsigned ms);
 uint32_t nfabric_shared_map_bump(NFabricShared *sh);  /* the new map_gen */
+/*
+ * Interrupts (1.8): event_gen moves when a round may have changed state;
+ * wait (at most ms) until it is no longer seen, or tell the others it moved.
+ */
+uint32_t nfabric_shared_event_gen(const NFabricShared *sh);
+void nfabric_shared_event_wait(NFabricShared *sh, uint32_t seen, unsigned ms);
+void nfabric_shared_event_bump(NFabricShared *sh);
 
 #endif

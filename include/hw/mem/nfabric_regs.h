@@ -88,8 +88,9 @@
  * trap the window in time: the map protocol).  1.6: the block named in the
  * Register Locator DVSEC (NFABRIC_DVS_*).  1.7: posted low-bit windows
  * (WCTRL_POSTED, the POST and FETCH doorbells at 0xc00, error POSTED).
+ * 1.8: interrupts (IRQ_* at 0x0c0).
  */
-#define NFABRIC_VERSION_MINOR       7
+#define NFABRIC_VERSION_MINOR       8
 #define NFABRIC_VERSION \
     ((NFABRIC_VERSION_MAJOR << 16) | NFABRIC_VERSION_MINOR)
 
@@ -198,6 +199,12 @@ enum {
     X(HEADS_LOST,      0x034, 4, RO, 0,     DEVICE, 1)  /* bit h: head h */ \
     /* Version 1.4: this head's job (JOB_*), set by a fabric manager. */ \
     X(JOB,             0x038, 4, RO, 0xffff0000, HEAD, 1) \
+    /* Version 1.8: this head's interrupts (IRQ_* fields below). */ \
+    X(IRQ_MSGNUM,      0x0c0, 4, RO, NFABRIC_RESET_DEVICE, HEAD, 1) \
+    X(IRQ_ENABLE,      0x0c4, 4, RW, 0, HEAD, 1) \
+    X(IRQ_STATUS,      0x0c8, 4, RW, 0, HEAD, 1)  /* write 1s: acknowledge */ \
+    X(IRQ_HEAD_ENABLE, 0x0cc, 4, RW, 0, HEAD, 1) \
+    X(IRQ_HEAD_STATUS, 0x0d0, 4, RW, 0, HEAD, 1)  /* write 1s: acknowledge */ \
     /* Writes of the HEAD_SELECT head to window i since its last clear. */ \
     X(HEAD_CONTRIB,    0x040, 8, RO, 0, DEVICE, NFABRIC_NUM_WINDOWS) \
     /* Statistics: per path, STATS_* (u64 each); POOL_: every head's sum. */ \
@@ -298,6 +305,21 @@ typedef struct NFabricRegDesc {
 #define NFABRIC_HEAD_INFO_STATE_FAILED  (1u << 17)
 /* 1.7: this head has staging memory: it can enable and use posted windows */
 #define NFABRIC_HEAD_INFO_STAGING       (1u << 18)
+
+/*
+ * Interrupts (1.8): one MSI/MSI-X message, number IRQ_MSGNUM[10:0] (bit 31
+ * NONE: the device has no vector for it).  IRQ_ENABLE/IRQ_STATUS bit i:
+ * window i's round became ALL_DONE; bit 16 + i: it became INCOMPLETE.
+ * IRQ_HEAD_ENABLE/IRQ_HEAD_STATUS bit 0: this head's state failed.  A
+ * status bit is set, and the message sent, when its event happens while
+ * its enable bit is set; writing 1s to a status register clears them.
+ */
+#define NFABRIC_IRQ_MSGNUM_MASK         0x000007ffu
+#define NFABRIC_IRQ_MSGNUM_NONE         (1u << 31)
+#define NFABRIC_IRQ_DONE(i)             (1u << (i))
+#define NFABRIC_IRQ_INCOMPLETE(i)       (1u << (16 + (i)))
+#define NFABRIC_IRQ_HEAD_STATE_FAILED   (1u << 0)
+#define NFABRIC_IRQ_HEAD_VALID          0x1u
 
 /* JOB (1.4): this head's job, as the fabric manager set it. */
 #define NFABRIC_JOB_INDEX_MASK          0x000000ffu /* the job's index */

@@ -67,7 +67,7 @@
 
 #define NFABRIC_SHARED_MAGIC    0x48534e46u     /* "NFSH" */
 /* Bump when NFabricShared changes: old state files are then refused. */
-#define NFABRIC_SHARED_LAYOUT   13
+#define NFABRIC_SHARED_LAYOUT   14
 
 /*
  * Window locks are striped over the window's offsets: a window of size
@@ -302,6 +302,12 @@ typedef struct NFabricShared {
     uint32_t map_gen __attribute__((aligned(64)));
     uint32_t map_direct;        /* bit h: head h maps memory directly */
     uint32_t map_ack[NFABRIC_MAX_HEADS];
+    /*
+     * Interrupts (register version 1.8): moves whenever a round may have
+     * changed state (a completion, a clear, INCOMPLETE, a dead head
+     * found), so that every head raises its own (a futex, woken).
+     */
+    uint32_t event_gen;
 
     NFabricRound round[NFABRIC_NUM_WINDOWS] __attribute__((aligned(64)));
     /* A line each: heads at different stripes share no line. */
