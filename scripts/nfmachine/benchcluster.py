@@ -3,11 +3,14 @@
 1, 2 and 4 heads of one device (a VM each) beside the single-head device,
 the trapped-access floor of the same VMs (QEMU's edu device), and plain
 writes of 2 heads against guest RAM (docs/multihost.md "Where the time
-goes").  It prints key=value lines; the best of --rounds rounds.
+goes"); and whole rounds of 1, 2 and 4 heads through a posted G-Binary
+window beside the same loop over plain device memory in the same VMs.  It
+prints key=value lines; the best of --rounds rounds.
 """
 
 import os
 import re
+import statistics
 import sys
 from typing import Dict, Iterable, List, Optional, TextIO, Tuple
 
@@ -28,6 +31,14 @@ runs in turns on both (shared_vs_single_head, side by side).  The VMs run
 as SCHED_BATCH (CPU-bound: a wake-up does not preempt them).
 Then 2 heads of one device (no fabric manager: all plain memory mapped
 directly) each time 256 MiB of plain 8-byte writes against guest RAM.
+Whole rounds in the 1, 2 and 4-head VMs, each head a bucket of N MiB (16 at
+most: halved until it fits): posted (8-byte stores into a posted G-Binary
+window, POST, ROUND_COMPLETE, wait for ALL_DONE, FETCH, loads; head 0 CLEARs
+after everyone's read-back) and plain (the same stores into plain device
+memory, a barrier, loads, a barrier); after a checked round of each, 3 runs
+of each in turns, a run 8 rounds (64 MiB at least).  plain_/gbinary_posted_
+headsN_MBps: per head (bucket * rounds / that head's fastest run), the
+median of the heads; *_scaling_vs_plain: posted N/1 over plain N/1.
 """
 
 # The trapped-access floor: QEMU's edu device in every VM (the guest
@@ -39,6 +50,10 @@ FLOOR = ["-device", "edu,bus=pcie.0"]
 BESIDE = topology.beside(1, "rp-beside", "vmem-beside", "cxl-beside")
 HEADS = (1, 2, 4)
 PATHS = ("gbinary", "gternary")
+# The whole-round loops of the guest (`mh_rounds` lines) and their targets:
+# posted rounds of N heads scale (against one head) as plain memory's do.
+ROUND_PATHS = ("plain", "gbinary_posted")
+ROUND_TARGET = 0.9
 
 
 class BenchError(RuntimeError):
@@ -88,6 +103,28 @@ def figures(lines: Iterable[str]) -> Dict[str, Tuple[str, int, str, str]]:
     return {p: (f"{a['bytes'] / a['t'] / 1e6:.3f}", int(a["n"]), f"{a['lo']:.3f}",
                 f"{a['hi']:.3f}")
             for p, a in acc.items() if a["t"] > 0}
+
+
+def round_figures(lines: Iterable[str]) -> Dict[str, Tuple[str, int, str, str, str, str]]:
+    """From the hosts' `mh_rounds rank=R path=P bytes=B rounds=K seconds=S
+    mbps=M` lines (M: that head's B * K / S), per path (plain,
+    gbinary_posted): the median of the heads' MB/s, the number of heads,
+    the slowest and fastest head's (three decimals), the bucket (B) and
+    the timed rounds (K)."""
+    acc: Dict[str, List[float]] = {}
+    size: Dict[str, Tuple[str, str]] = {}
+    for line in lines:
+        line = line.replace("\r", "")
+        if not line.startswith("mh_rounds "):
+            continue
+        v = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+        if num(v.get("seconds")) <= 0:
+            continue
+        acc.setdefault(v["path"], []).append(num(v.get("mbps")))
+        size[v["path"]] = (v.get("bytes", ""), v.get("rounds", ""))
+    return {p: (f"{statistics.median(m):.3f}", len(m), f"{min(m):.3f}", f"{max(m):.3f}",
+                *size[p])
+            for p, m in acc.items()}
 
 
 def ratio(key: str, a: str, b: str) -> str:
@@ -194,6 +231,7 @@ def report(mib: int, rounds: int, best: Best, waits: Dict[int, str],
     # The slower head's ratio: every head at RAM speed.
     out.append(f"shared_plain_write_vs_ram="
                f"{min(num(b('own_vs_ram_0')), num(b('own_vs_ram_1'))):.3f}")
+    out += rounds_report(best)
     for n in HEADS:
         writes = n * mib * 1024 * 1024 * 2 // 8
         w = waits.get(n) or "0"
@@ -204,6 +242,44 @@ def report(mib: int, rounds: int, best: Best, waits: Dict[int, str],
                 f"bias_grants_heads{n}={fig.get('bias_grants') or '0'}",
                 f"bias_revokes_heads{n}={fig.get('bias_revokes') or '0'}",
                 f"bias_drops_heads{n}={fig.get('bias_drops') or '0'}"]
+    return out
+
+
+def speedup(best: Best, path: str, n: int) -> float:
+    """PATH's per-head MB/s with N heads over one head's (0 without)."""
+    one = num(best.get(f"rounds_heads1_{path}"))
+    return num(best.get(f"rounds_heads{n}_{path}")) / one if one > 0 else 0.0
+
+
+def rounds_report(best: Best) -> List[str]:
+    """The whole rounds' lines: per-head MB/s (median of the heads, best
+    run), each path's scaling from one head, the posted path's against
+    plain memory's, the targets."""
+    b = best.get
+    out = [f"rounds_bucket_bytes={b('rounds_bucket')}", f"rounds_timed={b('rounds_timed')}"]
+    for p in ROUND_PATHS:
+        for n in HEADS:
+            k = f"rounds_heads{n}_{p}"
+            out += [f"{p}_heads{n}_MBps={b(k)}",
+                    f"{p}_heads{n}_per_head_MBps_min={best.lo.get(k, '')}",
+                    f"{p}_heads{n}_per_head_MBps_max={best.hi.get(k, '')}"]
+    for p in ROUND_PATHS:
+        for n in (2, 4):
+            out.append(ratio(f"{p}_heads{n}_vs_heads1", b(f"rounds_heads{n}_{p}"),
+                             b(f"rounds_heads1_{p}")))
+    met = True
+    for n in (2, 4):
+        key = f"gbinary_posted_heads{n}_scaling_vs_plain"
+        plain = speedup(best, "plain", n)
+        if plain > 0:
+            scaling = speedup(best, "gbinary_posted", n) / plain
+            out.append(f"{key}={scaling:.3f}")
+            met = met and scaling >= ROUND_TARGET
+        else:
+            out.append(f"{key}=n/a")
+            met = False
+    out += [f"target_gbinary_posted_heads{n}_scaling_vs_plain={ROUND_TARGET}" for n in (2, 4)]
+    out.append(f"gbinary_posted_scaling_meets_targets={'yes' if met else 'no'}")
     return out
 
 
@@ -272,6 +348,18 @@ def heads(n: int, cmd: str, best: Best, waits: Dict[int, str],
                     raise BenchError("bench cluster: the one-head run printed no figure of "
                                      f"the device beside it (console: {c.d}/host0.log)")
                 best.every(f"beside_{p}", pair(rnd.get(p), rnd[f"unshared_{p}"]))
+        # The whole rounds: every head's figure of both loops.
+        got = round_figures(lines)
+        for p in ROUND_PATHS:
+            if p not in got or got[p][1] != n:
+                raise BenchError(f"bench cluster: {got.get(p, ('', 0))[1]} of {n} hosts"
+                                 f" reported {p} rounds (console: {c.d}/host0.log)")
+            v, _, lo, hi, size, timed = got[p]
+            if best.best.setdefault("rounds_bucket", size) != size:
+                raise BenchError(f"bench cluster: the {n}-host run's rounds had buckets of"
+                                 f" {size} bytes, another run's {best.best['rounds_bucket']}")
+            best.keep(f"rounds_heads{n}_{p}", v, lo, hi)
+            best.best["rounds_timed"] = timed
         state = state_lines(c.path("state"))
         if state is None:
             raise BenchError(f"bench cluster: {cluster.state_tool()} {c.d}/state failed")

@@ -1841,8 +1841,266 @@ static bool bench_beside(nfabric_dev **out)
 }
 
 /*
- * Each host runs the G-Binary and the G-Ternary loop, then the floor.  A
- * single shared head with a device that is not shared beside it runs each
+ * Whole rounds (bench cluster's posted and plain loops): every head writes
+ * a bucket of packed signs (bench_bytes, halved until the layout below fits
+ * in the mapping) with plain 8-byte stores, the heads wait for each other,
+ * each reads a bucket back with plain 8-byte loads.
+ *
+ * posted: the stores go to RND_WIN, a posted G-Binary window (width 8, tie
+ * negative) over the bucket, the same range for every head (each head's
+ * own staging, as the ranks of a job write theirs); then POST of the
+ * bucket (head h of n from h/n of it, as nfabric_mem_write posts; two
+ * doorbells), ROUND_COMPLETE, the wait for the round's ALL_DONE, FETCH, the
+ * loads of the read-out, and the barrier of everyone's read-back, after
+ * which head 0 CLEARs the window (the next round); the other heads wait
+ * for that clear before their next POST, not before their stores (the
+ * staging is theirs alone).
+ *
+ * plain: the same stores into plain device memory (a bucket of each
+ * head's own, as its staging is its own), the barrier (a round of the FP32
+ * window BAR_WIN) in place of the window's round, the same loads of the
+ * bucket, the barrier of everyone's read-back.
+ *
+ * One untimed round of each loop first, checked (the read-out against the
+ * majority of every head's signs, on every RND_STRIDE-th word; the plain
+ * read-back against what this head wrote), then runs of K rounds started
+ * together and timed on each head (bench_rounds), this head's fastest:
+ *   mh_rounds rank=R path=plain|gbinary_posted bytes=B rounds=K
+ *             seconds=S mbps=M          (M = B * K / S / 1e6, this head's)
+ */
+#define RND_WIN         3
+#define RND_BASE        0x2000000ull    /* past window 2's counters */
+#define RND_STRIDE      61              /* words checked in the first round */
+#define BENCH_ROUNDS    8
+
+static uint64_t rnd_sink;
+
+/* Head h's word i (round g's is this ^ rnd_mask(g)): mixed bits. */
+static uint64_t rnd_word(unsigned h, uint64_t i)
+{
+    uint64_t z = (i << 5 | h) * 0x9e3779b97f4a7c15ull;
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rnd_mask(unsigned g)
+{
+    return g * 0x9e3779b97f4a7c15ull;
+}
+
+/* G-Binary's read-out of word i of round g: every head's majority, tie 0. */
+static uint64_t rnd_majority(uint64_t i, unsigned g)
+{
+    uint64_t out = 0, w[16];
+
+    for (unsigned h = 0; h < hosts; h++) {
+        w[h] = rnd_word(h, i) ^ rnd_mask(g);
+    }
+    for (unsigned b = 0; b < 64; b++) {
+        unsigned ones = 0;
+
+        for (unsigned h = 0; h < hosts; h++) {
+            ones += (unsigned)(w[h] >> b) & 1;
+        }
+        out |= (uint64_t)(2 * ones > hosts) << b;
+    }
+    return out;
+}
+
+/*
+ * Round g of a loop over the bucket p (words 8-byte words; src this head's
+ * words, ^ rnd_mask(g)); *seq: the posted window's round, this one's on
+ * return.  With check, the read-back is compared (posted: with the
+ * majority; plain: with what was written); false if it or the round was
+ * wrong.
+ */
+static bool rnd_round(bool posted, volatile uint64_t *p, const uint64_t *src,
+                      uint64_t words, unsigned g, uint32_t *seq, bool check)
+{
+    uint64_t m = rnd_mask(g), sum = 0, bad = 0;
+    uint64_t start = words / hosts * rank * 8;
+    bool ok = true;
+    nfabric_round r;
+    int rc;
+
+    for (uint64_t i = 0; i < words; i++) {
+        p[i] = src[i] ^ m;
+    }
+    if (posted) {
+        if (g && rank && (rc = nfabric_round_wait_next(dev, RND_WIN, *seq,
+                                                       WAIT_MS))) {
+            die("bench: wait for head 0's clear", rc);
+        }
+        if ((rc = nfabric_round_read(dev, RND_WIN, &r))) {
+            die("bench: read the round", rc);
+        }
+        *seq = r.seq;
+        /* As nfabric_mem_write posts: head h of n from h/n of the bucket. */
+        rc = nfabric_window_post(dev, RND_WIN, start, words * 8 - start);
+        if (rc || (start && (rc = nfabric_window_post(dev, RND_WIN, 0,
+                                                      start)))) {
+            die("bench: POST", rc);
+        }
+        if ((rc = nfabric_round_complete(dev, RND_WIN, *seq))) {
+            die("bench: complete the round", rc);
+        }
+        if ((rc = nfabric_round_wait(dev, RND_WIN, *seq, WAIT_MS, &r))) {
+            die("bench: wait for every head", rc);
+        }
+        ok = r.all_done && !r.incomplete && r.ndone == hosts;
+        if ((rc = nfabric_window_fetch(dev, RND_WIN, 0, words * 8))) {
+            die("bench: FETCH", rc);
+        }
+    } else {
+        barrier("bench: plain written");
+    }
+    for (uint64_t i = 0; i < words; i++) {
+        sum += p[i];
+    }
+    rnd_sink += sum;
+    if (check) {
+        for (uint64_t i = 0; i < words; i += posted ? RND_STRIDE : 1) {
+            bad += p[i] != (posted ? rnd_majority(i, g) : src[i] ^ m);
+        }
+        if (bad) {
+            diag("bench: %s round %u: %" PRIu64 " words read back wrong",
+                 posted ? "posted" : "plain", g, bad);
+        }
+    }
+    barrier("bench: read back");
+    if (posted && rank == 0 && (rc = nfabric_window_clear(dev, RND_WIN))) {
+        die("bench: clear the window", rc);
+    }
+    return ok && !bad;
+}
+
+/*
+ * A loop's run: the heads started together, k rounds from *g on (*seq the
+ * posted window's round); this head's seconds.  false in *ok if a round
+ * did not end with every head's ALL_DONE.
+ */
+static double rnd_run(bool posted, volatile uint64_t *p, const uint64_t *src,
+                      uint64_t words, unsigned k, unsigned *g, uint32_t *seq,
+                      bool *ok)
+{
+    double t0;
+
+    barrier("bench: rounds start");
+    t0 = nf_now_s();
+    for (unsigned n = 0; n < k; n++, (*g)++) {
+        *ok &= rnd_round(posted, p, src, words, *g, seq, false);
+    }
+    return nf_now_s() - t0;
+}
+
+/*
+ * Both loops on the shared device: the layout (RND_BASE: the posted
+ * window's data, its counters, then every head's plain bucket, room for 4
+ * at least: 16 MiB buckets fit in 256 MiB), the posted window made (if
+ * this head has staging), each loop's checked round, then RND_REPS times a
+ * run of the plain loop and one of the posted loop, each run of k rounds
+ * (BENCH_ROUNDS, more for buckets under 8 MiB: RND_RUN_BYTES a run);
+ * each loop's figure is this head's fastest run.
+ */
+#define RND_REPS        3
+#define RND_RUN_BYTES   (64ull << 20)
+
+static void bench_rounds(void)
+{
+    uint64_t b = bench_bytes, ctrs, words, *src;
+    uint64_t end = nfabric_map_dpa(dev) + nfabric_map_size(dev);
+    nfabric_win_cfg cfg = {
+        .path = NFABRIC_PATH_GBINARY, .width = 8,
+        .tie = NFABRIC_TIE_NEGATIVE, .threshold = 1, .posted = true,
+    };
+    /* Room for 4 plain buckets whatever the heads: the same bucket for all. */
+    uint64_t spans = hosts > 4 ? hosts : 4;
+    volatile uint64_t *plain, *staged;
+    double best[2] = { 1e30, 1e30 };
+    bool ok[2] = { true, true }, posted;
+    unsigned g = 1, k;
+    uint32_t seq = 0;
+    nfabric_heads h;
+    int rc;
+
+    for (;;) {
+        ctrs = nfabric_counter_size(NFABRIC_PATH_GBINARY, 8, b);
+        if (RND_BASE + b + ctrs + spans * b <= end || b <= 0x10000) {
+            break;
+        }
+        b /= 2;
+    }
+    if (b != bench_bytes) {
+        diag("bench: rounds of %" PRIu64 " bytes (%" PRIu64 " do not fit)",
+             b, bench_bytes);
+    }
+    words = b / 8;
+    k = RND_RUN_BYTES / b > BENCH_ROUNDS ? (unsigned)(RND_RUN_BYTES / b)
+                                         : BENCH_ROUNDS;
+    src = aligned_alloc(4096, b);
+    if (!src) {
+        die("bench: allocate the bucket", -ENOMEM);
+    }
+    for (uint64_t i = 0; i < words; i++) {
+        src[i] = rnd_word(rank, i);
+    }
+    plain = (volatile uint64_t *)mem(RND_BASE + b + ctrs + rank * b, b);
+    staged = (volatile uint64_t *)mem(RND_BASE, b);
+    cfg.base = RND_BASE;
+    cfg.size = b;
+    cfg.counters = RND_BASE + b;
+    posted = nfabric_heads_read(dev, &h) == 0 && h.staging;
+    if (!posted) {
+        diag("bench: this head has no staging: no posted rounds");
+    } else if (rank == 0) {
+        nfabric_win_state ws;
+
+        nfabric_window_get(dev, RND_WIN, &ws);
+        if (ws.enabled) {
+            nfabric_window_disable(dev, RND_WIN);
+        }
+        if ((rc = nfabric_window_set(dev, RND_WIN, &cfg))) {
+            die("bench: set the posted window", rc);
+        }
+    }
+    barrier("bench: posted window set");
+    for (unsigned l = 0; l < 1u + posted; l++) {
+        TAP_CHECK(rnd_round(l, l ? staged : plain, src, words, 0, &seq, true),
+                  "[rank %u] bench: a whole %s round, %u head(s) of %" PRIu64
+                  " bytes each, read back right", rank,
+                  l ? "gbinary_posted" : "plain", hosts, b);
+    }
+    for (unsigned r = 0; r < RND_REPS; r++) {
+        for (unsigned l = 0; l < 1u + posted; l++) {
+            double t = rnd_run(l, l ? staged : plain, src, words, k, &g, &seq,
+                               &ok[l]);
+
+            best[l] = t < best[l] ? t : best[l];
+        }
+    }
+    for (unsigned l = 0; l < 1u + posted; l++) {
+        const char *name = l ? "gbinary_posted" : "plain";
+
+        TAP_CHECK(ok[l], "[rank %u] bench: %u runs of %u timed %s rounds, "
+                  "each round ended with every head's ALL_DONE", rank,
+                  RND_REPS, k, name);
+        printf("mh_rounds rank=%u path=%s bytes=%" PRIu64 " rounds=%u "
+               "seconds=%.6f mbps=%.3f\n", rank, name, b, k, best[l],
+               b * (double)k / best[l] / 1e6);
+    }
+    barrier("bench: rounds done");
+    if (posted && rank == 0) {
+        nfabric_window_disable(dev, RND_WIN);
+    }
+    free(src);
+}
+
+/*
+ * Each host runs the G-Binary and the G-Ternary loop, then the floor, then
+ * (on the shared device) the whole rounds, plain and posted.  A single
+ * shared head with a device that is not shared beside it runs each
  * loop in turns with that device ("unshared_" figures): side by side in
  * the same VM.
  */
@@ -1866,6 +2124,9 @@ static void bench_run(bool shared)
     }
     nfabric_free(other);
     bench_floor(shared, bench_bytes / 8);
+    if (shared) {
+        bench_rounds();
+    }
     TAP_CHECK(1, "[rank %u] bench ran", rank);
 }
 

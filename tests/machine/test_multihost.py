@@ -179,7 +179,7 @@ def test_bench_options():
             got = str(exc)
         ok(got == msg, f"bench cluster {' '.join(argv)}: {msg}", got)
     ok(bc.USAGE.startswith("usage: scripts/nfabric bench cluster [--mib N] [--rounds N]\n")
-       and len(bc.USAGE.splitlines()) == 9, "bench cluster --help: its 9 lines")
+       and len(bc.USAGE.splitlines()) == 17, "bench cluster --help: its 17 lines")
 
 
 def test_bench_figures():
@@ -263,10 +263,20 @@ def test_bench_report():
     for h in (0, 1):
         want += [f"head{h}_plain_write_mbps", f"head{h}_ram_write_mbps"]
     want.append("shared_plain_write_vs_ram")
+    want += ["rounds_bucket_bytes", "rounds_timed"]
+    for p in ("plain", "gbinary_posted"):
+        for n in (1, 2, 4):
+            want += [f"{p}_heads{n}_MBps", f"{p}_heads{n}_per_head_MBps_min",
+                     f"{p}_heads{n}_per_head_MBps_max"]
+    for p in ("plain", "gbinary_posted"):
+        want += [f"{p}_heads2_vs_heads1", f"{p}_heads4_vs_heads1"]
+    want += [f"gbinary_posted_heads{n}_scaling_vs_plain" for n in (2, 4)]
+    want += [f"target_gbinary_posted_heads{n}_scaling_vs_plain" for n in (2, 4)]
+    want.append("gbinary_posted_scaling_meets_targets")
     for n in (1, 2, 4):
         want += [f"lock_waits_heads{n}", f"lock_sleeps_heads{n}", f"lock_contended_pct_heads{n}",
                  f"bias_grants_heads{n}", f"bias_revokes_heads{n}", f"bias_drops_heads{n}"]
-    ok(keys == want and len(keys) == 75, "report: the 75 keys in their order", keys)
+    ok(keys == want and len(keys) == 104, "report: the 104 keys in their order", keys)
     d = dict(line.split("=", 1) for line in lines)
     ok(d["gbinary_heads2_vs_heads1"] == "1.885" and d["gbinary_heads4_vs_heads1"] == "0.000"
        and d["gternary_heads2_vs_heads1"] == "n/a"
@@ -289,12 +299,69 @@ def test_bench_report():
        and d["bias_drops_heads2"] == "2" and d["bias_drops_heads4"] == "0",
        "report: lock waits over the writes (N x MiB x 2 paths / 8 bytes), in percent;"
        " the state's sleeps and biases", d)
+    ok(d["plain_heads1_MBps"] == "" and d["gbinary_posted_heads2_scaling_vs_plain"] == "n/a"
+       and d["plain_heads2_vs_heads1"] == "n/a"
+       and d["target_gbinary_posted_heads4_scaling_vs_plain"] == "0.9"
+       and d["gbinary_posted_scaling_meets_targets"] == "no",
+       "report: no whole rounds, no figures, n/a ratios, the targets, not met", d)
+
+
+ROUND_LINES = """\
+mh_rounds rank=0 path=plain bytes=4194304 rounds=8 seconds=0.030185 mbps=1111.640\r
+mh_rounds rank=0 path=gbinary_posted bytes=4194304 rounds=8 seconds=0.165312 mbps=202.977
+mh_bench rank=0 path=gbinary bytes=4194304 seconds=1.0 mbps=4.194
+ok 4 - [rank 0] bench: a whole gbinary_posted round of 2 heads read back right
+mh_rounds rank=1 path=plain bytes=4194304 rounds=8 seconds=0.030065 mbps=1116.068
+mh_rounds rank=1 path=gbinary_posted bytes=4194304 rounds=8 seconds=0.157732 mbps=212.731
+mh_rounds rank=2 path=plain bytes=4194304 rounds=8 seconds=0.030000 mbps=1000.000
+mh_rounds rank=3 path=plain bytes=4194304 rounds=8 seconds=0.000000 mbps=0
+""".splitlines()
+
+
+def test_bench_rounds():
+    got = bc.round_figures(ROUND_LINES)
+    ok(got == {"plain": ("1111.640", 3, "1000.000", "1116.068", "4194304", "8"),
+               "gbinary_posted": ("207.854", 2, "202.977", "212.731", "4194304", "8")},
+       "rounds: per path the median of the heads' own MB/s (the middle one of 3, the"
+       " mean of 2), the heads, the slowest and fastest, the bucket and the timed rounds;"
+       " a head timed at 0 s and the mh_bench lines left out", got)
+    ok(bc.round_figures(BENCH_LINES) == {}, "rounds: none in the contribution loops' lines")
+    best = bc.Best()
+    for k, v in (("rounds_heads1_plain", "1411.386"), ("rounds_heads2_plain", "1113.854"),
+                 ("rounds_heads4_plain", "380.325"), ("rounds_heads1_gbinary_posted", "619.949"),
+                 ("rounds_heads2_gbinary_posted", "207.854"),
+                 ("rounds_heads4_gbinary_posted", "195.367")):
+        best.keep(k, v, "1.000", "2.000")
+    best.best["rounds_bucket"], best.best["rounds_timed"] = "4194304", "8"
+    d = dict(line.split("=", 1) for line in bc.rounds_report(best))
+    ok(d["rounds_bucket_bytes"] == "4194304" and d["rounds_timed"] == "8"
+       and d["plain_heads1_MBps"] == "1411.386" and d["gbinary_posted_heads4_MBps"] == "195.367"
+       and d["plain_heads2_per_head_MBps_min"] == "1.000"
+       and d["gbinary_posted_heads1_per_head_MBps_max"] == "2.000",
+       "rounds report: the bucket, the timed rounds, each path's per-head MB/s, slowest"
+       " and fastest head", d)
+    ok(d["plain_heads2_vs_heads1"] == "0.789" and d["plain_heads4_vs_heads1"] == "0.269"
+       and d["gbinary_posted_heads2_vs_heads1"] == "0.335"
+       and d["gbinary_posted_heads4_vs_heads1"] == "0.315"
+       and d["gbinary_posted_heads2_scaling_vs_plain"] == "0.425"
+       and d["gbinary_posted_heads4_scaling_vs_plain"] == "1.169"
+       and d["target_gbinary_posted_heads2_scaling_vs_plain"] == "0.9"
+       and d["target_gbinary_posted_heads4_scaling_vs_plain"] == "0.9"
+       and d["gbinary_posted_scaling_meets_targets"] == "no",
+       "rounds report: N heads over one of each path, posted's over plain's (from the"
+       " figures, three decimals), the targets 0.9, not met with 2 heads at 0.425", d)
+    best.keep("rounds_heads2_gbinary_posted", "560.000")
+    d = dict(line.split("=", 1) for line in bc.rounds_report(best))
+    ok(d["gbinary_posted_heads2_scaling_vs_plain"] == "1.145"
+       and d["gbinary_posted_scaling_meets_targets"] == "yes",
+       "rounds report: both scalings at 0.9 or more meet the targets", d)
 
 
 def main():
     return testkit.run(test_relay_and_report, test_bench_batch, test_tap, test_refused_line,
                        test_corrupt_and_attacks, test_stop_plan, test_assignments,
-                       test_bench_options, test_bench_figures, test_bench_report)
+                       test_bench_options, test_bench_figures, test_bench_report,
+                       test_bench_rounds)
 
 
 if __name__ == "__main__":
