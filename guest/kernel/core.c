@@ -226,6 +226,7 @@ static int nfabric_open(struct inode *inode, struct file *filp)
 		get_device(&nf->dev);
 		list_add(&nff->node, &nf->files);
 	}
+	nf_irq_file_open(nff);
 	filp->private_data = nff;
 	return nonseekable_open(inode, filp);
 }
@@ -237,6 +238,7 @@ static int nfabric_release(struct inode *inode, struct file *filp)
 
 	scoped_guard(mutex, &nf->lock)
 		list_del(&nff->node);
+	nf_irq_file_release(nff);
 	kfree(nff);
 	put_device(&nf->dev);
 	return 0;
@@ -249,6 +251,7 @@ const struct file_operations nfabric_fops = {
 	.unlocked_ioctl = nfabric_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = nfabric_mmap,
+	.poll = nf_irq_poll,
 	.llseek = noop_llseek,
 };
 

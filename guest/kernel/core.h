@@ -24,6 +24,9 @@
 #include <linux/mutex.h>
 #include <linux/overflow.h>
 #include <linux/pci.h>
+#include <linux/poll.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
 #include <linux/rwsem.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -102,6 +105,13 @@ struct nfabric_file;
  * @num_windows: windows the device has (CAPS[7:0], at most 16)
  * @mem_size: bytes of device memory
  * @id: N of nfabricN
+ * @irq: the device's interrupt (irq.c), or -1: waits poll
+ * @ev_lock: the event counts and @efd_files, also from the handler
+ * @ev_done, @ev_incomplete: messages that reported window i's round
+ *	ALL_DONE, INCOMPLETE; @ev_failed: the head's state failed
+ * @ev_count: messages counted (waiters and poll() compare it)
+ * @wq: ROUND_WAIT and poll() sleep here
+ * @efd_files: open files with an eventfd to signal
  */
 struct nfabric_dev {
 	struct device dev;
@@ -122,12 +132,30 @@ struct nfabric_dev {
 	u32 num_windows;
 	u64 mem_size;
 	int id;
+	int irq;
+	spinlock_t ev_lock;
+	u32 ev_done[NFABRIC_NUM_WINDOWS];
+	u32 ev_incomplete[NFABRIC_NUM_WINDOWS];
+	u32 ev_failed;
+	u64 ev_count;
+	wait_queue_head_t wq;
+	struct list_head efd_files;
 };
 
+/*
+ * An open file: its device, and what NFABRIC_IOC_EVENTS last told it
+ * (the device's counts then) and its eventfd (irq.c).
+ */
 struct nfabric_file {
 	struct nfabric_dev *nf;
 	struct file *filp;
 	struct list_head node;
+	u32 done_seen[NFABRIC_NUM_WINDOWS];
+	u32 incomplete_seen[NFABRIC_NUM_WINDOWS];
+	u32 failed_seen;
+	u64 ev_seen;
+	struct eventfd_ctx *efd;
+	struct list_head efd_node;
 };
 
 
@@ -171,5 +199,16 @@ bool nf_is_sysram(void *ctx, u64 hpa, u64 len, u64 *start, u64 *end);
 
 /* ioctl.c */
 long nfabric_ioctl(struct file *filp, unsigned int cmd, unsigned long arg);
+
+/* irq.c */
+void nf_irq_setup(struct nfabric_dev *nf);
+void nf_irq_teardown(struct nfabric_dev *nf);
+u64 nf_irq_events(struct nfabric_dev *nf);
+int nf_irq_wait(struct nfabric_dev *nf, u64 seen, unsigned long timeout);
+void nf_irq_file_open(struct nfabric_file *nff);
+void nf_irq_file_release(struct nfabric_file *nff);
+__poll_t nf_irq_poll(struct file *filp, poll_table *pt);
+int nf_ioc_events(struct nfabric_file *nff, void *arg, bool *out);
+int nf_ioc_eventfd(struct nfabric_file *nff, void *arg, bool *out);
 
 #endif /* NFABRIC_CORE_H */

@@ -309,6 +309,13 @@ static bool nf_has_rounds(struct nfabric_dev *nf)
 	return (nf->version & 0xffff) >= 1;
 }
 
+/* HEAD_INFO.STATE_FAILED (layout 1.3): no round this head waits for ends. */
+static bool nf_has_heads_failed(struct nfabric_dev *nf)
+{
+	return (nf->version & 0xffff) >= 3 &&
+	       (nf_rd32(nf, NFABRIC_REG_HEAD_INFO) & NFABRIC_HEAD_INFO_STATE_FAILED);
+}
+
 static void nf_round_read(struct nfabric_dev *nf, struct nfabric_ioc_round *r)
 {
 	u32 i = r->index;
@@ -389,9 +396,10 @@ out:
 }
 
 /*
- * Poll the round (the device has no interrupt for it) without holding the
- * lock while sleeping, so that other calls and detach go on; a detach ends
- * the wait with -ENODEV.
+ * Wait for the round without holding the lock while sleeping, so that
+ * other calls and detach go on; a detach ends the wait with -ENODEV.  With
+ * the device's interrupt (irq.c) it sleeps until a message (or 100 ms, for
+ * what raises none: the round moving on); without, it looks every ms.
  */
 static int nf_ioc_round_wait(struct nfabric_dev *nf, unsigned int cmd, void *arg, bool *out)
 {
@@ -410,11 +418,20 @@ static int nf_ioc_round_wait(struct nfabric_dev *nf, unsigned int cmd, void *arg
 	seq = r->seq;
 	deadline = jiffies + msecs_to_jiffies(r->timeout_ms);
 	for (;;) {
+		/* Read before looking: a message after the look wakes the sleep. */
+		u64 seen = nf_irq_events(nf);
+		bool failed;
+
 		rc = nf_lock_live(nf);
 		if (rc)
 			return rc;
 		nf_round_read(nf, r);
+		failed = nf_has_heads_failed(nf);
 		mutex_unlock(&nf->lock);
+		if (failed) {
+			rc = -EIO;
+			break;
+		}
 		if (r->seq != seq) {
 			rc = -ESTALE;
 			break;
@@ -429,7 +446,10 @@ static int nf_ioc_round_wait(struct nfabric_dev *nf, unsigned int cmd, void *arg
 		}
 		if (signal_pending(current))
 			return -EINTR;
-		msleep_interruptible(1);
+		rc = nf_irq_wait(nf, seen, min_t(unsigned long, deadline - jiffies,
+						 msecs_to_jiffies(100)));
+		if (rc)
+			return rc;
 	}
 	*out = true;		/* the round as the wait left it */
 	return rc;
@@ -453,6 +473,8 @@ struct nf_ioctl {
 	int priv;
 	bool (*fields_ok)(const struct nfabric_dev *nf, unsigned int cmd, const void *arg);
 	int (*run)(struct nfabric_dev *nf, unsigned int cmd, void *arg, bool *out);
+	/* Instead of run: a command of the open file's own (irq.c). */
+	int (*run_file)(struct nfabric_file *nff, void *arg, bool *out);
 	bool need_rounds;	/* register layout 1.1: -EOPNOTSUPP before */
 };
 
@@ -505,6 +527,21 @@ static bool nf_timing_ok(const struct nfabric_dev *nf, unsigned int cmd, const v
 	       !t->reserved[0] && !t->reserved[1];
 }
 
+static bool nf_events_ok(const struct nfabric_dev *nf, unsigned int cmd, const void *arg)
+{
+	const struct nfabric_ioc_events *e = arg;
+
+	return !e->done && !e->incomplete && !e->head && !e->irq &&
+	       !e->reserved[0] && !e->reserved[1];
+}
+
+static bool nf_eventfd_ok(const struct nfabric_dev *nf, unsigned int cmd, const void *arg)
+{
+	const struct nfabric_ioc_eventfd *e = arg;
+
+	return !e->reserved && e->fd >= -1;
+}
+
 static bool nf_round_ok(const struct nfabric_dev *nf, unsigned int cmd, const void *arg)
 {
 	const struct nfabric_ioc_round *r = arg;
@@ -520,6 +557,9 @@ static bool nf_round_ok(const struct nfabric_dev *nf, unsigned int cmd, const vo
 #define NF_IOCTL(c, type, fl, pr, ok, fn, rounds) \
 	{ .cmd = (c), .size = sizeof(type), .flags = (fl), .priv = (pr), \
 	  .fields_ok = (ok), .run = (fn), .need_rounds = (rounds) }
+#define NF_IOCTL_FILE(c, type, ok, fn) \
+	{ .cmd = (c), .size = sizeof(type), .flags = 0, .priv = NF_PRIV_READ, \
+	  .fields_ok = (ok), .run_file = (fn), .need_rounds = true }
 
 static const struct nf_ioctl nf_ioctls[] = {
 	NF_IOCTL(NFABRIC_IOC_INFO, struct nfabric_ioc_info, 0, NF_PRIV_READ,
@@ -542,6 +582,10 @@ static const struct nf_ioctl nf_ioctls[] = {
 		 nf_round_ok, nf_ioc_round_complete, true),
 	NF_IOCTL(NFABRIC_IOC_ROUND_WAIT, struct nfabric_ioc_round, 0, NF_PRIV_READ,
 		 nf_round_ok, nf_ioc_round_wait, true),
+	NF_IOCTL_FILE(NFABRIC_IOC_EVENTS, struct nfabric_ioc_events,
+		      nf_events_ok, nf_ioc_events),
+	NF_IOCTL_FILE(NFABRIC_IOC_EVENTFD, struct nfabric_ioc_eventfd,
+		      nf_eventfd_ok, nf_ioc_eventfd),
 };
 
 /* Room for the largest argument. */
@@ -553,6 +597,8 @@ union nf_ioc_arg {
 	struct nfabric_ioc_stats stats;
 	struct nfabric_ioc_timing timing;
 	struct nfabric_ioc_round round;
+	struct nfabric_ioc_events events;
+	struct nfabric_ioc_eventfd eventfd;
 };
 
 /*
@@ -602,7 +648,7 @@ long nfabric_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	}
 	if (d->need_rounds && !nf_has_rounds(nf))
 		return -EOPNOTSUPP;
-	rc = d->run(nf, cmd, &a, &out);
+	rc = d->run_file ? d->run_file(nff, &a, &out) : d->run(nf, cmd, &a, &out);
 	if (out && copy_to_user(uarg, &a, d->size))
 		return -EFAULT;
 	return rc;

@@ -192,6 +192,7 @@ static int nfabric_attach(struct pci_dev *pdev)
 	}
 	device_for_each_child(&pdev->dev, &nf->memdev, nf_memdev_of);
 	nf->mapped = true;
+	nf_irq_setup(nf);
 
 	cdev_init(&nf->cdev, &nfabric_fops);
 	nf->cdev.owner = THIS_MODULE;
@@ -204,15 +205,17 @@ static int nfabric_attach(struct pci_dev *pdev)
 			goto err_del;
 	}
 	list_add_tail(&nf->node, &nfabric_devs);
-	dev_info(dev, "NEURON-Fabric %u.%u on %s (%s): %u windows, %llu MiB, registers at %pa\n",
+	dev_info(dev, "NEURON-Fabric %u.%u on %s (%s): %u windows, %llu MiB, registers at %pa, %s\n",
 		 nf->version >> 16, nf->version & 0xffff, pci_name(pdev),
 		 nf->memdev ? dev_name(nf->memdev) : "no cxl_memdev", nf->num_windows,
-		 nf->mem_size >> 20, &nf->regs_phys);
+		 nf->mem_size >> 20, &nf->regs_phys,
+		 nf->irq >= 0 ? "interrupt" : "no interrupt (waits poll)");
 	return 0;
 
 err_del:
 	cdev_device_del(&nf->cdev, dev);
 err_memdev:
+	nf_irq_teardown(nf);
 	put_device(nf->memdev);
 	if (nf->cm)
 		iounmap(nf->cm);
@@ -239,6 +242,8 @@ static void nfabric_detach(struct nfabric_dev *nf, const char *why)
 
 	lockdep_assert_held(&nfabric_devs_lock);
 	list_del(&nf->node);
+	/* Before the registers go: the handler reads them. */
+	nf_irq_teardown(nf);
 	scoped_guard(mutex, &nf->lock) {
 		regs = nf->regs;
 		cm = nf->cm;
@@ -253,6 +258,7 @@ static void nfabric_detach(struct nfabric_dev *nf, const char *why)
 		}
 		up_write(&nf->revoke);
 	}
+	wake_up_interruptible_all(&nf->wq);	/* waiters: -ENODEV */
 	iounmap(regs);
 	if (cm)
 		iounmap(cm);

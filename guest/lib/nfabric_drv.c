@@ -7,6 +7,7 @@
  */
 #include "nfabric_priv.h"
 #include "../kernel/uapi/nfabric_checks.h"
+#include "../kernel/uapi/nfabric.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -115,8 +117,69 @@ static int drv_map(nfabric_dev *d, char *path, size_t len)
     d->bar = p;
     d->bar_size = NFABRIC_REGS_SIZE;
     d->regs = p;
-    snprintf(d->access, sizeof(d->access), "driver %s", path);
+    /* The interrupt (register version 1.8): an older driver has no EVENTS. */
+    {
+        struct nfabric_ioc_events e = { .size = sizeof(e) };
+
+        d->drv_irq = ioctl(d->bar_fd, NFABRIC_IOC_EVENTS, &e) == 0 && e.irq;
+    }
+    snprintf(d->access, sizeof(d->access), "driver %s%s", path,
+             d->drv_irq ? ", interrupt" : "");
     return 0;
+}
+
+int nfl_drv_round_wait(nfabric_dev *d, unsigned i, uint32_t seq,
+                       unsigned timeout_ms, nfabric_round *r)
+{
+    uint64_t left = timeout_ms;
+
+    if (!d->drv_irq || d->bar_fd < 0) {
+        return 1;
+    }
+    for (;;) {
+        unsigned slice = left < NFABRIC_ROUND_MAX_TIMEOUT_MS ?
+                         (unsigned)left : NFABRIC_ROUND_MAX_TIMEOUT_MS;
+        struct nfabric_ioc_round a = {
+            .size = sizeof(a), .index = i, .seq = seq, .timeout_ms = slice,
+        };
+        int rc = ioctl(d->bar_fd, NFABRIC_IOC_ROUND_WAIT, &a);
+        int err = rc ? errno : 0;
+
+        if (err == EINTR) {
+            continue;
+        }
+        if (err == 0 || err == ESTALE || err == ETIMEDOUT || err == EIO) {
+            memset(r, 0, sizeof(*r));
+            r->seq = a.seq;
+            r->status = a.status;
+            r->done = a.done;
+            r->all_done = a.all_done;
+            r->incomplete = a.status & NFABRIC_RSTAT_INCOMPLETE;
+            r->ndone = a.heads_done;
+            r->nexpected = a.heads_expected;
+        }
+        switch (err) {
+        case 0:
+            return 0;
+        case ESTALE:
+            return nfl_fail(d, NFLIB_ESTALE, "window %u: waiting for round %u, "
+                            "the window is at round %u", i, seq, a.seq);
+        case EIO:
+            return nfl_fail(d, NFABRIC_ERR_STATE, "window %u: this head found "
+                            "the device's shared state unusable "
+                            "(HEAD_INFO.STATE_FAILED): no round can end", i);
+        case ETIMEDOUT:
+            left -= slice;
+            if (left) {
+                continue;
+            }
+            return nfl_fail(d, NFLIB_ETIMEDOUT, "window %u: round %u: %u of %u "
+                            "heads done after %u ms (done mask 0x%x)", i, seq,
+                            a.heads_done, a.heads_expected, timeout_ms, a.done);
+        default:
+            return 1;           /* the caller polls instead */
+        }
+    }
 }
 
 const nfabric_transport nfl_drv_transport = {

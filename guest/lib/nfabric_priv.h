@@ -54,6 +54,14 @@ typedef struct nfabric_transport {
 } nfabric_transport;
 
 extern const nfabric_transport nfl_drv_transport;       /* nfabric_drv.c */
+/*
+ * nfabric_drv.c: wait for round seq of window i in the driver, asleep
+ * until the device's interrupt (NFABRIC_IOC_ROUND_WAIT), when the driver
+ * has it: 0 (r filled in), a library or device error, or 1: no such wait
+ * here (no driver, or no interrupt; the caller polls).
+ */
+int nfl_drv_round_wait(nfabric_dev *d, unsigned i, uint32_t seq,
+                       unsigned timeout_ms, nfabric_round *r);
 extern const nfabric_transport nfl_resource0_transport; /* nfabric_resource0.c */
 
 struct nfabric_dev {
@@ -66,6 +74,7 @@ struct nfabric_dev {
     char dax_name[32];          /* e.g. "dax0.0" */
     /* Registers. */
     int bar_fd;
+    bool drv_irq;               /* the driver has the device's interrupt */
     void *bar;
     size_t bar_size;
     volatile uint8_t *regs;     /* the register page in bar (or bar: driver) */

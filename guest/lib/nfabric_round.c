@@ -177,6 +177,10 @@ int nfabric_round_wait(nfabric_dev *d, unsigned i, uint32_t seq,
     if (rc) {
         return rc;
     }
+    /* Asleep in the driver until the device's interrupt, where it has it. */
+    if ((rc = nfl_drv_round_wait(d, i, seq, timeout_ms, r)) != 1) {
+        return rc;
+    }
     for (unsigned n = 0;; n++) {
         if ((rc = nfabric_round_read(d, i, r))) {
             return nfl_fail(d, rc, "window %u: cannot read the round", i);

@@ -27,7 +27,7 @@ NF_GUEST_MODULES="cxl_acpi cxl_pci cxl_mem cxl_port dax device_dax dax_cxl
 NF_GUEST_MODULES_EXTRA="kmem"
 # Guest programs copied from the host build.
 # Static guest programs, relative to build/host/; each goes to /usr/bin.
-NF_GUEST_PROGRAMS="guest/nfabricctl guest/nfabric-bench guest/nfabric-membind tests/guest/nfabric-test tests/guest/nfabric-multihost tests/driver/nfabric-drvtest tests/guest/nfabric-lifecycle-check guest/train/static/nfabric-train"
+NF_GUEST_PROGRAMS="guest/nfabricctl guest/nfabric-bench guest/nfabric-membind guest/nfabric-wake tests/guest/nfabric-test tests/guest/nfabric-multihost tests/driver/nfabric-drvtest tests/guest/nfabric-lifecycle-check guest/train/static/nfabric-train"
 
 nf_image_usage() {
     cat <<'USAGE'

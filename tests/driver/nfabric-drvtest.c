@@ -10,6 +10,9 @@
  *   stats      NFABRIC_IOC_STATS and NFABRIC_IOC_TIMING, sysfs statistics
  *   round      ROUND_GET / ROUND_COMPLETE / ROUND_WAIT (one head), their
  *              bad arguments, a wait woken by a completion and by a signal
+ *   events     (register layout 1.8) EVENTS, poll() and an eventfd: a
+ *              poll() asleep here woken by another process's completion,
+ *              EVENTS naming the window once; their bad arguments
  *   badarg     every bad argument of every ioctl, and mmap's
  *   mmap       private and executable register mappings refused, an ioctl
  *              whose argument is the register mapping; the device answers
@@ -30,7 +33,8 @@
  *              windows on a 2-way interleaved region refused (EXDEV)
  *   multihost  (only when named; under `scripts/nfabric cluster`, which sets
  *              NFABRIC_RANK and NFABRIC_HOSTS) every host completes one
- *              round of a shared window and waits for the others
+ *              round of a shared window and waits for the others (all but
+ *              the last asleep in poll() until the last one's completion)
  *
  * usage: nfabric-drvtest [--only GROUP,...]
  */
@@ -45,6 +49,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
@@ -644,6 +650,132 @@ struct bad {
     int want;
     struct nfabric_ioc_window w;
 };
+
+/* ---- events: the device's interrupt (register layout 1.8) ------------ */
+
+static int events(int fd, struct nfabric_ioc_events *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->size = sizeof(*e);
+    return xioctl(fd, NFABRIC_IOC_EVENTS, e);
+}
+
+static int set_eventfd(int fd, int efd)
+{
+    struct nfabric_ioc_eventfd a = { .size = sizeof(a), .fd = efd };
+
+    return xioctl(fd, NFABRIC_IOC_EVENTFD, &a);
+}
+
+static bool readable(int fd, int ms)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+
+    return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+/*
+ * What EVENTS, poll() and an eventfd say about window 9's rounds: nothing
+ * at open; a round completed by another process wakes a poll() sleeping
+ * here, EVENTS then names window 9 once; the eventfd counts the message;
+ * the arguments are checked like every ioctl's.
+ */
+static void t_events(int fd, const char *name)
+{
+    struct nfabric_ioc_window w = win(9, NFABRIC_PATH_GBINARY, 20ull << 20, 4096, 24ull << 20, 8, 0, 0);
+    struct nfabric_ioc_events e;
+    struct nfabric_ioc_round r;
+    int f2, efd, rc, bad;
+    uint64_t n = 0;
+    double took;
+    pid_t pid;
+
+    if ((info.version & 0xffff) < 8) {
+        rc = events(fd, &e);
+        check(rc == 0 && !e.irq, "EVENTS on layout %u.%u: %s, irq %u (want 0: no interrupt)",
+              info.version >> 16, info.version & 0xffff, strerror(-rc), e.irq);
+        return;
+    }
+    disable_all(fd, info.num_windows);
+    f2 = open_dev(name);
+    rc = events(f2, &e);
+    check(f2 >= 0 && rc == 0 && e.irq == 1 && !e.done && !e.incomplete && !e.head,
+          "EVENTS on a new open file: %s, irq %u, nothing happened yet", strerror(-rc), e.irq);
+    check(!readable(f2, 0), "poll() on it: not readable");
+    rc = xioctl(fd, NFABRIC_IOC_WIN_SET, &w);
+    r = rnd(9, 0, 0);
+    rc |= xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+    efd = eventfd(0, EFD_NONBLOCK);
+    rc |= set_eventfd(f2, efd);
+    check(rc == 0 && efd >= 0, "window 9 enabled, an eventfd registered on the file: %s",
+          strerror(-rc));
+    pid = fork();
+    if (pid == 0) {
+        struct nfabric_ioc_round c = rnd(9, r.seq, 0);
+
+        usleep(200000);
+        _exit(xioctl(fd, NFABRIC_IOC_ROUND_COMPLETE, &c) ? 1 : 0);
+    }
+    {
+        struct timespec a, b;
+
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        rc = readable(f2, 10000);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        took = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+    }
+    waitpid(pid, NULL, 0);
+    check(rc && took >= 150 && took < 5000, "poll() asleep here wakes when another process "
+          "completes window 9's round, after %.0f ms (the completion came at 200 ms)", took);
+    rc = events(f2, &e);
+    check(rc == 0 && e.done == 1u << 9 && !e.incomplete && !e.head,
+          "EVENTS then: done 0x%x (want window 9 alone), incomplete 0x%x", e.done,
+          e.incomplete);
+    rc = events(f2, &e);
+    check(rc == 0 && !e.done && !readable(f2, 0), "EVENTS again: nothing new, poll() not "
+          "readable");
+    check(read(efd, &n, sizeof(n)) == sizeof(n) && n >= 1, "the eventfd counted %llu message(s)",
+          (unsigned long long)n);
+    rc = events(fd, &e);
+    check(rc == 0 && e.done == 1u << 9, "the other open file has its own news: done 0x%x",
+          e.done);
+    /* Bad arguments: EINVAL, EBADF; nothing registered by them. */
+    bad = 0;
+    memset(&e, 0, sizeof(e));
+    e.size = sizeof(e) - 1;
+    bad += xioctl(fd, NFABRIC_IOC_EVENTS, &e) != -EINVAL;
+    memset(&e, 0, sizeof(e));
+    e.size = sizeof(e);
+    e.flags = 1;
+    bad += xioctl(fd, NFABRIC_IOC_EVENTS, &e) != -EINVAL;
+    memset(&e, 0, sizeof(e));
+    e.size = sizeof(e);
+    e.done = 1;
+    bad += xioctl(fd, NFABRIC_IOC_EVENTS, &e) != -EINVAL;
+    memset(&e, 0, sizeof(e));
+    e.size = sizeof(e);
+    e.reserved[1] = 1;
+    bad += xioctl(fd, NFABRIC_IOC_EVENTS, &e) != -EINVAL;
+    check(bad == 0, "EVENTS with a wrong size, flags, output or reserved field set: EINVAL "
+          "(%d wrong)", bad);
+    {
+        int devnull = open("/dev/null", O_RDONLY), closed = dup(devnull);
+
+        close(closed);
+        rc = set_eventfd(f2, -2);
+        check(rc == -EINVAL, "EVENTFD fd -2: %s (want EINVAL)", strerror(-rc));
+        rc = set_eventfd(f2, devnull);
+        check(rc == -EINVAL, "EVENTFD of /dev/null: %s (want EINVAL)", strerror(-rc));
+        rc = set_eventfd(f2, closed);
+        check(rc == -EBADF, "EVENTFD of a closed fd: %s (want EBADF)", strerror(-rc));
+        rc = set_eventfd(f2, -1);
+        check(rc == 0, "EVENTFD -1 (no longer): %s", strerror(-rc));
+        close(devnull);
+    }
+    close(efd);
+    close(f2);
+    disable_all(fd, info.num_windows);
+}
 
 static void t_badarg(int fd)
 {
@@ -1351,7 +1483,7 @@ static void t_fuzz(int fd)
 
 /* ---- privileges ------------------------------------------------------ */
 
-enum { OP_INFO, OP_WIN_GET, OP_STATS, OP_TIMING, OP_ROUND_GET, OP_SYSFS_READ,
+enum { OP_INFO, OP_WIN_GET, OP_STATS, OP_TIMING, OP_ROUND_GET, OP_EVENTS, OP_SYSFS_READ,
        OP_WIN_SET, OP_WIN_DISABLE, OP_WIN_CLEAR, OP_ROUND_COMPLETE,
        OP_STATS_CLEAR, OP_STATS_CLEAR_ERRORS, OP_TIMING_CLEAR, OP_SYSFS_CLEAR,
        OP_MMAP, OP_COUNT };
@@ -1366,6 +1498,7 @@ static const struct {
     [OP_STATS] = { "STATS", false, "" },
     [OP_TIMING] = { "TIMING", false, "" },
     [OP_ROUND_GET] = { "ROUND_GET", false, "" },
+    [OP_EVENTS] = { "EVENTS", false, "" },
     [OP_SYSFS_READ] = { "read sysfs stats/fp32_reads", false, "" },
     [OP_WIN_SET] = { "WIN_SET", true, "CAP_SYS_ADMIN" },
     [OP_WIN_DISABLE] = { "WIN_DISABLE", true, "CAP_SYS_ADMIN" },
@@ -1428,6 +1561,11 @@ static void priv_ops(const char *name, unsigned idx, const struct nfabric_ioc_wi
     rc[OP_TIMING] = xioctl(fd, NFABRIC_IOC_TIMING, &t);
     r = rnd(idx, 0, 0);
     rc[OP_ROUND_GET] = xioctl(fd, NFABRIC_IOC_ROUND_GET, &r);
+    {
+        struct nfabric_ioc_events e;
+
+        rc[OP_EVENTS] = events(fd, &e);
+    }
     snprintf(path, sizeof(path), CLASS_DIR "/%s/stats/fp32_reads", name);
     rc[OP_SYSFS_READ] = sysfs_rc(path, NULL, false);
     rc[OP_WIN_CLEAR] = xioctl(fd, NFABRIC_IOC_WIN_CLEAR, &c);
@@ -1785,11 +1923,21 @@ static void t_multihost(int fd)
     }
     {
         uint32_t seq = r.seq;
+        struct nfabric_ioc_events e;
 
+        events(fd, &e);         /* only what happens from here */
         r = rnd(11, seq, 0);
         rc = xioctl(fd, NFABRIC_IOC_ROUND_COMPLETE, &r);
         check(rc == 0 && (r.done & (1u << rank)), "[rank %u] ROUND_COMPLETE round %u: %s, "
               "done 0x%x", rank, seq, rc ? strerror(-rc) : "0", r.done);
+        if (rank != hosts - 1 && (info.version & 0xffff) >= 8) {
+            /* Asleep in poll() until the last host's completion reaches here. */
+            bool woke = readable(fd, 30000);
+
+            rc = events(fd, &e);
+            check(woke && rc == 0 && (e.done & (1u << 11)), "[rank %u] poll() woke when "
+                  "another host completed the round: EVENTS done 0x%x", rank, e.done);
+        }
         r = rnd(11, seq, 30000);
         rc = xioctl(fd, NFABRIC_IOC_ROUND_WAIT, &r);
         check(rc == 0 && r.all_done && r.heads_done == hosts && r.done == (1u << hosts) - 1,
@@ -1807,7 +1955,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             only = argv[++i];
         } else {
-            fprintf(stderr, "usage: nfabric-drvtest [--only info,window,stats,round,badarg,"
+            fprintf(stderr, "usage: nfabric-drvtest [--only info,window,stats,round,events,badarg,"
                     "mmap,priv,fuzz,exec,concurrent,unbind,reload,dmesg,sysram,interleave,"
                     "multihost]\n");
             return 2;
@@ -1832,6 +1980,9 @@ int main(int argc, char **argv)
     }
     if (want("round")) {
         t_round(fd);
+    }
+    if (want("events")) {
+        t_events(fd, name);
     }
     if (want("badarg")) {
         t_badarg(fd);

@@ -131,7 +131,10 @@ struct nfabric_ioc_timing {
  * head completed round seq).  Register layout 1.1 and later
  * (EOPNOTSUPP before); the window must be enabled (ENOENT).  ESTALE: the
  * window is no longer at round seq; ETIMEDOUT, EINTR: the wait ended
- * first.  The outputs are filled in on success, ESTALE and ETIMEDOUT.
+ * first; EIO: this head found the shared state unusable
+ * (HEAD_INFO.STATE_FAILED).  The outputs are filled in on success, ESTALE,
+ * ETIMEDOUT and EIO.  With the device's interrupt (layout 1.8) the wait
+ * sleeps until a message; without it, it looks every millisecond.
  */
 #define NFABRIC_ROUND_MAX_TIMEOUT_MS	60000
 struct nfabric_ioc_round {
@@ -159,5 +162,41 @@ struct nfabric_ioc_round {
 #define NFABRIC_IOC_ROUND_GET	_IOWR(NFABRIC_IOC_MAGIC, 0x07, struct nfabric_ioc_round)
 #define NFABRIC_IOC_ROUND_COMPLETE _IOWR(NFABRIC_IOC_MAGIC, 0x08, struct nfabric_ioc_round)
 #define NFABRIC_IOC_ROUND_WAIT	_IOWR(NFABRIC_IOC_MAGIC, 0x09, struct nfabric_ioc_round)
+
+/*
+ * NFABRIC_IOC_EVENTS (register layout 1.8): what the device's interrupt
+ * reported since this open file last asked (or opened): window i's round
+ * became ALL_DONE (bit i of done) or INCOMPLETE (bit i of incomplete),
+ * this head's shared state failed (bit 0 of head).  irq: 1 when the
+ * driver has the device's interrupt (ROUND_WAIT, poll() and eventfds are
+ * woken by it), 0 when it has none (waits poll; no event is reported).
+ * poll() on the file: EPOLLIN while EVENTS has something to say; EPOLLHUP
+ * once the device is detached.  No privilege beyond the open file.
+ */
+struct nfabric_ioc_events {
+	__u32 size;
+	__u32 flags;		/* must be 0 */
+	/* Output (must be 0 on input). */
+	__u32 done;
+	__u32 incomplete;
+	__u32 head;
+	__u32 irq;
+	__u64 reserved[2];
+};
+
+/*
+ * NFABRIC_IOC_EVENTFD: signal the eventfd fd at each of the device's
+ * messages, until the file is closed or fd is -1.  EBADF, EINVAL: fd is
+ * not an eventfd.
+ */
+struct nfabric_ioc_eventfd {
+	__u32 size;
+	__u32 flags;		/* must be 0 */
+	__s32 fd;
+	__u32 reserved;
+};
+
+#define NFABRIC_IOC_EVENTS	_IOWR(NFABRIC_IOC_MAGIC, 0x0a, struct nfabric_ioc_events)
+#define NFABRIC_IOC_EVENTFD	_IOW(NFABRIC_IOC_MAGIC, 0x0b, struct nfabric_ioc_eventfd)
 
 #endif /* _UAPI_NFABRIC_H */
