@@ -7,7 +7,14 @@
  * a device that is not shared).  The waiter's wake-up is the time from
  * that note to the wait's return.  key=value lines on stdout:
  *
- *   nfabric-wake [--rounds N] [--delay-ms D] [--label L] [--window W]
+ *   nfabric-wake [--rounds N] [--delay-ms D] [--label L] [--window W] [--pipe]
+ *                [--cpus WAITER,COMPLETER]
+ *
+ * --cpus: pin the waiter and the completer to those CPUs (e.g. 1,0).
+ *
+ * --pipe: the baseline of the machine itself, no device: the completer
+ * writes a byte into a pipe the waiter sleeps on (read(2)), the same
+ * measurement otherwise (label pipe).
  *
  *   L_rounds, L_delay_ms, L_access (how libnfabric reached the device),
  *   L_wake_us_p50, L_wake_us_p90, L_wake_us_max, L_wait_cpu_pct (the
@@ -20,7 +27,9 @@
  * NFABRIC_ACCESS=resource0).  Window W (default 15) is set up as a small
  * G-Binary window at 200 MiB of the device's memory and disabled after.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -69,7 +78,7 @@ static void usage(FILE *f)
 
 /* The completer: for each round, told to go, sleeps, notes, completes. */
 static int completer(nfabric_dev *d, unsigned w, unsigned rounds,
-                     unsigned delay_ms, int go, int told)
+                     unsigned delay_ms, int go, int told, int ring)
 {
     for (unsigned k = 0; k < rounds; k++) {
         struct timespec ts = { delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L };
@@ -83,7 +92,8 @@ static int completer(nfabric_dev *d, unsigned w, unsigned rounds,
 
         nanosleep(&ts, NULL);
         t = now_s();
-        if (nfabric_round_complete(d, w, seq)) {
+        if (ring >= 0 ? write(ring, &seq, 1) != 1 :
+                        nfabric_round_complete(d, w, seq) != 0) {
             return 1;
         }
         took = now_s() - t;
@@ -100,7 +110,9 @@ int main(int argc, char **argv)
     unsigned rounds = 1000, delay_ms = 20, w = 15;
     const char *label = NULL;
     double *wake, *took, waited = 0, cpu = 0;
-    int go[2], told[2], st;
+    int go[2], told[2], bell[2] = { -1, -1 }, st;
+    bool pipe_only = false;
+    int cpu_waiter = -1, cpu_completer = -1;
     nfabric_dev *d;
     pid_t pid;
     int rc = 0;
@@ -119,6 +131,15 @@ int main(int argc, char **argv)
             w = (unsigned)strtoul(argv[++a], &end, 0);
         } else if (!strcmp(argv[a], "--label") && a + 1 < argc) {
             label = argv[++a];
+        } else if (!strcmp(argv[a], "--pipe")) {
+            pipe_only = true;
+        } else if (!strcmp(argv[a], "--cpus") && a + 1 < argc) {
+            if (sscanf(argv[++a], "%d,%d", &cpu_waiter, &cpu_completer) != 2 ||
+                cpu_waiter < 0 || cpu_completer < 0 || cpu_waiter >= CPU_SETSIZE ||
+                cpu_completer >= CPU_SETSIZE) {
+                fprintf(stderr, "nfabric-wake: --cpus W,C: two CPU numbers\n");
+                return 2;
+            }
         } else {
             fprintf(stderr, "nfabric-wake: bad argument \"%s\"\n", argv[a]);
             usage(stderr);
@@ -142,7 +163,12 @@ int main(int argc, char **argv)
         return 1;
     }
     if (!label) {
-        label = strstr(nfabric_access_name(d), "interrupt") ? "irq" : "poll";
+        label = pipe_only ? "pipe" :
+                strstr(nfabric_access_name(d), "interrupt") ? "irq" : "poll";
+    }
+    if (pipe_only && pipe(bell)) {
+        perror("nfabric-wake: pipe");
+        return 1;
     }
     {
         nfabric_win_cfg c = {
@@ -162,8 +188,29 @@ int main(int argc, char **argv)
         return 1;
     }
     pid = fork();
+    if (pid == 0 && cpu_completer >= 0) {
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu_completer, &set);
+        if (sched_setaffinity(0, sizeof(set), &set)) {
+            perror("nfabric-wake: the completer's CPU");
+            _exit(1);
+        }
+    }
+    if (pid > 0 && cpu_waiter >= 0) {
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu_waiter, &set);
+        if (sched_setaffinity(0, sizeof(set), &set)) {
+            perror("nfabric-wake: the waiter's CPU");
+            kill(pid, SIGKILL);
+            return 1;
+        }
+    }
     if (pid == 0) {
-        _exit(completer(d, w, rounds, delay_ms, go[0], told[1]) ? 1 : 0);
+        _exit(completer(d, w, rounds, delay_ms, go[0], told[1], bell[1]) ? 1 : 0);
     }
     for (unsigned k = 0; k < rounds && pid > 0; k++) {
         nfabric_round r;
@@ -178,7 +225,8 @@ int main(int argc, char **argv)
         t0 = now_s();
         c0 = cpu_s();
         if (write(go[1], &seq, sizeof(seq)) != sizeof(seq) ||
-            nfabric_round_wait(d, w, seq, 60000, &r)) {
+            (pipe_only ? read(bell[0], &seq, 1) != 1 :
+                         nfabric_round_wait(d, w, seq, 60000, &r) != 0)) {
             fprintf(stderr, "nfabric-wake: round %u: %s\n", seq, nfabric_errmsg(d));
             rc = 1;
             break;
@@ -193,7 +241,7 @@ int main(int argc, char **argv)
         }
         took[k] *= 1e6;
         wake[k] = (wake[k] - t_done) * 1e6;
-        if (nfabric_window_clear(d, w)) {
+        if (!pipe_only && nfabric_window_clear(d, w)) {
             rc = 1;
             break;
         }

@@ -22,6 +22,7 @@ from .options import Parser, UsageError, given
 
 USAGE = """\
 usage: scripts/nfabric bench guest [--bytes N] [--reps R] [--rounds K]
+                                  [--wake-rounds W]
 
 Boots the guest three times (stock cxl-type3; cxl-neuron-fabric with its
 direct map, the default; cxl-neuron-fabric with direct-map=off, every access
@@ -71,7 +72,16 @@ figure is the best over the rounds.  Prints key=value lines:
                      System RAM (its NUMA node), node0_* the same bound to
                      node 0; sysram_*_vs_ram the ratio (gzip: busybox gzip
                      round trip of a tmpfs file)
-Logs: build/guest/bench-{stock,nfabric,io}-K.log, build/guest/bench-sysram.log
+  round_wake_us_p50_irq|poll|pipe (p90 too), round_wait_cpu_pct_*
+                     a last boot (nfabric-wake): a waiter's wake-up after
+                     another process completes a round, W rounds (default
+                     1000) 20 ms apart: asleep in the driver until the
+                     device's interrupt (irq), libnfabric's polls (poll),
+                     and the machine's own floor for waking a process (a
+                     pipe); round_wake_irq_vs_poll, the targets and
+                     round_wake_meets_targets=yes|no
+Logs: build/guest/bench-{stock,nfabric,io}-K.log, build/guest/bench-sysram.log,
+build/guest/bench-wake.log
 """
 
 KINDS = ("stock", "nfabric", "io")
@@ -95,7 +105,8 @@ class BenchError(RuntimeError):
 
 class Options:
     def __init__(self, argv: List[str]):
-        self.values = {"--bytes": 4194304, "--reps": 3, "--rounds": 2}
+        self.values = {"--bytes": 4194304, "--reps": 3, "--rounds": 2,
+                       "--wake-rounds": 1000}
         ns = Parser("bench guest", USAGE, prefix="bench guest: ").options(
             tuple(self.values)).parse(argv)
         self.help = ns is None
@@ -115,6 +126,10 @@ class Options:
     @property
     def rounds(self) -> int:
         return self.values["--rounds"]
+
+    @property
+    def wake_rounds(self) -> int:
+        return self.values["--wake-rounds"]
 
 
 def kv(text: str, key: str) -> Optional[str]:
@@ -303,6 +318,52 @@ def run(opts: Options, guest_dir: str, boot: Boot) -> int:
     one("sysram", ["--device", "cxl-neuron-fabric", "--run", "nfabric-test --only sysram"],
         "System RAM")
     sysram = read(os.path.join(guest_dir, "bench-sysram.log"))
-    for line in report(opts, figures(logs, sysram), sysram, ready):
+    # A waiter's wake-up after another process completes a round (the
+    # interrupt, register version 1.8): nfabric-wake, irq then poll.
+    one("wake", ["--device", "cxl-neuron-fabric", "--run", wake_cmd(opts)], "wake-up")
+    wake = read(os.path.join(guest_dir, "bench-wake.log"))
+    lines = report(opts, figures(logs, sysram), sysram, ready)
+    # The wake-up's figures before the boot times, which end the report.
+    for line in lines[:-2] + wake_report(wake) + lines[-2:]:
         print(line)
     return 0
+
+
+def wake_cmd(opts: Options) -> str:
+    """The wake boot's command: the driver's interrupt, libnfabric's polls
+    (NFABRIC_ACCESS=resource0: no driver in the way), and the machine's own
+    floor (a pipe), each --wake-rounds rounds 20 ms apart."""
+    n = opts.wake_rounds
+    return (f"nfabric-wake --rounds {n} --label irq && "
+            f"NFABRIC_ACCESS=resource0 nfabric-wake --rounds {n} --label poll && "
+            f"nfabric-wake --rounds {n} --pipe --label pipe")
+
+
+WAKE_TARGETS = (("round_wake_us_p50_irq", 200.0), ("round_wait_cpu_pct_irq", 5.0))
+
+
+def wake_report(text: str) -> List[str]:
+    """round_wake_us_p50_irq/_poll/_pipe, p90s, CPU, the ratio, targets."""
+    out: List[str] = []
+    f: Dict[str, float] = {}
+    for label in ("irq", "poll", "pipe"):
+        for what, key in (("wake_us_p50", "round_wake_us_p50"),
+                          ("wake_us_p90", "round_wake_us_p90"),
+                          ("wait_cpu_pct", "round_wait_cpu_pct")):
+            v = kv(text, f"{label}_{what}")
+            if v is None or v == "":
+                raise BenchError(f"bench guest: no {label}_{what} from the wake-up "
+                                 "boot (log build/guest/bench-wake.log)")
+            f[f"{key}_{label}"] = float(v)
+            out.append(f"{key}_{label}={v}")
+    rounds = kv(text, "irq_rounds") or ""
+    out.insert(0, f"round_wake_rounds={rounds}")
+    irq_vs_poll = f["round_wake_us_p50_irq"] / f["round_wake_us_p50_poll"]
+    out.append("round_wake_irq_vs_poll=%.3f" % irq_vs_poll)
+    out.append("target_round_wake_us_p50_irq=200")
+    out.append("target_round_wake_irq_vs_poll=0.2")
+    out.append("target_round_wait_cpu_pct_irq=5")
+    met = (f["round_wake_us_p50_irq"] <= 200 and irq_vs_poll <= 0.2 and
+           f["round_wait_cpu_pct_irq"] <= 5)
+    out.append(f"round_wake_meets_targets={'yes' if met else 'no'}")
+    return out

@@ -50,6 +50,10 @@ def console(kind: str, scale: float) -> str:
             for v in gb.OPS + ("gzip",):
                 lines.append(f"{k}_{v}_MBps={50 if k == 'sysram' else 100}")
         lines += ["sysram_pages_node=1", "sysram_pages_on_node=256"]
+    if kind == "wake":
+        for label, us, cpu in (("irq", 150, 2.5), ("poll", 900, 30), ("pipe", 400, 3)):
+            lines += [f"{label}_rounds=7", f"{label}_wake_us_p50={us}",
+                      f"{label}_wake_us_p90={us * 2}", f"{label}_wait_cpu_pct={cpu}"]
     return "\r\n".join(lines) + "\r\n"
 
 
@@ -99,8 +103,8 @@ def main():
         lines = out.getvalue().splitlines()
         keys = [l.split("=", 1)[0] for l in lines]
         ok(rc == 0 and [s[0] for s in seen] == ["stock-1", "nfabric-1", "io-1", "stock-2",
-                                                 "nfabric-2", "io-2", "sysram"],
-           "the boots alternate round after round, then System RAM", seen)
+                                                 "nfabric-2", "io-2", "sysram", "wake"],
+           "the boots alternate round after round, then System RAM, then the wake-up", seen)
         ok(all("--timeout" in a and "--quiet" in a for _, a in seen), "every boot has a timeout")
         fig = dict(l.split("=", 1) for l in lines)
         ok(fig.get("stock_write_MBps") == "12.0" and fig.get("gbinary_write_MBps") == "24.0",
@@ -108,11 +112,28 @@ def main():
         ok(fig.get("plain_write_vs_stock") == "2.000" and fig.get("plain_write_direct_vs_io") == "4.000"
            and fig.get("sysram_gzip_vs_ram") == "0.500", "ratios with three decimals")
         ok(fig.get("gbinary_fp32_equiv_write_MBps") == "768.0", "G-Binary's FP32-equivalent rate (x32)")
+        ok(fig.get("round_wake_us_p50_irq") == "150" and fig.get("round_wake_us_p50_poll") == "900"
+           and fig.get("round_wake_irq_vs_poll") == "0.167"
+           and fig.get("round_wait_cpu_pct_irq") == "2.5"
+           and fig.get("round_wake_meets_targets") == "yes" and fig.get("round_wake_rounds") == "7",
+           "the wake-up: the figures, irq over poll, the targets met",
+           {k: v for k, v in fig.items() if "wake" in k})
+        wake_run = seen[-1][1][seen[-1][1].index("--run") + 1]
+        ok("nfabric-wake --rounds 1000 --label irq" in wake_run
+           and "NFABRIC_ACCESS=resource0" in wake_run and "--pipe" in wake_run,
+           "the wake boot's command", wake_run)
+        ok(gb.wake_report(console("wake", 1).replace("irq_wake_us_p50=150", "irq_wake_us_p50=250"))
+           [-1] == "round_wake_meets_targets=no", "a wake-up of 250 us misses the target")
+        try:
+            gb.wake_report("irq_wake_us_p50=1\n")
+            ok(False, "a wake boot without every figure is refused")
+        except gb.BenchError as exc:
+            ok("irq_wake_us_p90" in str(exc), "a wake boot without every figure is refused", exc)
         ok(fig.get("boot_to_ready_stock_s") == "5.1" and fig.get("boot_to_ready_nfabric_s") == "5.2",
            "boot-to-ready of the first round's boots")
         ok(keys[:6] == ["bench", "bytes", "reps", "rounds", "access_bytes", "memcpy_block_bytes"]
            and keys[-2:] == ["boot_to_ready_stock_s", "boot_to_ready_nfabric_s"]
-           and len(keys) == len(set(keys)) == 6 + 40 + 44 + 9 + 8 + 6 + 16 + 10 + 2 + 5 + 2 + 2,
+           and len(keys) == len(set(keys)) == 6 + 40 + 44 + 9 + 8 + 6 + 16 + 10 + 2 + 5 + 2 + 15 + 2,
            "every key once, in the front door's order", len(keys))
 
         # The posted windows: every figure of both kinds of device boot,
