@@ -218,19 +218,30 @@ def fallback(logs: str, boot: Boot) -> int:
 def symbol_checks(sym: str, objdump: str) -> List[Tuple[bool, str]]:
     """Every symbol libnfabric.so exports (objdump -T: what a program linked
     against it records) is one of libnfabric.sym's, under the version node
-    LIBNFABRIC_1, and each of those is exported."""
-    want = sorted(m.group(1) for l in lines(sym)
-                  for m in [re.fullmatch(r"\t(nfabric_[a-z0-9_]*);", l)] if m)
+    the .sym puts it in (LIBNFABRIC_1, then LIBNFABRIC_2, ...), and each of
+    those is exported."""
+    node, want = "", {}
+    for l in lines(sym):
+        m = re.fullmatch(r"(LIBNFABRIC_[0-9]+) \{", l.strip())
+        if m:
+            node = m.group(1)
+            continue
+        m = re.fullmatch(r"\t(nfabric_[a-z0-9_]*);", l)
+        if m and node:
+            want[m.group(1)] = node
+    nodes = sorted(set(want.values()))
     rows = [f for f in (l.split() for l in lines(objdump))
             if len(f) >= 4 and f[1] == "g" and f[3] != "*UND*"]
     got = sorted((f[-2], f[-1]) for f in rows if f[-1].startswith("nfabric_"))
-    unversioned = [f[-1] for f in rows if f[-2] != "LIBNFABRIC_1"]
-    return [(bool(want) and [n for _, n in got] == want,
+    unversioned = [f[-1] for f in rows if f[-2] not in nodes]
+    misplaced = [n for v, n in got if n in want and want[n] != v]
+    return [(bool(want) and sorted(n for _, n in got) == sorted(want),
              f"libnfabric.so exports exactly libnfabric.sym's {len(want)} symbols"
              " (the controller model linked in stays local)"),
-            (not unversioned and bool(got) and all(v == "LIBNFABRIC_1" for v, _ in got),
-             "each is versioned LIBNFABRIC_1 (objdump -T)"
-             + (f"; not: {' '.join(unversioned)}" if unversioned else ""))]
+            (not unversioned and not misplaced and bool(got),
+             f"each is versioned as libnfabric.sym says, {' '.join(nodes)} (objdump -T)"
+             + (f"; not: {' '.join(unversioned + misplaced)}"
+                if unversioned or misplaced else ""))]
 
 
 def objdump_t(so: str) -> str:

@@ -172,6 +172,15 @@ def check_symbols():
         "; not: nfabric_engine_update"), "symbols: an unversioned extra export fails both", checks)
     checks = ds.symbol_checks(SYM, OBJDUMP.replace("nfabric_close", "other"))
     ok(not checks[0][0], "symbols: one missing fails", checks)
+    sym2 = SYM + "LIBNFABRIC_2 {\nglobal:\n\tnfabric_window_post;\n} LIBNFABRIC_1;\n"
+    obj2 = OBJDUMP + "00000000000023c0 g    DF .text\t0000000000000010  LIBNFABRIC_2 nfabric_window_post\n"
+    checks = ds.symbol_checks(sym2, obj2)
+    ok([g for g, _ in checks] == [True, True] and "LIBNFABRIC_1 LIBNFABRIC_2" in checks[1][1],
+       "symbols: a later node's symbol under that node passes", checks)
+    checks = ds.symbol_checks(sym2, obj2.replace("LIBNFABRIC_2 nfabric_window_post",
+                                                 "LIBNFABRIC_1 nfabric_window_post"))
+    ok(not checks[1][0] and checks[1][1].endswith("; not: nfabric_window_post"),
+       "symbols: a later node's symbol under the first node fails", checks)
 
 
 def check_pybind():
@@ -189,7 +198,8 @@ def check_pybind():
             rc, out = captured(ds.pybind, root, "/hb")
             ok(rc == 0 and out.splitlines()[-2:] == [
                 "ok 1 - libnfabric.so exports exactly libnfabric.sym's 2 symbols (the controller"
-                " model linked in stays local)", "ok 2 - each is versioned LIBNFABRIC_1 (objdump -T)"],
+                " model linked in stays local)",
+                "ok 2 - each is versioned as libnfabric.sym says, LIBNFABRIC_1 (objdump -T)"],
                "pybind: both runs pass, two numbered symbol checks", out)
             os.environ["STAND_IN_FAIL"] = "1"
             rc, out = captured(ds.pybind, root, "/hb")

@@ -15,6 +15,9 @@
  * the datapath (nfabric_dp_posted, nfabric_account_posted) and, of the
  * controller's other files, the base and jobs (nfabric_ctrl_int.h).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* sigset_t, pthread_sigmask under -std=c11 */
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
