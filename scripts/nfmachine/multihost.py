@@ -87,11 +87,17 @@ def run(tap: Tap, name: str, n: int, cmd: str, *, cpus: int, mem_mib: int) -> No
 
 # ---- (c) SIGKILL of a host mid-round; it is started again and rejoins ------
 
+# The survivor looks for the faults' CXL event records in its kernel's
+# trace (cxl:cxl_generic_event, register version 1.8): tracing on first.
+KILL_CMD = ("mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; "
+            "echo 1 > /sys/kernel/tracing/events/cxl/cxl_generic_event/enable; "
+            "nfabric-multihost kill")
+
 def kill(tap: Tap) -> None:
     with Cluster(case_dir("kill")) as c:
         c.prepare()
         for r in (0, 1):
-            c.boot(r, 2, "nfabric-multihost kill", cpus=1, mem_mib=1024, timeout=600)
+            c.boot(r, 2, KILL_CMD, cpus=1, mem_mib=1024, timeout=600)
         if not c.wait_mark(1, 300):
             tap.line("not ok - kill: host 1 never reached the middle of its round")
             return

@@ -621,6 +621,51 @@ static uint32_t victim_round(const Case *c, size_t half, const char *name,
     return r.seq;
 }
 
+/*
+ * The kernel's trace of cxl:cxl_generic_event (enabled by the suite's
+ * command): is a record of ours there, of KIND about HEAD and WINDOW?
+ * The data's first bytes: kind, reporter, head, window (nfabric_regs.h).
+ */
+static bool trace_has_event(unsigned kind, unsigned head, unsigned win)
+{
+    char want[64], line[2048];
+    FILE *f = fopen("/sys/kernel/tracing/trace", "r");
+    bool found = false;
+
+    if (!f) {
+        return false;
+    }
+    snprintf(want, sizeof(want), "data=%02x %02x %02x %02x", kind, rank, head, win);
+    while (!found && fgets(line, sizeof(line), f)) {
+        found = strstr(line, "uuid=" NFABRIC_EVENT_UUID_STR) && strstr(line, want);
+    }
+    fclose(f);
+    return found;
+}
+
+/*
+ * Faults as CXL events: the kill of head 1 mid-round reaches this guest's
+ * kernel as two vendor records, head 1 lost and window AGG_WIN's round
+ * INCOMPLETE, within a second of the survivor's round ending.
+ */
+static void case_kill_events(void)
+{
+    double t0 = nf_now_s();
+    bool lost = false, inc = false;
+
+    while (!(lost && inc) && nf_now_s() - t0 < 1.0) {
+        lost = lost || trace_has_event(NFABRIC_EVENT_HEAD_LOST, 1, NFABRIC_EVENT_NONE);
+        inc = inc || trace_has_event(NFABRIC_EVENT_INCOMPLETE, 1, AGG_WIN);
+        if (!(lost && inc)) {
+            usleep(20000);
+        }
+    }
+    TAP_CHECK(lost && inc, "[rank %u] kill: the kernel traced the CXL events "
+              "(cxl:cxl_generic_event, uuid %s): head 1 lost %s, window %u's "
+              "round INCOMPLETE %s, within %.2f s", rank, NFABRIC_EVENT_UUID_STR,
+              lost ? "yes" : "no", AGG_WIN, inc ? "yes" : "no", nf_now_s() - t0);
+}
+
 static void case_kill(void)
 {
     static int32_t sums[AGG_SIZE * 8];
@@ -645,6 +690,7 @@ static void case_kill(void)
               "%.1f s)", rc, r.status, hd.live, hd.lost, nf_now_s() - t0);
     expect(c, (1u << hosts) - 1, 1, half, sums);
     check_result(c, sums, "kill: survivors + the victim's half");
+    case_kill_events();
     printf("summary: multihost kill: SIGKILL of a host mid-round: the round "
            "finished in %.1f s with INCOMPLETE set, the counts hold exactly "
            "what was written\n", nf_now_s() - t0);

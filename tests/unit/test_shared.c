@@ -1255,6 +1255,21 @@ static void test_irq_heads(void)
               !nfabric_ctrl_irq_scan(&c0),
               "irq: head 1 killed mid-round: head 0's scan finds it, one "
               "message, ALL_DONE and INCOMPLETE (status 0x%x)", st);
+    {
+        NFabricFault f[8];
+        unsigned n = nfabric_ctrl_faults(&c0, f, 8);
+        bool lost = false, inc = false;
+
+        for (unsigned k = 0; k < n; k++) {
+            lost |= f[k].kind == NFABRIC_EVENT_HEAD_LOST && f[k].head == 1;
+            inc |= f[k].kind == NFABRIC_EVENT_INCOMPLETE && f[k].window == 0 &&
+                   f[k].seq == seq && f[k].head == 1;
+        }
+        TAP_CHECK(n == 2 && lost && inc && nfabric_ctrl_faults(&c0, f, 8) == 0,
+                  "faults: head 0 reports head 1 lost and window 0's round %u "
+                  "INCOMPLETE (head 1's contribution missing), once each "
+                  "(%u faults)", seq, n);
+    }
     close(p[0]);
     close(p[1]);
     close(q[0]);

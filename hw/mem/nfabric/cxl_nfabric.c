@@ -233,6 +233,7 @@ static void nfabric_reg_write(void *opaque, hwaddr off, uint64_t val,
 
     nfabric_ctrl_reg_write(&s->ctrl, off, val, size);
     nfabric_irq_update(s);      /* a round completed, cleared, enabled */
+    nfabric_events_update(s);   /* an enable given up (PEER) */
 }
 
 static const MemoryRegionOps nfabric_reg_ops = {

@@ -11,7 +11,8 @@
  * whenever another head moved the shared state's event_gen: a thread
  * waits on it (a futex, at most 100 ms at a time, so that a head that died
  * without a word is found within that) and schedules a bottom half that
- * scans and sends.  A head whose guest enabled no interrupt scans nothing.
+ * scans and sends.  The same bottom half logs the faults it finds as CXL
+ * event records (cxl_nfabric_events.c).
  */
 
 #include "qemu/osdep.h"
@@ -43,6 +44,7 @@ void nfabric_irq_update(CXLNFabricState *s)
 static void nfabric_irq_bh(void *opaque)
 {
     nfabric_irq_update(opaque);
+    nfabric_events_update(opaque);  /* faults as CXL event records */
 }
 
 /* A head of a shared device: wait for the others' events. */
@@ -53,11 +55,12 @@ static void *nfabric_irq_thread(void *opaque)
     while (!qatomic_read(&s->irq_stop)) {
         uint32_t seen = nfabric_shared_event_gen(s->shared);
 
+        /*
+         * Every time: dead heads are found by looking, and become CXL
+         * event records whether or not the interrupt is enabled.
+         */
         nfabric_shared_event_wait(s->shared, seen, NFABRIC_IRQ_WAIT_MS);
-        if (qatomic_read(&s->ctrl.irq_enable) ||
-            qatomic_read(&s->ctrl.irq_head_enable)) {
-            qemu_bh_schedule(s->irq_bh);
-        }
+        qemu_bh_schedule(s->irq_bh);
     }
     return NULL;
 }

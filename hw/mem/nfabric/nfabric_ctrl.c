@@ -39,6 +39,10 @@ void nfabric_ctrl_reset(NFabricCtrl *s)
     memset(s->irq_seq, 0, sizeof(s->irq_seq));
     memset(s->irq_seen, 0, sizeof(s->irq_seen));
     s->irq_failed_seen = false;
+    s->fault_primed = false;
+    s->fault_inc_reported = 0;
+    s->fault_failed_seen = false;
+    s->fault_peer_win = -1;
     s->last_error = NFABRIC_ERR_NONE;
     s->error_count = 0;
     nfabric_timing_init(&s->timing, &s->timing.p);
@@ -92,6 +96,7 @@ void nfabric_ctrl_use_shared(NFabricCtrl *s, NFabricShared *sh, unsigned head)
     s->map_join = false;
     s->map_win = -1;
     s->map_abort = -1;
+    nfabric_faults_prime(s);
 }
 
 /*

@@ -132,6 +132,10 @@ int nfabric_dp_span(NFabricCtrl *s, unsigned i, uint64_t off, uint8_t *buf,
 void nfabric_account_posted(NFabricCtrl *s, unsigned path, bool write,
                             uint64_t off, uint64_t len, uint64_t words);
 
+/* ---- nfabric_faults.c ----------------------------------------------- */
+
+void nfabric_faults_prime(NFabricCtrl *s);
+
 /* ---- nfabric_irq.c -------------------------------------------------- */
 
 uint64_t nfabric_irq_reg_read(NFabricCtrl *s, uint64_t off);

@@ -131,6 +131,7 @@ void nfabric_map_finish(NFabricCtrl *s)
                  PRIx32 " of the job did not trap its ranges within %u ms",
                  late, (unsigned)NFABRIC_SHARED_MAP_MS);
         nfabric_set_error(s, i, NFABRIC_ERR_PEER, off, why);
+        s->fault_peer_win = (int)i;     /* a CXL event (nfabric_faults.c) */
         nfabric_unlock_job(s);
         return;
     }

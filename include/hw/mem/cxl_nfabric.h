@@ -184,6 +184,7 @@ void nfabric_irq_start(CXLNFabricState *s);
 void nfabric_irq_stop(CXLNFabricState *s);
 void nfabric_irq_update(CXLNFabricState *s);
 void nfabric_irq_kick(CXLNFabricState *s);
+void nfabric_events_update(CXLNFabricState *s);
 
 /* cxl_nfabric_rtl.c: load rtl-lib (before realize), start, unload. */
 bool nfabric_rtl_load(CXLNFabricState *s, Error **errp);

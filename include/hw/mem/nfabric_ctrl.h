@@ -202,6 +202,13 @@ typedef struct NFabricCtrl {
     uint32_t irq_seq[NFABRIC_NUM_WINDOWS];
     uint8_t irq_seen[NFABRIC_NUM_WINDOWS];
     bool irq_failed_seen;
+    /* Faults as CXL events (nfabric_faults.c): what was reported. */
+    bool fault_primed;
+    uint32_t fault_lost_seen;
+    uint32_t fault_inc_seq[NFABRIC_NUM_WINDOWS];
+    uint32_t fault_inc_reported;
+    bool fault_failed_seen;
+    int fault_peer_win;                 /* a PEER give-up to report, or -1 */
     NFabricTiming timing;
 
     /*
@@ -280,6 +287,29 @@ void nfabric_ctrl_set_irq(NFabricCtrl *s, uint32_t msgnum);
  * while an interrupt is enabled (dead heads are found by looking).
  */
 bool nfabric_ctrl_irq_scan(NFabricCtrl *s);
+
+/*
+ * A fault this head saw (nfabric_ctrl_faults): what its owner logs as a
+ * CXL event record (NFABRIC_EVENT_* in nfabric_regs.h).
+ */
+typedef struct NFabricFault {
+    uint8_t kind;               /* NFABRIC_EVENT_HEAD_LOST, ... */
+    uint8_t head;               /* the head concerned, or NFABRIC_EVENT_NONE */
+    uint8_t window;             /* or NFABRIC_EVENT_NONE */
+    uint32_t seq;               /* the window's round (0 without a window) */
+    uint32_t code;              /* NFABRIC_ERR_* (0: none) */
+} NFabricFault;
+
+/*
+ * The faults seen since the last call (at most max, into out; the rest
+ * the next time): heads whose process died (found by a reap this does),
+ * rounds of this head's job that became INCOMPLETE with a contribution
+ * missing (a contributor that did not complete), this head's state
+ * failing, an enable of this head's given up with PEER.  Each fault once.
+ * A device that is not shared has only the last two.  Call it when the
+ * interrupt's scan is called.
+ */
+unsigned nfabric_ctrl_faults(NFabricCtrl *s, NFabricFault *out, unsigned max);
 /*
  * Use the shared state sh (nfabric_shared_attach) as head head, instead of
  * the private state.  Call after nfabric_ctrl_init.

@@ -321,6 +321,35 @@ typedef struct NFabricRegDesc {
 #define NFABRIC_IRQ_HEAD_STATE_FAILED   (1u << 0)
 #define NFABRIC_IRQ_HEAD_VALID          0x1u
 
+/*
+ * CXL event records (1.8, docs/reliability.md "Faults as CXL events"): a
+ * head logs a vendor-specific record (CXL r3.1 8.2.9.2.1: the common
+ * header with this UUID, then 80 bytes of data) in the device's event log
+ * of the record's severity when it sees a fault: another head's process
+ * died (HEAD_LOST, Warning log), a round became INCOMPLETE with a
+ * contribution missing (INCOMPLETE, Warning), its own shared state failed
+ * (STATE_FAILED, Failure), an enable of its was given up because another
+ * head did not trap the window in time (PEER, Informational).
+ */
+#define NFABRIC_EVENT_UUID \
+    { 0x4e, 0x46, 0x41, 0x42, 0x2e, 0x4e, 0x4f, 0x75, \
+      0x8e, 0x52, 0x6f, 0x75, 0x6e, 0x64, 0x73, 0x01 }
+#define NFABRIC_EVENT_UUID_STR      "4e464142-2e4e-4f75-8e52-6f756e647301"
+/* The record's data (after the 48-byte header): byte offsets. */
+#define NFABRIC_EVENT_KIND          0x00    /* NFABRIC_EVENT_* below */
+#define NFABRIC_EVENT_REPORTER      0x01    /* the head whose log it is */
+#define NFABRIC_EVENT_HEAD          0x02    /* the head concerned; 0xff: none */
+#define NFABRIC_EVENT_WINDOW        0x03    /* the window; 0xff: none */
+#define NFABRIC_EVENT_ROUND         0x04    /* u32 LE: the window's ROUND_SEQ */
+#define NFABRIC_EVENT_CODE          0x08    /* u32 LE: error code; 0: none */
+#define NFABRIC_EVENT_MAGIC         0x0c    /* "NFAB" */
+#define NFABRIC_EVENT_TEXT          0x10    /* ASCII, NUL-padded, 64 bytes */
+#define NFABRIC_EVENT_HEAD_LOST     1
+#define NFABRIC_EVENT_INCOMPLETE    2
+#define NFABRIC_EVENT_STATE_FAILED  3
+#define NFABRIC_EVENT_PEER          4
+#define NFABRIC_EVENT_NONE          0xffu
+
 /* JOB (1.4): this head's job, as the fabric manager set it. */
 #define NFABRIC_JOB_INDEX_MASK          0x000000ffu /* the job's index */
 #define NFABRIC_JOB_ASSIGNED            (1u << 8)   /* jobs are set */
