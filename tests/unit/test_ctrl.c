@@ -273,7 +273,7 @@ static uint64_t default_value(const RegDef *r)
     }
     switch (r->off) {
     case 0x000: return 0x4241464e;
-    case 0x004: return 0x00010008;
+    case 0x004: return 0x00010009;
     case 0x0c0: return 0x80000000;  /* IRQ_MSGNUM: NONE (no vector here) */
     case 0x028: return 0x00000100;  /* head 0 of 1, not shared */
     case 0x02c: return 0x1;         /* head 0 attached */

@@ -305,18 +305,22 @@ static void check_where(void)
 
 /*
  * The BAR0 table: rows | `0xSTART-0xEND` | what | an access there |, in
- * order and without a gap over BAR0 (twice the vendor block's offset: the
- * component register block, then the 64 KiB the vendor block starts);
- * the register page at NFABRIC_REGS_OFFSET and at the vendor block +
- * NFABRIC_DVS_REGS, the header page at NFABRIC_DVS_OFFSET, and after each
- * of the two last pages of the component register block and of the
- * vendor block nothing, which reads 0 and counts nothing.
+ * order and without a gap over BAR0 (twice the CXL PMU's offset: the
+ * component register block, the 64 KiB the vendor block starts, the 64
+ * KiB the CPMU starts, 64 KiB more); the register page at
+ * NFABRIC_REGS_OFFSET and at the vendor block + NFABRIC_DVS_REGS, the
+ * header page at NFABRIC_DVS_OFFSET, the CXL PMU at NFABRIC_CPMU_OFFSET,
+ * and after each of the two last pages of the component register block,
+ * of the vendor block and of the CPMU nothing, which reads 0 and counts
+ * nothing.
  */
 static void check_bar0(void)
 {
-    const uint64_t bar_end = 2ull * NFABRIC_DVS_OFFSET;
+    const uint64_t bar_end = 2ull * NFABRIC_CPMU_OFFSET;
     const uint64_t page2 = NFABRIC_DVS_OFFSET + NFABRIC_DVS_REGS;
+    const uint64_t cpmu_end = NFABRIC_CPMU_OFFSET + NFABRIC_CPMU_SIZE;
     unsigned a, b, rows = 0, pages = 0, headers = 0, holes = 0, bad = 0;
+    unsigned cpmus = 0;
     uint64_t next = 0;
     bool ok = section("BAR0", &a, &b);
 
@@ -353,18 +357,29 @@ static void check_bar0(void)
                          "nfabric_regs.h: 0x%x-0x%x", lo, hi,
                          NFABRIC_DVS_OFFSET, (unsigned)page2 - 1);
             }
+        } else if (!strncmp(what, "the CXL PMU", 11)) {
+            cpmus++;
+            if (lo != NFABRIC_CPMU_OFFSET || hi + 1 != cpmu_end) {
+                bad++;
+                tap_diag("BAR0 table: the CXL PMU at 0x%llx-0x%llx; "
+                         "nfabric_regs.h: 0x%x-0x%" PRIx64, lo, hi,
+                         NFABRIC_CPMU_OFFSET, cpmu_end - 1);
+            }
         } else if (!strncmp(what, "nothing", 7)) {
             holes++;
             if (!(lo == NFABRIC_REGS_OFFSET + NFABRIC_REGS_SIZE &&
                   hi + 1 == NFABRIC_DVS_OFFSET) &&
                 !(lo == NFABRIC_DVS_OFFSET + NFABRIC_DVS_SIZE &&
-                  hi + 1 == bar_end)) {
+                  hi + 1 == NFABRIC_CPMU_OFFSET) &&
+                !(lo == cpmu_end && hi + 1 == bar_end)) {
                 bad++;
                 tap_diag("BAR0 table: nothing at 0x%llx-0x%llx; "
-                         "nfabric_regs.h: at 0x%x-0x%x and 0x%x-0x%" PRIx64,
+                         "nfabric_regs.h: at 0x%x-0x%x, 0x%x-0x%x and 0x%"
+                         PRIx64 "-0x%" PRIx64,
                          lo, hi, NFABRIC_REGS_OFFSET + NFABRIC_REGS_SIZE,
                          NFABRIC_DVS_OFFSET - 1,
-                         NFABRIC_DVS_OFFSET + NFABRIC_DVS_SIZE, bar_end - 1);
+                         NFABRIC_DVS_OFFSET + NFABRIC_DVS_SIZE,
+                         NFABRIC_CPMU_OFFSET - 1, cpmu_end, bar_end - 1);
             }
             if (!strstr(acc, "reads 0") || !strstr(acc, "not counted")) {
                 bad++;
@@ -374,7 +389,7 @@ static void check_bar0(void)
         } else if (hi >= NFABRIC_REGS_OFFSET) {
             bad++;
             tap_diag("BAR0 table: 0x%llx-0x%llx is neither the register "
-                     "page, the header page nor nothing", lo, hi);
+                     "page, the header page, the CXL PMU nor nothing", lo, hi);
         }
     }
     if (next != bar_end) {
@@ -384,14 +399,13 @@ static void check_bar0(void)
     }
     ok = says(a < b ? doc[a + 1] : NULL, "BAR0 is %u KiB",
               (unsigned)(bar_end / 1024)) && ok;
-    TAP_CHECK(ok && rows >= 6 && pages == 2 && headers == 1 && holes == 2 &&
-              bad == 0, "registers.md's BAR0 table (%u rows): 0-0x%" PRIx64
-              ", the register page at 0x%x and 0x%x, the header page at "
-              "0x%x, nothing (reads 0, not counted) at 0x%x-0x%x and 0x%x-0x%"
-              PRIx64, rows, bar_end - 1, NFABRIC_REGS_OFFSET, (unsigned)page2,
-              NFABRIC_DVS_OFFSET, NFABRIC_REGS_OFFSET + NFABRIC_REGS_SIZE,
-              NFABRIC_DVS_OFFSET - 1, NFABRIC_DVS_OFFSET + NFABRIC_DVS_SIZE,
-              bar_end - 1);
+    TAP_CHECK(ok && rows >= 8 && pages == 2 && headers == 1 && cpmus == 1 &&
+              holes == 3 && bad == 0, "registers.md's BAR0 table (%u rows): "
+              "0-0x%" PRIx64 ", the register page at 0x%x and 0x%x, the "
+              "header page at 0x%x, the CXL PMU at 0x%x, nothing (reads 0, "
+              "not counted) after each", rows, bar_end - 1,
+              NFABRIC_REGS_OFFSET, (unsigned)page2, NFABRIC_DVS_OFFSET,
+              NFABRIC_CPMU_OFFSET);
 }
 
 /*

@@ -43,6 +43,7 @@ void nfabric_ctrl_reset(NFabricCtrl *s)
     s->fault_inc_reported = 0;
     s->fault_failed_seen = false;
     s->fault_peer_win = -1;
+    nfabric_cpmu_reset(s);
     s->last_error = NFABRIC_ERR_NONE;
     s->error_count = 0;
     nfabric_timing_init(&s->timing, &s->timing.p);

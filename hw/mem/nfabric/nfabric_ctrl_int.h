@@ -18,6 +18,8 @@
  *                       maps"): enables over direct maps, trap ranges
  *   nfabric_datapath.c  the CXL.mem path: lookup, the engine or the RTL,
  *                       accounting and records
+ *   nfabric_cpmu.c      the CXL PMU block: its registers, counters and
+ *                       overflow (the events are counted inline, below)
  *   nfabric_regs.c      registers: decode, reads, writes, the vendor
  *                       block's header
  *   nfabric_ctrl.c      the top: a head's life (init, reset, use_shared,
@@ -64,6 +66,40 @@ static inline void nfabric_ctrl_dirty(NFabricCtrl *s, uint64_t dpa,
 static inline bool nfabric_win_enabled(const NFabricCtrl *s, unsigned i)
 {
     return s->sh->enabled_mask & (1u << i);
+}
+
+/*
+ * Inline: the CXL PMU's events (nfabric_cpmu.c), counted where they happen
+ * (the access path on every access): n events of group's bit ev.
+ */
+static inline void nfabric_cpmu_count(NFabricCtrl *s, unsigned group,
+                                      unsigned ev, uint64_t n)
+{
+    s->cpmu.total[group - 1][ev] += n;
+}
+
+/*
+ * A round of window i (number seq) showed status st (ROUND_STATUS) to
+ * this head: the first time it shows ALL_DONE or INCOMPLETE is an event.
+ */
+static inline void nfabric_cpmu_round(NFabricCtrl *s, unsigned i,
+                                      uint32_t seq, uint32_t st)
+{
+    NFabricCpmu *c = &s->cpmu;
+    unsigned now = (st & NFABRIC_RSTAT_ALL_DONE ? 1u : 0) |
+                   (st & NFABRIC_RSTAT_INCOMPLETE ? 2u : 0);
+
+    if (seq != c->round_seq[i]) {
+        c->round_seq[i] = seq;
+        c->round_seen[i] = 0;
+    }
+    if (now & ~c->round_seen[i] & 1u) {
+        nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_ROUNDS, 1, 1);
+    }
+    if (now & ~c->round_seen[i] & 2u) {
+        nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_ROUNDS, 2, 1);
+    }
+    c->round_seen[i] |= now;
 }
 
 /* Is the view current (its job's windows unchanged since it was made)? */
@@ -147,6 +183,10 @@ void nfabric_irq_reg_write(NFabricCtrl *s, uint64_t off, uint32_t val,
 uint64_t nfabric_posted_reg_read(NFabricCtrl *s, unsigned i, uint64_t rel);
 void nfabric_posted_reg_write(NFabricCtrl *s, unsigned i, uint64_t rel,
                               uint32_t val, uint64_t off);
+
+/* ---- nfabric_cpmu.c ------------------------------------------------- */
+
+void nfabric_cpmu_reset(NFabricCtrl *s);
 
 /* ---- nfabric_regs.c ------------------------------------------------- */
 

@@ -30,6 +30,9 @@ void nfabric_set_error(NFabricCtrl *s, int win, uint32_t code,
 {
     s->last_error = code;
     s->error_count++;
+    if (code >= 1 && code <= NFABRIC_ERR_MAX) {
+        nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_REFUSALS, code - 1, 1);
+    }
     if (win >= 0) {
         s->sh->win[win].error = code;
     }

@@ -138,11 +138,12 @@ static uint32_t nfabric_expected(const NFabricCtrl *s)
 uint32_t nfabric_round_status(NFabricCtrl *s, unsigned i)
 {
     NFabricShared *sh = s->sh;
-    uint32_t expected, done, st = 0;
+    uint32_t expected, done, seq, st = 0;
 
     if (!nfabric_win_enabled(s, i)) {
         return 0;
     }
+    seq = __atomic_load_n(&sh->round[i].seq, __ATOMIC_ACQUIRE);
     nfabric_shared_reap(sh, s->head);
     expected = nfabric_expected(s);
     done = __atomic_load_n(&sh->round[i].done, __ATOMIC_ACQUIRE);
@@ -154,6 +155,7 @@ uint32_t nfabric_round_status(NFabricCtrl *s, unsigned i)
     }
     st |= nfabric_popcount(done & expected) << NFABRIC_RSTAT_DONE_SHIFT;
     st |= nfabric_popcount(expected) << NFABRIC_RSTAT_EXPECT_SHIFT;
+    nfabric_cpmu_round(s, i, seq, st);  /* the CXL PMU's ROUNDS events */
     return st;
 }
 

@@ -155,6 +155,25 @@ typedef struct NFabricFmView {
     uint64_t own_end[NFABRIC_FM_MAX_RANGES];
 } NFabricFmView;
 
+/*
+ * A head's CXL PMU (register version 1.9, nfabric_cpmu.c).  total[] counts
+ * every event of this head since reset, whatever the counters do; a
+ * counter's value is value[n] plus what its events' total grew by since
+ * seen[n] was taken (while it runs), folded in whenever its configuration,
+ * the freeze or a counter is written and when overflow is looked for.
+ */
+typedef struct NFabricCpmu {
+    uint64_t total[NFABRIC_CPMU_NUM_GROUPS][32];   /* [group - 1][event] */
+    uint64_t cfg[NFABRIC_CPMU_COUNTERS];           /* the writable bits */
+    uint64_t value[NFABRIC_CPMU_COUNTERS];
+    uint64_t seen[NFABRIC_CPMU_COUNTERS];
+    uint64_t overflow;                             /* OVERFLOW */
+    uint64_t freeze;                               /* FREEZE */
+    uint32_t round_seq[NFABRIC_NUM_WINDOWS];       /* rounds seen ended */
+    uint8_t round_seen[NFABRIC_NUM_WINDOWS];
+    uint32_t msgnum;        /* the overflow message (1..15); 0: none */
+} NFabricCpmu;
+
 typedef struct NFabricCtrl {
     /* Device memory, owned by the caller. */
     uint8_t *ram;
@@ -209,6 +228,7 @@ typedef struct NFabricCtrl {
     uint32_t fault_inc_reported;
     bool fault_failed_seen;
     int fault_peer_win;                 /* a PEER give-up to report, or -1 */
+    NFabricCpmu cpmu;                   /* the CXL PMU (1.9) */
     NFabricTiming timing;
 
     /*
@@ -287,6 +307,23 @@ void nfabric_ctrl_set_irq(NFabricCtrl *s, uint32_t msgnum);
  * while an interrupt is enabled (dead heads are found by looking).
  */
 bool nfabric_ctrl_irq_scan(NFabricCtrl *s);
+
+/*
+ * The CXL PMU block (register version 1.9, docs/registers.md "The CXL
+ * PMU"): its overflow message number (1..15; 0, the default: none, and
+ * the capability register says the block has no interrupt), set once at
+ * realize and kept by reset; reads and writes of its registers (offsets
+ * in the block; 4- or 8-byte, naturally aligned); a look for counters
+ * that overflowed, true if the overflow message is due (call it after
+ * every access of the block and now and then while
+ * nfabric_ctrl_cpmu_ticking() says a counter could overflow unseen).
+ */
+void nfabric_ctrl_set_cpmu_irq(NFabricCtrl *s, uint32_t msgnum);
+uint64_t nfabric_ctrl_cpmu_read(NFabricCtrl *s, uint64_t off, unsigned size);
+void nfabric_ctrl_cpmu_write(NFabricCtrl *s, uint64_t off, uint64_t val,
+                             unsigned size);
+bool nfabric_ctrl_cpmu_check(NFabricCtrl *s);
+bool nfabric_ctrl_cpmu_ticking(const NFabricCtrl *s);
 
 /*
  * A fault this head saw (nfabric_ctrl_faults): what its owner logs as a

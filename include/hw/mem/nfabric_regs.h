@@ -88,9 +88,10 @@
  * trap the window in time: the map protocol).  1.6: the block named in the
  * Register Locator DVSEC (NFABRIC_DVS_*).  1.7: posted low-bit windows
  * (WCTRL_POSTED, the POST and FETCH doorbells at 0xc00, error POSTED).
- * 1.8: interrupts (IRQ_* at 0x0c0).
+ * 1.8: interrupts (IRQ_* at 0x0c0).  1.9: a CXL PMU (CPMU) block counting
+ * the device's own events (NFABRIC_CPMU_*).
  */
-#define NFABRIC_VERSION_MINOR       8
+#define NFABRIC_VERSION_MINOR       9
 #define NFABRIC_VERSION \
     ((NFABRIC_VERSION_MAJOR << 16) | NFABRIC_VERSION_MINOR)
 
@@ -349,6 +350,89 @@ typedef struct NFabricRegDesc {
 #define NFABRIC_EVENT_STATE_FAILED  3
 #define NFABRIC_EVENT_PEER          4
 #define NFABRIC_EVENT_NONE          0xffu
+
+/*
+ * The CXL PMU (1.9, CXL r3.1 8.2.7; docs/registers.md "The CXL PMU"): a
+ * second block named in the Register Locator DVSEC (Register Block
+ * Identifier 4) at BAR NFABRIC_CPMU_BIR, offset NFABRIC_CPMU_OFFSET, laid
+ * out as the specification says (capability 0x000, overflow status 0x010,
+ * freeze 0x018, event capabilities 0x100 + 8n, counter configuration
+ * 0x200 + 8n, counters 0xc00 + 8n).  Linux's cxl_pci finds it and cxl_pmu
+ * binds it.  NFABRIC_CPMU_COUNTERS configurable counters of
+ * NFABRIC_CPMU_WIDTH bits, each counting the sum of any events of one
+ * group below; freeze (writable while frozen), overflow status and its
+ * message (number in the capability register's bits 47:44).  Every head
+ * has its own, counting that head's events.  Events are vendor defined,
+ * vendor ID NFABRIC_CPMU_VENDOR_ID; group g is event capability register
+ * g - 1.  In a group's mask, bit p of READS..WRITE_BYTES is path p (as
+ * the statistics registers count it: STATS_*), bit e - 1 of REFUSALS is
+ * error code e (as ERROR_COUNT counts it).
+ */
+#define NFABRIC_CPMU_BIR            0           /* BAR0 */
+#define NFABRIC_CPMU_OFFSET         0x20000
+#define NFABRIC_CPMU_SIZE           0x1000
+#define NFABRIC_REGLOC_RBI_CPMU     4
+#define NFABRIC_CPMU_COUNTERS       8
+#define NFABRIC_CPMU_WIDTH          48
+#define NFABRIC_CPMU_VENDOR_ID      NFABRIC_PCI_VENDOR_ID
+/* X(NAME, group ID, name as perf spells it, supported events mask) */
+#define NFABRIC_CPMU_GROUPS(X) \
+    X(READS,       1, "reads",        (1u << NFABRIC_NUM_PATHS) - 1) \
+    X(WRITES,      2, "writes",       (1u << NFABRIC_NUM_PATHS) - 1) \
+    X(READ_BYTES,  3, "read_bytes",   (1u << NFABRIC_NUM_PATHS) - 1) \
+    X(WRITE_BYTES, 4, "write_bytes",  (1u << NFABRIC_NUM_PATHS) - 1) \
+    X(ROUNDS,      5, "rounds",       0x7u) \
+    X(REFUSALS,    6, "refusals",     (1u << NFABRIC_ERR_MAX) - 1)
+/* Events of group ROUNDS: */
+#define NFABRIC_CPMU_ROUND_CONTRIB      (1u << 0)   /* a ROUND_COMPLETE taken */
+#define NFABRIC_CPMU_ROUND_DONE         (1u << 1)   /* a round seen ALL_DONE */
+#define NFABRIC_CPMU_ROUND_INCOMPLETE   (1u << 2)   /* a round seen INCOMPLETE */
+#define NFABRIC_X_CPMU_GROUP_(name, gid, str, mask) \
+    NFABRIC_CPMU_GROUP_##name = (gid),
+#define NFABRIC_X_CPMU_COUNT_(name, gid, str, mask) + 1
+enum {
+    NFABRIC_CPMU_GROUPS(NFABRIC_X_CPMU_GROUP_)
+    NFABRIC_CPMU_NUM_GROUPS = 0 NFABRIC_CPMU_GROUPS(NFABRIC_X_CPMU_COUNT_)
+};
+/* The block's registers (CXL r3.1 8.2.7.1-8.2.7.2), 64-bit each: */
+#define NFABRIC_CPMU_REG_CAP            0x000
+#define NFABRIC_CPMU_REG_OVERFLOW       0x010   /* write 1s: clear */
+#define NFABRIC_CPMU_REG_FREEZE         0x018   /* bit n: counter n frozen */
+#define NFABRIC_CPMU_REG_EVENT_CAP(n)   (0x100 + 8 * (n))
+#define NFABRIC_CPMU_REG_COUNTER_CFG(n) (0x200 + 8 * (n))
+#define NFABRIC_CPMU_REG_COUNTER(n)     (0xc00 + 8 * (n))
+/* CAP: */
+#define NFABRIC_CPMU_CAP_COUNTERS_MASK  0x3full            /* counters - 1 */
+#define NFABRIC_CPMU_CAP_WIDTH_SHIFT    8
+#define NFABRIC_CPMU_CAP_EVCAPS_SHIFT   20                 /* event caps - 1 */
+#define NFABRIC_CPMU_CAP_MSGNUM_SHIFT   44                 /* 47:44 */
+#define NFABRIC_CPMU_CAP_MSGNUM_MASK    (0xfull << 44)
+#define NFABRIC_CPMU_CAP_WRITABLE_FROZEN (1ull << 48)
+#define NFABRIC_CPMU_CAP_FREEZE         (1ull << 49)
+#define NFABRIC_CPMU_CAP_INT            (1ull << 50)
+#define NFABRIC_CPMU_CAP_VERSION_SHIFT  60
+/* EVENT_CAP(n): 31:0 events supported, 47:32 group ID, 63:48 vendor ID. */
+#define NFABRIC_CPMU_EVCAP_GID_SHIFT    32
+#define NFABRIC_CPMU_EVCAP_VID_SHIFT    48
+/* COUNTER_CFG(n): */
+#define NFABRIC_CPMU_CFG_TYPE_MASK      0x3ull
+#define NFABRIC_CPMU_CFG_TYPE_CONFIGURABLE 2
+#define NFABRIC_CPMU_CFG_ENABLE         (1ull << 8)
+#define NFABRIC_CPMU_CFG_INT            (1ull << 9)        /* on overflow */
+#define NFABRIC_CPMU_CFG_FREEZE_OVF     (1ull << 10)       /* freeze all */
+#define NFABRIC_CPMU_CFG_EDGE           (1ull << 11)
+#define NFABRIC_CPMU_CFG_INVERT         (1ull << 12)
+#define NFABRIC_CPMU_CFG_THRESHOLD_SHIFT 16                /* 23:16 */
+#define NFABRIC_CPMU_CFG_EVENTS_SHIFT   24                 /* 55:24 */
+#define NFABRIC_CPMU_CFG_EVENTS_MASK    (0xffffffffull << 24)
+#define NFABRIC_CPMU_CFG_GROUP_SHIFT    59                 /* 63:59 */
+#define NFABRIC_CPMU_CFG_GROUP_MASK     (0x1full << 59)
+/* What software may write: the rest is read-only or reserved (zero). */
+#define NFABRIC_CPMU_CFG_WRITABLE \
+    (NFABRIC_CPMU_CFG_ENABLE | NFABRIC_CPMU_CFG_INT | \
+     NFABRIC_CPMU_CFG_FREEZE_OVF | NFABRIC_CPMU_CFG_EDGE | \
+     NFABRIC_CPMU_CFG_INVERT | (0xffull << NFABRIC_CPMU_CFG_THRESHOLD_SHIFT) | \
+     NFABRIC_CPMU_CFG_EVENTS_MASK | NFABRIC_CPMU_CFG_GROUP_MASK)
 
 /* JOB (1.4): this head's job, as the fabric manager set it. */
 #define NFABRIC_JOB_INDEX_MASK          0x000000ffu /* the job's index */
