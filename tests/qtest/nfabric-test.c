@@ -200,18 +200,24 @@ static void test_regloc(void)
     g_assert_cmphex(qtest_readl(qts, ecam) & 0xffff, ==, NFABRIC_PCI_VENDOR_ID);
     loc = regloc_find(qts, ecam, &len);
     g_assert_cmpuint(loc, !=, 0);
-    g_assert_cmpuint(len, ==, 0x24);    /* three entries */
+    g_assert_cmpuint(len, ==, 0x2c);    /* four entries (1.9: the CPMU) */
     for (uint32_t e = NFABRIC_REGLOC_ENTRIES; e + 8 <= len; e += 8) {
         uint32_t l = qtest_readl(qts, ecam + loc + e);
+        uint32_t rbi = (l & NFABRIC_REGLOC_RBI_MASK) >> NFABRIC_REGLOC_RBI_SHIFT;
 
-        if ((l & NFABRIC_REGLOC_RBI_MASK) >> NFABRIC_REGLOC_RBI_SHIFT ==
-            NFABRIC_REGLOC_RBI_VENDOR) {
+        if (rbi == NFABRIC_REGLOC_RBI_VENDOR) {
             lo = l;
             hi = qtest_readl(qts, ecam + loc + e + 4);
             found++;
+        } else if (rbi == NFABRIC_REGLOC_RBI_CPMU) {
+            g_assert_cmpuint(l & NFABRIC_REGLOC_BIR_MASK, ==, NFABRIC_CPMU_BIR);
+            g_assert_cmphex(l & NFABRIC_REGLOC_OFF_LO_MASK, ==,
+                            NFABRIC_CPMU_OFFSET);
+            g_assert_cmphex(qtest_readl(qts, ecam + loc + e + 4), ==, 0);
+            found += 0x100;
         }
     }
-    g_assert_cmpuint(found, ==, 1);
+    g_assert_cmphex(found, ==, 0x101);  /* one vendor block, one CPMU */
     g_assert_cmpuint(lo & NFABRIC_REGLOC_BIR_MASK, ==, NFABRIC_DVS_BIR);
     g_assert_cmphex(lo & NFABRIC_REGLOC_OFF_LO_MASK, ==, NFABRIC_DVS_OFFSET);
     g_assert_cmphex(hi, ==, 0);
@@ -249,10 +255,10 @@ static void test_regloc(void)
     g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==,
                      NFABRIC_ERR_UNMAPPED);
     g_assert_cmpuint(rd32(&nf, NFABRIC_REG_ERROR_COUNT), ==, 4);
-    /* BAR0 is 128 KiB: the component registers, then the block. */
+    /* BAR0 is 256 KiB: the component registers, the block, the CPMU. */
     cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0, 0xffffffff);
     bar = cfg_readl(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0);
-    g_assert_cmphex(bar & ~0xfu, ==, (uint32_t)~(2 * NFABRIC_DVS_OFFSET - 1));
+    g_assert_cmphex(bar & ~0xfu, ==, (uint32_t)~(4 * NFABRIC_DVS_OFFSET - 1));
     nf_stop(&nf);
 
     /* x-register-locator=off: the device as before 1.6, for refusals. */
@@ -270,7 +276,7 @@ static void test_regloc(void)
     g_assert_cmphex(rd32(&nf, NFABRIC_REG_MAGIC), ==, NFABRIC_MAGIC);
     cfg_writel(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0, 0xffffffff);
     bar = cfg_readl(qts, DEV_BUS, 0, PCI_BASE_ADDRESS_0);
-    g_assert_cmphex(bar & ~0xfu, ==, (uint32_t)~(NFABRIC_DVS_OFFSET - 1));
+    g_assert_cmphex(bar & ~0xfu, ==, (uint32_t)~(4 * NFABRIC_DVS_OFFSET - 1));
     nf_stop(&nf);
 }
 
@@ -1184,9 +1190,9 @@ static void test_irq(void)
     table = cfg_readl(nf.qts, DEV_BUS, 0, cap + PCI_MSIX_TABLE);
     g_assert_cmpuint(table & PCI_MSIX_FLAGS_BIRMASK, ==, 4);   /* BAR4 */
     num = rd32(&nf, NFABRIC_REG_IRQ_MSGNUM);
-    /* cxl-type3's own 8 vectors, then the device's. */
-    g_assert_cmpuint(num, ==, nvec - 1);
-    g_assert_cmpuint(nvec, ==, 9);
+    /* cxl-type3's own 8 vectors, then the device's two (1.9: the CPMU's). */
+    g_assert_cmpuint(num, ==, nvec - 2);
+    g_assert_cmpuint(nvec, ==, 10);
     entry = BAR4_ADDR + (table & ~PCI_MSIX_FLAGS_BIRMASK) +
             num * PCI_MSIX_ENTRY_SIZE;
     qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_LOWER_ADDR, MSI_ADDR);
@@ -1229,6 +1235,130 @@ static void test_irq(void)
     nf_stop(&nf);
 }
 
+/*
+ * 1.9: the CXL PMU block where the Register Locator says (BAR0 + 128 KiB),
+ * driven as Linux's cxl_pmu drives it: freeze all, configure, zero, unfreeze.
+ * Its counters equal the statistics registers for G-Binary writes and
+ * FP32 reads through the CXL.mem path; a counter written near the top
+ * overflows: OVERFLOW, the message the capability names (at the next
+ * access of the block, or within the 100 ms tick without one), every
+ * counter frozen; refused configurations set LAST_ERROR.
+ */
+#define CPMU_ADDR       (BAR0_ADDR + NFABRIC_CPMU_OFFSET)
+
+static void cpmu_start(NF *nf, unsigned n, unsigned group, uint32_t mask)
+{
+    uint64_t cfg = qtest_readq(nf->qts, CPMU_ADDR +
+                               NFABRIC_CPMU_REG_COUNTER_CFG(n));
+
+    cfg |= NFABRIC_CPMU_CFG_ENABLE | NFABRIC_CPMU_CFG_INT |
+           NFABRIC_CPMU_CFG_FREEZE_OVF;
+    cfg |= (uint64_t)(group - 1) << NFABRIC_CPMU_CFG_GROUP_SHIFT |
+           (uint64_t)mask << NFABRIC_CPMU_CFG_EVENTS_SHIFT;
+    qtest_writeq(nf->qts, CPMU_ADDR + NFABRIC_CPMU_REG_COUNTER_CFG(n), cfg);
+    qtest_writeq(nf->qts, CPMU_ADDR + NFABRIC_CPMU_REG_COUNTER(n), 0);
+}
+
+static uint64_t cpmu_counter(NF *nf, unsigned n)
+{
+    return qtest_readq(nf->qts, CPMU_ADDR + NFABRIC_CPMU_REG_COUNTER(n));
+}
+
+static void test_cpmu(void)
+{
+    NF nf;
+    uint8_t cap;
+    uint32_t ctl, table, nvec, num;
+    uint64_t pcap, entry, gbw, fpr;
+
+    nf_start_args(&nf, "-global cxl-neuron-fabric.direct-map=off");
+    pcap = qtest_readq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_CAP);
+    cap = msix_cap(nf.qts);
+    ctl = cfg_readl(nf.qts, DEV_BUS, 0, cap) >> 16;
+    nvec = (ctl & PCI_MSIX_FLAGS_QSIZE) + 1;
+    num = (pcap & NFABRIC_CPMU_CAP_MSGNUM_MASK) >> NFABRIC_CPMU_CAP_MSGNUM_SHIFT;
+    g_assert_true(pcap & NFABRIC_CPMU_CAP_INT);
+    g_assert_true(pcap & NFABRIC_CPMU_CAP_FREEZE);
+    g_assert_true(pcap & NFABRIC_CPMU_CAP_WRITABLE_FROZEN);
+    g_assert_cmpuint(num, ==, nvec - 1);    /* the device's last vector */
+    g_assert_cmpuint(num, !=, rd32(&nf, NFABRIC_REG_IRQ_MSGNUM));
+    g_assert_cmphex(qtest_readq(nf.qts, CPMU_ADDR +
+                                NFABRIC_CPMU_REG_EVENT_CAP(0)) >> 48, ==,
+                    NFABRIC_CPMU_VENDOR_ID);
+    table = cfg_readl(nf.qts, DEV_BUS, 0, cap + PCI_MSIX_TABLE);
+    entry = BAR4_ADDR + (table & ~PCI_MSIX_FLAGS_BIRMASK) +
+            num * PCI_MSIX_ENTRY_SIZE;
+    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_LOWER_ADDR, MSI_ADDR);
+    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_UPPER_ADDR, 0);
+    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_DATA, MSI_DATA | num);
+    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+    cfg_writew(nf.qts, DEV_BUS, 0, cap + PCI_MSIX_FLAGS,
+               (ctl & ~PCI_MSIX_FLAGS_MASKALL) | PCI_MSIX_FLAGS_ENABLE);
+    msi_take(&nf);
+
+    g_assert_cmpuint(win_set(&nf, 0, 0x1000, 4096, 0x10000,
+                             NFABRIC_PATH_GBINARY, 8, 0, 0), ==, 0);
+    gbw = stat_of(&nf, NFABRIC_PATH_GBINARY, NFABRIC_STATS_WRITES);
+    fpr = stat_of(&nf, NFABRIC_PATH_FP32, NFABRIC_STATS_READS);
+    qtest_writeq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_FREEZE, ~0ull);
+    cpmu_start(&nf, 0, NFABRIC_CPMU_GROUP_WRITES, 1u << NFABRIC_PATH_GBINARY);
+    cpmu_start(&nf, 1, NFABRIC_CPMU_GROUP_READS, 1u << NFABRIC_PATH_FP32);
+    qtest_writeq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_FREEZE, 0);
+    for (int i = 0; i < 40; i++) {
+        qtest_writeq(nf.qts, nf.hpa + 0x1000 + 8 * i, 0x0123456789abcdefull * i);
+    }
+    for (int i = 0; i < 9; i++) {
+        qtest_readl(nf.qts, nf.hpa + 0x80000 + 4 * i);
+    }
+    g_assert_cmpuint(cpmu_counter(&nf, 0), ==, 40);
+    g_assert_cmpuint(cpmu_counter(&nf, 0), ==,
+                     stat_of(&nf, NFABRIC_PATH_GBINARY, NFABRIC_STATS_WRITES) -
+                     gbw);
+    g_assert_cmpuint(cpmu_counter(&nf, 1), ==, 9);
+    g_assert_cmpuint(cpmu_counter(&nf, 1), ==,
+                     stat_of(&nf, NFABRIC_PATH_FP32, NFABRIC_STATS_READS) - fpr);
+    g_assert_cmphex(msi_take(&nf), ==, 0);
+
+    /* Overflow seen at the next access of the block. */
+    qtest_writeq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_COUNTER(0),
+                 (1ull << NFABRIC_CPMU_WIDTH) - 2);
+    for (int i = 0; i < 3; i++) {
+        qtest_writeq(nf.qts, nf.hpa + 0x1000 + 8 * i, 1);
+    }
+    g_assert_cmphex(qtest_readq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_OVERFLOW),
+                    ==, 1);
+    g_assert_cmphex(msi_take(&nf), ==, MSI_DATA | num);
+    g_assert_cmpuint(cpmu_counter(&nf, 0), ==, 1);
+    g_assert_cmphex(qtest_readq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_FREEZE),
+                    ==, 0xff);
+    qtest_writeq(nf.qts, nf.hpa + 0x1000, 2);
+    g_assert_cmpuint(cpmu_counter(&nf, 0), ==, 1);      /* frozen */
+    g_assert_cmphex(msi_take(&nf), ==, 0);              /* once */
+
+    /* Overflow with no access of the block: the tick finds it. */
+    qtest_writeq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_OVERFLOW, 1);
+    qtest_writeq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_COUNTER(0),
+                 (1ull << NFABRIC_CPMU_WIDTH) - 1);
+    qtest_writeq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_FREEZE, 0);
+    qtest_writeq(nf.qts, nf.hpa + 0x1000, 3);
+    qtest_writeq(nf.qts, nf.hpa + 0x1008, 3);
+    g_assert_cmphex(msi_take(&nf), ==, 0);
+    qtest_clock_step(nf.qts, 150 * 1000 * 1000);
+    g_assert_cmphex(msi_take(&nf), ==, MSI_DATA | num);
+    g_assert_cmphex(qtest_readq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_OVERFLOW),
+                    ==, 1);
+
+    /* A configuration naming an event capability it does not have. */
+    qtest_writeq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_COUNTER_CFG(2),
+                 31ull << NFABRIC_CPMU_CFG_GROUP_SHIFT | NFABRIC_CPMU_CFG_ENABLE);
+    g_assert_cmpuint(rd32(&nf, NFABRIC_REG_LAST_ERROR), ==,
+                     NFABRIC_ERR_RESERVED_BITS);
+    g_assert_cmphex(qtest_readq(nf.qts, CPMU_ADDR +
+                                NFABRIC_CPMU_REG_COUNTER_CFG(2)), ==,
+                    NFABRIC_CPMU_CFG_TYPE_CONFIGURABLE);
+    nf_stop(&nf);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1250,5 +1380,6 @@ int main(int argc, char **argv)
     qtest_add_func("/nfabric/head-info", test_head_info);
     qtest_add_func("/nfabric/posted", test_posted);
     qtest_add_func("/nfabric/irq", test_irq);
+    qtest_add_func("/nfabric/cpmu", test_cpmu);
     return g_test_run();
 }

@@ -567,6 +567,7 @@ static void nfabric_realize(PCIDevice *pdev, Error **errp)
     nfabric_direct_init(s);
     nfabric_map_start(s);       /* joins before the first map is made */
     nfabric_irq_start(s);
+    nfabric_cpmu_start(s);
     nfabric_direct_update(s);   /* a shared head: another's windows */
 }
 
@@ -581,6 +582,7 @@ static void nfabric_exit(PCIDevice *pdev)
     vmstate_unregister_ram(s->vmr, DEVICE(s));
     nfabric_map_stop(s);
     nfabric_irq_stop(s);
+    nfabric_cpmu_stop(s);
     if (s->shared) {
         migrate_del_blocker(&s->migration_blocker);
         nfabric_ctrl_use_shared(&s->ctrl, &s->ctrl.local, 0);
@@ -765,6 +767,7 @@ static const VMStateDescription vmstate_nfabric = {
     .subsections = (const VMStateDescription * const []) {
         &vmstate_nfabric_posted,
         &vmstate_nfabric_irq,
+        &vmstate_nfabric_cpmu,
         NULL
     },
 };
@@ -919,7 +922,9 @@ static void nfabric_class_init(ObjectClass *oc, NFABRIC_CLASS_DATA *data)
     cvc->mem_write = nfabric_mem_write;
     cvc->direct_region = nfabric_direct_region;
     cvc->vendor_regs = nfabric_vendor_regs;
-    cvc->extra_msix_vectors = 1;    /* the interrupt (cxl_nfabric_irq.c) */
+    cvc->cpmu_regs = nfabric_cpmu_regs;
+    /* The interrupt (cxl_nfabric_irq.c), then the CXL PMU's (_cpmu.c). */
+    cvc->extra_msix_vectors = 2;
 
     dc->desc = "CXL Type-3 memory with NEURON-Fabric gradient aggregation";
     dc->vmsd = &vmstate_nfabric;

@@ -3,9 +3,9 @@
  * NEURON-Fabric CXL Type-3 memory device: its interrupt (register version
  * 1.8, docs/registers.md "Interrupts").  QEMU code.
  *
- * The device adds one MSI-X vector after cxl-type3's own (the class's
- * extra_msix_vectors, qemu-patches/0011) and tells the controller its
- * number (IRQ_MSGNUM).  The controller's scan (nfabric_irq.c) says when a
+ * The device adds two MSI-X vectors after cxl-type3's own (the class's
+ * extra_msix_vectors, qemu-patches/0011), the first of them this one, and
+ * tells the controller its number (IRQ_MSGNUM).  The controller's scan (nfabric_irq.c) says when a
  * message is due; this file sends it (msix_notify, under the BQL) after
  * each register write of this head, and, on a head of a shared device,
  * whenever another head moved the shared state's event_gen: a thread
@@ -52,6 +52,11 @@ static void *nfabric_irq_thread(void *opaque)
 {
     CXLNFabricState *s = opaque;
 
+    /*
+     * QEMU's threads block SIGBUS: a state file truncated under the
+     * mapping would kill the process at this thread's next look.
+     */
+    nfabric_shared_thread_enter();
     while (!qatomic_read(&s->irq_stop)) {
         uint32_t seen = nfabric_shared_event_gen(s->shared);
 
@@ -70,7 +75,7 @@ void nfabric_irq_start(CXLNFabricState *s)
 {
     unsigned nvec = cxl_type3_msix_vectors(&s->parent_obj);
 
-    nfabric_ctrl_set_irq(&s->ctrl, nvec - 1);
+    nfabric_ctrl_set_irq(&s->ctrl, nvec - 2);   /* the last: the CPMU's */
     s->irq_bh = qemu_bh_new(nfabric_irq_bh, s);
     if (s->shared) {
         s->irq_stop = false;

@@ -87,10 +87,10 @@ static bool nfabric_cpmu_runs(const NFabricCpmu *c, unsigned n)
 }
 
 /*
- * Bring every counter up to date (see above).  True if a counter that
- * asks for the message overflowed.
+ * Bring every counter up to date (see above); a counter that asks for the
+ * message and overflowed leaves it due (irq_due) until the owner looks.
  */
-static bool nfabric_cpmu_fold(NFabricCpmu *c)
+static void nfabric_cpmu_fold(NFabricCpmu *c)
 {
     bool irq = false, freeze = false;
 
@@ -111,12 +111,17 @@ static bool nfabric_cpmu_fold(NFabricCpmu *c)
     if (freeze) {
         c->freeze = NFABRIC_CPMU_ALL;
     }
-    return irq;
+    c->irq_due |= irq;
 }
 
 bool nfabric_ctrl_cpmu_check(NFabricCtrl *s)
 {
-    return nfabric_cpmu_fold(&s->cpmu) && s->cpmu.msgnum;
+    bool due;
+
+    nfabric_cpmu_fold(&s->cpmu);
+    due = s->cpmu.irq_due;
+    s->cpmu.irq_due = false;
+    return due && s->cpmu.msgnum;
 }
 
 bool nfabric_ctrl_cpmu_ticking(const NFabricCtrl *s)

@@ -105,6 +105,9 @@ struct CXLNFabricState {
     bool irq_stop;
     bool irq_threaded;
     bool map_bql;               /* an enable's wait dropped the BQL */
+    /* The CXL PMU block (cxl_nfabric_cpmu.c), BAR0 + 128 KiB. */
+    MemoryRegion cpmu;
+    QEMUTimer *cpmu_timer;
 
     /* The RTL datapath (rtl=serve|compare, docs/rtl.md). */
     NFabricRtlMode rtl_mode;
@@ -185,6 +188,12 @@ void nfabric_irq_stop(CXLNFabricState *s);
 void nfabric_irq_update(CXLNFabricState *s);
 void nfabric_irq_kick(CXLNFabricState *s);
 void nfabric_events_update(CXLNFabricState *s);
+
+/* cxl_nfabric_cpmu.c: the CXL PMU block, its message, its migration. */
+MemoryRegion *nfabric_cpmu_regs(CXLType3Dev *ct3d);
+void nfabric_cpmu_start(CXLNFabricState *s);
+void nfabric_cpmu_stop(CXLNFabricState *s);
+extern const VMStateDescription vmstate_nfabric_cpmu;
 
 /* cxl_nfabric_rtl.c: load rtl-lib (before realize), start, unload. */
 bool nfabric_rtl_load(CXLNFabricState *s, Error **errp);

@@ -172,6 +172,7 @@ typedef struct NFabricCpmu {
     uint32_t round_seq[NFABRIC_NUM_WINDOWS];       /* rounds seen ended */
     uint8_t round_seen[NFABRIC_NUM_WINDOWS];
     uint32_t msgnum;        /* the overflow message (1..15); 0: none */
+    bool irq_due;           /* an overflow asked for it, not yet sent */
 } NFabricCpmu;
 
 typedef struct NFabricCtrl {
