@@ -6,6 +6,8 @@
 #   build/guest/initramfs.cpio.gz   busybox-static, the CXL/dax modules,
 #                                   nfabric.ko (guest/kernel/, built against
 #                                   the kernel's Debian headers: driver.sh),
+#                                   Linux's cxl_pmu.ko (from the kernel's
+#                                   linux-source package: cxlpmu.sh),
 #                                   ndctl 81's cxl + daxctl with their
 #                                   libraries (built from trixie's source:
 #                                   ndctl.sh), the guest programs,
@@ -226,6 +228,10 @@ nf_image_main() {
     # (a newer line's in a sid root of its own: driver.sh, versions.sh).
     local kmod
     kmod=$(nf_driver_build "$kver")
+    # Linux's CXL PMU driver, from the kernel's source package (cxlpmu.sh);
+    # none for the 7.2 line.
+    local pmuko
+    pmuko=$(nf_cxlpmu_build "$kver")
 
     # ---- ndctl 81 (cxl, daxctl) ---------------------------------------------
     local ndctl_stage
@@ -286,6 +292,8 @@ nf_image_main() {
     # The driver: /init loads it after the CXL modules (nfabric.driver=0: not).
     mkdir -p "$root/lib/modules/$kver/extra"
     cp "$kmod" "$root/lib/modules/$kver/extra/nfabric.ko"
+    # cxl_pmu.ko: /init loads it before nfabric.ko (nfabric.cxl_pmu=0: not).
+    [ -z "$pmuko" ] || cp "$pmuko" "$root/lib/modules/$kver/extra/cxl_pmu.ko"
     echo "$kver" > "$root/etc/nfabric/kernel-version"
 
     # ---- initramfs: rewritten only when its content changed ---------------

@@ -1,0 +1,103 @@
+# shellcheck shell=bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The CXL PMU seen from the guest (docs/guest.md): Linux's own cxl_pmu
+# driver in the image.
+#
+#   cxl_pmu.ko  drivers/perf/cxl_pmu.c of Debian's linux-source-6.12 at the
+#               guest kernel's own version (bookworm-backports), built out
+#               of tree against the unpacked headers nfabric.ko is built
+#               against (driver.sh); image.sh puts it in
+#               lib/modules/KVER/extra/, guest/init/init loads it after the
+#               CXL modules (nfabric.cxl_pmu=0: not).  Debian's kernel has
+#               `# CONFIG_CXL_PMU is not set`, yet its cxl_pci adds a
+#               cxl_pmu device to the cxl bus for each CPMU register block:
+#               this is their driver.  The source is not changed.
+#
+# Made for the 6.12 line only (docs/versions.md: a 7.2 guest has none).
+# Downloads go to $NF_CACHE/debs, what is made to build/guest/cxlpmu/,
+# once per input.
+
+# nf_cxlpmu_kernel_version KVER : the Debian version of the kernel package
+# linux-image-KVER (6.12.95-1~bpo12+1), the version of the source and of
+# linux-perf taken with it.
+nf_cxlpmu_kernel_version() {
+    local deb ver
+    deb=$(nf_image_fetch "linux-image-$1/bookworm-backports")
+    ver=$(dpkg-deb -f "$deb" Version) || ver=""
+    [ -n "$ver" ] || nf_die "cxlpmu: no Version in the control file of $deb"
+    echo "$ver"
+}
+
+# nf_cxlpmu_fetch PKG VERSION : the path of PKG's .deb at VERSION in the
+# cache (apt-get download PKG=VERSION once; never installed).
+nf_cxlpmu_fetch() {
+    local pkg=$1 ver=$2 dir=$NF_CACHE/debs deb
+    mkdir -p "$dir"
+    # apt-get download spells an epoch's colon %3a in the file name.
+    deb=$(nf_newest_file "$dir" "${pkg}_${ver/:/%3a}_*.deb")
+    if [ -z "$deb" ]; then
+        nf_log "downloading $pkg=$ver"
+        (cd "$dir" && apt-get download -q "$pkg=$ver") > "$dir/download.log" 2>&1 ||
+            nf_die "cxlpmu: apt-get download $pkg=$ver failed (log: $dir/download.log). $NF_DOWNLOAD_HINT"
+        deb=$(nf_newest_file "$dir" "${pkg}_${ver/:/%3a}_*.deb")
+        [ -n "$deb" ] || nf_die "cxlpmu: $pkg=$ver did not download into $dir (log: $dir/download.log)"
+    fi
+    echo "$deb"
+}
+
+# nf_cxlpmu_build KVER : build cxl_pmu.ko for KVER into build/guest/cxlpmu/
+# and print the path of the stripped module; again only when the kernel or
+# the source package changes.  Prints nothing for another kernel line.
+#
+# The source is the one of the kernel's own version (linux-source-6.12 of
+# bookworm-backports, not bookworm-security's newer 6.12.x: cxl.h's
+# structures differ between them).  cxl_pmu.c includes "../cxl/cxlpci.h",
+# "../cxl/cxl.h" and "../cxl/pmu.h" (which include only <linux/...> and
+# each other), so src/drivers/perf and src/drivers/cxl lie side by side.
+nf_cxlpmu_build() {
+    local kver=$1 out=$NF_GUEST/cxlpmu ver deb stamp src kdir t0 n
+    if [ "$NF_KERNEL_LINE" != 6.12 ]; then
+        nf_log "cxl_pmu.ko is built for the 6.12 kernel line only: the $NF_KERNEL_LINE guest has none"
+        return 0
+    fi
+    ver=$(nf_cxlpmu_kernel_version "$kver")
+    deb=$(nf_cxlpmu_fetch "linux-source-$NF_KERNEL_LINE" "$ver")
+    stamp="kernel $kver, source ${deb##*/}"
+    if [ -f "$out/cxl_pmu.ko" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
+        echo "$out/cxl_pmu.ko"
+        return 0
+    fi
+    t0=$EPOCHREALTIME
+    rm -rf "$out"
+    src=$out/src
+    mkdir -p "$src"
+    nf_log "taking drivers/perf/cxl_pmu.c and drivers/cxl/*.h from ${deb##*/}"
+    dpkg-deb --fsys-tarfile "$deb" |
+        tar -xO "./usr/src/linux-source-$NF_KERNEL_LINE.tar.xz" |
+        tar -xJ -C "$src" --strip-components=1 --wildcards --no-wildcards-match-slash \
+            "linux-source-$NF_KERNEL_LINE/drivers/perf/cxl_pmu.c" \
+            "linux-source-$NF_KERNEL_LINE/drivers/cxl/*.h" ||
+        nf_die "cxlpmu: cannot take drivers/perf/cxl_pmu.c and drivers/cxl/*.h out of $deb"
+    if [ ! -f "$src/drivers/perf/cxl_pmu.c" ] || [ ! -f "$src/drivers/cxl/pmu.h" ]; then
+        nf_die "cxlpmu: $deb has no drivers/perf/cxl_pmu.c or drivers/cxl/pmu.h"
+    fi
+    # The kernel's own drivers/perf/Makefile builds it only with CONFIG_CXL_PMU.
+    echo 'obj-m := cxl_pmu.o' > "$src/drivers/perf/Kbuild"
+    nf_need "${NF_PKGS_KMOD[@]}"
+    kdir=$(nf_driver_headers "$kver")
+    # No BTF for the module (it needs pahole and vmlinux), as nfabric.ko.
+    make -C "$kdir" M="$src/drivers/perf" CONFIG_DEBUG_INFO_BTF_MODULES= modules \
+        > "$out/build.log" 2>&1 ||
+        { tail -20 "$out/build.log" >&2; nf_die "cxlpmu: building cxl_pmu.ko for $kver failed (log: $out/build.log)"; }
+    [ "$(modinfo -F vermagic "$src/drivers/perf/cxl_pmu.ko" | cut -d' ' -f1)" = "$kver" ] ||
+        nf_die "cxlpmu: $src/drivers/perf/cxl_pmu.ko is not for $kver (modinfo -F vermagic)"
+    # Linux's code, not ours: its warnings are reported, not fatal.
+    n=$(grep -c 'warning:' "$out/build.log") || n=0
+    [ "$n" = 0 ] || nf_log "cxl_pmu.ko: $n compiler warnings in Linux's source (log: $out/build.log)"
+    strip --strip-debug -o "$out/cxl_pmu.ko" "$src/drivers/perf/cxl_pmu.ko"
+    echo "$stamp" > "$out/stamp"
+    printf 'cxl_pmu.ko built for %s from %s in %.1f s\n' "$kver" "${deb##*/}" \
+        "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{print b-a}')" >> "$out/build.log"
+    nf_log "$(tail -1 "$out/build.log") (log: $out/build.log)"
+    echo "$out/cxl_pmu.ko"
+}
