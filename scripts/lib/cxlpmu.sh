@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The CXL PMU seen from the guest (docs/guest.md): Linux's own cxl_pmu
-# driver in the image.
+# driver in the image, and Debian's perf for the boots that ask for it.
 #
 #   cxl_pmu.ko  drivers/perf/cxl_pmu.c of Debian's linux-source-6.12 at the
 #               guest kernel's own version (bookworm-backports), built out
@@ -12,10 +12,14 @@
 #               `# CONFIG_CXL_PMU is not set`, yet its cxl_pci adds a
 #               cxl_pmu device to the cxl bus for each CPMU register block:
 #               this is their driver.  The source is not changed.
+#   perf        /usr/bin/perf of Debian's linux-perf at the kernel's version
+#               (never built here) with its libraries, in a second initramfs
+#               part that only `vm --perf` appends: in the image it would
+#               more than double its size and add 15 % to every boot.
 #
-# Made for the 6.12 line only (docs/versions.md: a 7.2 guest has none).
-# Downloads go to $NF_CACHE/debs, what is made to build/guest/cxlpmu/,
-# once per input.
+# Both are made for the 6.12 line only (docs/versions.md: a 7.2 guest has
+# neither).  Downloads go to $NF_CACHE/debs, what is made to
+# build/guest/cxlpmu/ and build/guest/perf/, once per input.
 
 # nf_cxlpmu_kernel_version KVER : the Debian version of the kernel package
 # linux-image-KVER (6.12.95-1~bpo12+1), the version of the source and of
@@ -100,4 +104,97 @@ nf_cxlpmu_build() {
         "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{print b-a}')" >> "$out/build.log"
     nf_log "$(tail -1 "$out/build.log") (log: $out/build.log)"
     echo "$out/cxl_pmu.ko"
+}
+
+# nf_perf_packages DEB : the library packages linux-perf's DEB depends on,
+# a name a line (the first of alternatives; perl:any and python3:any, for
+# perf's scripts, are not taken).
+nf_perf_packages() {
+    dpkg-deb -f "$1" Depends | tr ',' '\n' |
+        sed -e 's/|.*//' -e 's/([^)]*)//' -e 's/[[:space:]]//g' | grep -v -e ':any$' -e '^$'
+}
+
+# nf_perf_part DEB : the second initramfs part, build/guest/perf/part.cpio.gz,
+# made from linux-perf's DEB: /usr/bin/perf, the strace groups `perf trace`
+# reads, and every library ldd lists for perf that the image does not hold
+# already (the loader, libc, libcrypto, ... are in it); made again only
+# when the package or that list of files changes.  Prints its path.
+#
+# The libraries come from the host, installed with nf_need from the
+# package's own Depends (bookworm's libbabeltrace1, libdw1, libperl5.36,
+# libpython3.11, libslang2, ...: the versions a bookworm-backports package
+# is built against) rather than unpacked from downloaded .debs: they need
+# more than those (libdebuginfod1 alone brings libcurl, gnutls, krb5, ldap,
+# ...), and apt resolves that closure, which ldd then lists, where a
+# download would have to resolve it again by hand.  perf itself is only
+# unpacked, never installed.
+nf_perf_part() {
+    local deb=$1 dir=$NF_GUEST/perf pkg root deps have list f lib
+    pkg=$dir/pkg
+    if [ "$(cat "$pkg/.unpacked" 2>/dev/null)" != "${deb##*/}" ]; then
+        rm -rf "$pkg"
+        mkdir -p "$pkg"
+        dpkg-deb -x "$deb" "$pkg" || nf_die "perf: dpkg-deb -x $deb failed"
+        echo "${deb##*/}" > "$pkg/.unpacked"
+    fi
+    [ -x "$pkg/usr/bin/perf" ] || nf_die "perf: $deb has no usr/bin/perf"
+    mapfile -t deps < <(nf_perf_packages "$deb")
+    [ ${#deps[@]} -gt 0 ] || nf_die "perf: no Depends in the control file of $deb"
+    nf_need "${deps[@]}"
+    if ldd "$pkg/usr/bin/perf" | grep 'not found' >&2; then
+        nf_die "perf: $pkg/usr/bin/perf has unresolved libraries (ldd) though ${deps[*]} are installed"
+    fi
+    # What the image holds (its cpio's names, ./ stripped), and so what
+    # this part adds.
+    have=$(gzip -dc "$NF_GUEST_INITRD" | cpio -it --quiet | sed 's|^\./||') ||
+        nf_die "perf: cannot list $NF_GUEST_INITRD"
+    list="package ${deb##*/}"$'\n'"usr/bin/perf"
+    for lib in $(ldd "$pkg/usr/bin/perf" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+        grep -qxF "${lib#/}" <<< "$have" || list+=$'\n'"${lib#/}"
+    done
+    if [ -f "$dir/part.cpio.gz" ] && [ "$(cat "$dir/part.list" 2>/dev/null)" = "$list" ]; then
+        echo "$dir/part.cpio.gz"
+        return 0
+    fi
+    root=$dir/root
+    rm -rf "$root"
+    mkdir -p "$root/usr/bin" "$root/usr/share/perf-core"
+    cp "$pkg/usr/bin/perf" "$root/usr/bin/perf"
+    cp -r "$pkg/usr/share/perf-core/strace" "$root/usr/share/perf-core/"
+    while read -r f; do
+        case $f in package\ *|usr/bin/perf) continue ;; esac
+        mkdir -p "$root/$(dirname "$f")"
+        cp -L "/$f" "$root/$f"
+    done <<< "$list"
+    find "$root" -exec touch -h -d @0 {} +
+    (cd "$root" && find . -mindepth 1 | LC_ALL=C sort |
+        cpio --quiet -o -H newc --reproducible -R 0:0) | gzip -n -6 > "$dir/part.cpio.gz.new" ||
+        nf_die "perf: cpio of $root failed"
+    mv "$dir/part.cpio.gz.new" "$dir/part.cpio.gz"
+    echo "$list" > "$dir/part.list"
+    nf_log "wrote $dir/part.cpio.gz ($(du -k "$dir/part.cpio.gz" | cut -f1) KiB: perf and $(($(wc -l <<< "$list") - 2)) libraries)"
+    echo "$dir/part.cpio.gz"
+}
+
+# nf_perf_initrd : build/guest/initramfs-perf.cpio.gz, the image's initramfs
+# with the perf part after it (the kernel unpacks concatenated cpio archives
+# in turn), for `vm --perf`; made again when either changes.  Prints its
+# path.  The image must exist (vm builds it first).
+nf_perf_initrd() {
+    local out=$NF_GUEST/initramfs-perf.cpio.gz kver ver deb part
+    if [ "$NF_KERNEL_LINE" != 6.12 ]; then
+        nf_die "vm --perf: perf is in the guest for the 6.12 kernel line only (Debian's linux-perf for $NF_KERNEL_LINE is sid's, built against sid's libraries)"
+    fi
+    if [ ! -f "$NF_GUEST_INITRD" ] || [ ! -f "$NF_GUEST/kernel-version" ]; then
+        nf_die "vm --perf: no image in $NF_GUEST (scripts/nfabric image)"
+    fi
+    kver=$(cat "$NF_GUEST/kernel-version")
+    ver=$(nf_cxlpmu_kernel_version "$kver")
+    deb=$(nf_cxlpmu_fetch linux-perf "$ver")
+    part=$(nf_perf_part "$deb")
+    if [ ! -f "$out" ] || [ "$NF_GUEST_INITRD" -nt "$out" ] || [ "$part" -nt "$out" ]; then
+        cat "$NF_GUEST_INITRD" "$part" > "$out.new" || nf_die "perf: cannot write $out.new"
+        mv "$out.new" "$out"
+    fi
+    echo "$out"
 }

@@ -61,7 +61,7 @@ its runs that still run, its shared memory and state files in /dev/shm
 # for its own use: a scripts/nfabric started here must not inherit it (a
 # second checkout given this one's NF_ROOT would take itself for this one).
 MACHINE_VARS = ("NF_ROOT", "NF_QEMU_BIN", "NF_QEMU_SRC", "NF_GUEST_KERNEL", "NF_GUEST_INITRD",
-                "NF_FIRMWARE", "NF_HOST_BUILD", "NF_CHECKOUT_ID")
+                "NF_GUEST_INITRD_PERF", "NF_FIRMWARE", "NF_HOST_BUILD", "NF_CHECKOUT_ID")
 
 # Bounds of the waits (seconds): a child still running then is stopped and
 # fails its check.

@@ -136,6 +136,24 @@ def main():
     o = cli.VmOptions(["--run", "true"])
     ok(o.timeout == 900 and cli.VmOptions([]).timeout is None,
        "vm: --run defaults to a 900 s timeout, none without")
+    saved = {k: os.environ.get(k) for k in ("NF_GUEST_INITRD", "NF_GUEST_INITRD_PERF")}
+    try:
+        os.environ.update(NF_GUEST_INITRD="/i", NF_GUEST_INITRD_PERF="/i-perf")
+        picked = [cli.initrd_of(cli.VmOptions(a).perf) for a in ([], ["--perf"])]
+        del os.environ["NF_GUEST_INITRD_PERF"]
+        try:
+            cli.initrd_of(True)
+            unset = "accepted"
+        except RuntimeError as exc:
+            unset = str(exc)
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None)
+            if v is not None:
+                os.environ[k] = v
+    ok(picked == ["/i", "/i-perf"] and "NF_GUEST_INITRD_PERF is not set" in unset,
+       "vm --perf boots the initramfs with perf (NF_GUEST_INITRD_PERF), refused without it",
+       f"{picked} {unset}")
 
     t = Topology(run="nfabric-test", mem_path="/d/mem", props="shared-state=/d/state,head=0,heads=2")
     root = ET.fromstring(domain_xml(t, "g-0", "/d/s.log", "/q", "/k", "/i", FW))
