@@ -645,6 +645,7 @@ def cmd_needs(argv: List[str]) -> int:
         else:
             device = demo.parse(rest[1:])
             ready, rtl = device is not None, device == "cxl-neuron-fabric"
+            perf = rtl      # the device's CXL PMU counted by perf
     except (UsageError, benchcluster.Usage):
         return 0
     if not ready:

@@ -103,12 +103,14 @@ def main_run(device: str, guest_dir: str, boot: Boot) -> Tuple[int, int]:
     """The first boot: the functional checks and the speed; its summary."""
     log = os.path.join(guest_dir, "demo.log")
     print(f"NEURON-Fabric demo: booting a guest with {device} (console: {log})", flush=True)
-    paths = ("plain gbinary gbinary_posted ram" if device == "cxl-neuron-fabric"
-             else "--stock plain ram")
+    ours = device == "cxl-neuron-fabric"
+    paths = "plain gbinary gbinary_posted ram" if ours else "--stock plain ram"
+    # The device's CXL PMU, counted by Linux's cxl_pmu and Debian's perf.
+    groups = "fp32,gbinary,gternary,mixed,toggle" + (",cpmu" if ours else "")
     cmd = ("echo \"cxl-list: $(cxl list -M -R | tr -d ' \\n')\"; "
-           "nfabric-test --only fp32,gbinary,gternary,mixed,toggle; rc=$?; "
+           f"nfabric-test --only {groups}; rc=$?; "
            f"nfabric-bench --bytes 1048576 --reps 2 {paths} || rc=1; exit $rc")
-    rc = boot(["--device", device, "--run", cmd], log, None)
+    rc = boot(["--device", device, *(["--perf"] if ours else []), "--run", cmd], log, None)
     text = read(log)
     print()
     for l in lines_matching(text, r"NFABRIC-(READY|NOT-READY)"):
@@ -205,6 +207,9 @@ def guest_suite(logs: str, boot: Boot) -> int:
         # A third: two devices, no region at boot; then an interleaved region.
         ("guest-devices-console.log", ["--devices", "2", "--append", "nfabric.region=none"],
          "nfabric-test --only devices", r"(ok|not ok|#|summary:)"),
+        # A fourth, with perf: the CXL PMU through Linux's cxl_pmu.
+        ("guest-cpmu-console.log", ["--perf"], "nfabric-test --only cpmu",
+         r"(ok|not ok|#|summary:)"),
     ]
     for i, (name, opts, cmd, tap) in enumerate(runs):
         log = os.path.join(logs, name)

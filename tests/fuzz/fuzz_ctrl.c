@@ -569,6 +569,64 @@ static void do_mem(uint64_t dpa, unsigned len, uint64_t val, bool write)
           "a memory access changed the registers");
 }
 
+/* ---- the CXL PMU block (register version 1.9) ------------------------- */
+
+/*
+ * One access of the CPMU block at any offset (past it too), size and
+ * value: it changes no window, no statistics, no enable, at most one more
+ * error; its registers stay inside their bits (48-bit counters, freeze and
+ * overflow bits of the 27 counters, configurations of writable bits only,
+ * a configurable counter's of event capability 0, a fixed counter's
+ * control bits alone).
+ */
+static void op_cpmu(In *in)
+{
+    static const unsigned sizes[8] = { 1, 2, 3, 4, 4, 8, 8, 16 };
+    uint64_t off = un(in, 2) % (NFABRIC_CPMU_SIZE + 0x100);
+    unsigned sz = sizes[u8(in) % 8];
+    bool write = u8(in) & 1;
+    const NFabricCpmu *c = &ctrl.cpmu;
+    Snap before, after;
+
+    if (u8(in) & 1) {                   /* mostly the registers that are */
+        static const uint64_t regs[] = {
+            NFABRIC_CPMU_REG_CAP, NFABRIC_CPMU_REG_OVERFLOW,
+            NFABRIC_CPMU_REG_FREEZE, NFABRIC_CPMU_REG_EVENT_CAP(0),
+            NFABRIC_CPMU_REG_COUNTER_CFG(0), NFABRIC_CPMU_REG_COUNTER(0),
+        };
+        unsigned k = u8(in) % 6;
+
+        off = regs[k] + (k >= 3 ? 8 * (u8(in) % 28) : 0) + (u8(in) & 4);
+        sz = u8(in) & 1 ? 8 : 4;
+    }
+    snap(&before);
+    if (write) {
+        nfabric_ctrl_cpmu_write(&ctrl, off, un(in, 8), sz);
+    } else {
+        nfabric_ctrl_cpmu_read(&ctrl, off, sz);
+    }
+    nfabric_ctrl_cpmu_check(&ctrl);
+    snap(&after);
+    CHECK(!memcmp(before.win, after.win, sizeof(before.win)) &&
+          !memcmp(before.stats, after.stats, sizeof(before.stats)) &&
+          before.enabled_mask == after.enabled_mask &&
+          (after.error_count == before.error_count ||
+           after.error_count == before.error_count + 1),
+          "a CXL PMU access changed more than its block and the errors");
+    CHECK(c->freeze < 1ull << NFABRIC_CPMU_COUNTERS &&
+          c->overflow < 1ull << NFABRIC_CPMU_COUNTERS,
+          "CXL PMU: freeze or overflow past the counters");
+    for (unsigned n = 0; n < NFABRIC_CPMU_COUNTERS; n++) {
+        bool fixed = n >= NFABRIC_CPMU_CONFIGURABLE;
+
+        CHECK(c->value[n] < 1ull << NFABRIC_CPMU_WIDTH &&
+              !(c->cfg[n] & ~(fixed ? NFABRIC_CPMU_CFG_CONTROL :
+                              NFABRIC_CPMU_CFG_WRITABLE)) &&
+              (fixed || !(c->cfg[n] & NFABRIC_CPMU_CFG_GROUP_MASK)),
+              "CXL PMU counter %u: value or configuration out of its bits", n);
+    }
+}
+
 /* ---- register accesses ----------------------------------------------- */
 
 /* The window a register offset belongs to, or -1. */
@@ -1059,7 +1117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (unsigned n = 0; n < MAX_OPS && in.n; n++) {
         uint8_t op = u8(&in);
 
-        switch (op % 13) {
+        switch (op % 14) {
         case 0: {
             uint64_t off = reg_offset(&in);
             unsigned sz = reg_sizes[u8(&in) % 16];
@@ -1128,6 +1186,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         case 12:
             op_posted(&in);
+            break;
+        case 13:
+            op_cpmu(&in);
             break;
         default: {                      /* read a whole window back */
             const NFabricWindow *w = &ctrl.sh->win[u8(&in) % NW];

@@ -93,5 +93,8 @@ void gt_group_sysram(void);
 void gt_group_devices(void);
 void gt_group_toggle(void);
 void gt_group_posted(void);
+void gt_group_cpmu(void);
+/* nfabric-test --cpmu-load PATH: the cpmu group's workload under perf. */
+int gt_cpmu_load_main(int argc, char **argv);
 
 #endif /* NFABRIC_GUEST_GT_H */

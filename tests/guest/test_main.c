@@ -173,6 +173,8 @@ static const struct {
       "exact after each enable and disable", false },
     { "posted", gt_group_posted, "(j) posted windows equal trapped ones bit for "
       "bit", false },
+    { "cpmu", gt_group_cpmu, "(k) perf through Linux's cxl_pmu counts what "
+      "the statistics registers count (--only cpmu: needs perf)", true },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 
@@ -190,6 +192,9 @@ int main(int argc, char **argv)
     const char *only = NULL;
     int rc;
 
+    if (argc > 1 && !strcmp(argv[1], "--cpmu-load")) {
+        return gt_cpmu_load_main(argc, argv);   /* the cpmu group's child */
+    }
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
             usage(stdout);

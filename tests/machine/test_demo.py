@@ -83,6 +83,8 @@ def main():
        "  host 0 reads: window0_head0_writes=12" in out and "  QEMU: rtl=serve: 42 accesses" in out,
        "speed, the cluster's report, host 0's read-out, the RTL run's QEMU line", out)
     ok(calls[1][:2] == ["--rtl", "serve"], "the RTL run boots with --rtl serve", calls)
+    ok("--perf" in calls[0] and "nfabric-test --only fp32,gbinary,gternary,mixed,toggle,cpmu"
+       in calls[0][-1], "the main boot has perf and runs the CXL PMU group", calls[0])
     ok("nfabric-bench --bytes 1048576 --reps 2 plain gbinary gbinary_posted ram" in calls[0][-1],
        "the speed: plain memory, the trapped and the posted G-Binary window, guest RAM", calls[0])
     rc, out, _ = run_demo(console(posted=False))
@@ -97,7 +99,8 @@ def main():
        "a guest that fails before reporting counts as a failure", out)
     rc, out, calls = run_demo(console(), device="cxl-type3")
     ok(rc == 0 and len(calls) == 1 and "--stock plain ram" in calls[0][-1]
-       and "Two hosts" not in out, "the stock device: one boot, its own speed figures")
+       and "Two hosts" not in out and "--perf" not in calls[0] and "cpmu" not in calls[0][-1],
+       "the stock device: one boot, its own speed figures, no CXL PMU")
     rc, out, _ = run_demo(console(), cluster_rc=1)
     ok(rc == 1, "a cluster that fails without a failed check is a failure")
 
@@ -113,11 +116,13 @@ def main():
         with contextlib.redirect_stdout(out):
             rc = demo.guest_suite(d, boot)
         text = out.getvalue()
-        ok(rc == 1 and text.count("ok 1 - a") == 3 and text.count("NFABRIC-READY") == 1
+        ok(rc == 1 and text.count("ok 1 - a") == 4 and text.count("NFABRIC-READY") == 1
            and text.count("1..1") == 1 and "boot noise" not in text,
-           "guest suite: three boots, their TAP lines relayed, a failed boot fails it", text)
+           "guest suite: four boots, their TAP lines relayed, a failed boot fails it", text)
         ok(seen[2][:4] == ["--devices", "2", "--append", "nfabric.region=none"],
            "the third boot: two devices, no region at boot", seen)
+        ok(seen[3][:1] == ["--perf"] and seen[3][-1] == "nfabric-test --only cpmu",
+           "the fourth boot: with perf, the CXL PMU group", seen)
     return done()
 
 

@@ -1246,15 +1246,15 @@ static void test_irq(void)
  */
 #define CPMU_ADDR       (BAR0_ADDR + NFABRIC_CPMU_OFFSET)
 
-static void cpmu_start(NF *nf, unsigned n, unsigned group, uint32_t mask)
+/* Counter n: a configurable one counting mask of event capability 0. */
+static void cpmu_start(NF *nf, unsigned n, uint32_t mask)
 {
     uint64_t cfg = qtest_readq(nf->qts, CPMU_ADDR +
                                NFABRIC_CPMU_REG_COUNTER_CFG(n));
 
     cfg |= NFABRIC_CPMU_CFG_ENABLE | NFABRIC_CPMU_CFG_INT |
            NFABRIC_CPMU_CFG_FREEZE_OVF;
-    cfg |= (uint64_t)(group - 1) << NFABRIC_CPMU_CFG_GROUP_SHIFT |
-           (uint64_t)mask << NFABRIC_CPMU_CFG_EVENTS_SHIFT;
+    cfg |= (uint64_t)mask << NFABRIC_CPMU_CFG_EVENTS_SHIFT;
     qtest_writeq(nf->qts, CPMU_ADDR + NFABRIC_CPMU_REG_COUNTER_CFG(n), cfg);
     qtest_writeq(nf->qts, CPMU_ADDR + NFABRIC_CPMU_REG_COUNTER(n), 0);
 }
@@ -1301,8 +1301,8 @@ static void test_cpmu(void)
     gbw = stat_of(&nf, NFABRIC_PATH_GBINARY, NFABRIC_STATS_WRITES);
     fpr = stat_of(&nf, NFABRIC_PATH_FP32, NFABRIC_STATS_READS);
     qtest_writeq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_FREEZE, ~0ull);
-    cpmu_start(&nf, 0, NFABRIC_CPMU_GROUP_WRITES, 1u << NFABRIC_PATH_GBINARY);
-    cpmu_start(&nf, 1, NFABRIC_CPMU_GROUP_READS, 1u << NFABRIC_PATH_FP32);
+    cpmu_start(&nf, 0, 1u << NFABRIC_CPMU_EV_WRITES(NFABRIC_PATH_GBINARY));
+    cpmu_start(&nf, 1, 1u << NFABRIC_CPMU_EV_READS(NFABRIC_PATH_FP32));
     qtest_writeq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_FREEZE, 0);
     for (int i = 0; i < 40; i++) {
         qtest_writeq(nf.qts, nf.hpa + 0x1000 + 8 * i, 0x0123456789abcdefull * i);
@@ -1330,7 +1330,7 @@ static void test_cpmu(void)
     g_assert_cmphex(msi_take(&nf), ==, MSI_DATA | num);
     g_assert_cmpuint(cpmu_counter(&nf, 0), ==, 1);
     g_assert_cmphex(qtest_readq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_FREEZE),
-                    ==, 0xff);
+                    ==, (1ull << NFABRIC_CPMU_COUNTERS) - 1);
     qtest_writeq(nf.qts, nf.hpa + 0x1000, 2);
     g_assert_cmpuint(cpmu_counter(&nf, 0), ==, 1);      /* frozen */
     g_assert_cmphex(msi_take(&nf), ==, 0);              /* once */

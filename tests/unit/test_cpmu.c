@@ -5,8 +5,8 @@
  * and event capability registers say what the driver needs (configurable
  * counters, freeze, writable while frozen, the interrupt); counters count
  * the events they select, equal to the statistics registers (reads,
- * writes and bytes per path, refusals by code against ERROR_COUNT) and to
- * the rounds done; nothing counts while frozen or disabled; a counter
+ * writes and bytes per path, refusals against ERROR_COUNT; the fixed
+ * counter of each error code) and to the rounds done; nothing counts while frozen or disabled; a counter
  * written near the top wraps, sets its overflow bit, asks for the message
  * once and freezes all when told to; a clear of the statistics does not
  * move a counter; bad configurations are refused (RESERVED_BITS) and
@@ -53,15 +53,20 @@ static void pw(uint64_t off, uint64_t v)
     nfabric_ctrl_cpmu_write(&c, off, v, 8);
 }
 
-/* Counter n: group g, events mask, as cxl_pmu's event_start writes it. */
-static void start(unsigned n, unsigned g, uint32_t mask)
+/*
+ * Counter n, as cxl_pmu's event_start writes it: a configurable one with
+ * events mask of event capability 0 (the capability Linux 6.12 programs),
+ * a fixed one with what it reads (mask ignored).
+ */
+static void start(unsigned n, uint32_t mask)
 {
     uint64_t cfg = pr(NFABRIC_CPMU_REG_COUNTER_CFG(n));
 
     cfg |= NFABRIC_CPMU_CFG_INT | NFABRIC_CPMU_CFG_FREEZE_OVF |
            NFABRIC_CPMU_CFG_ENABLE;
-    cfg |= (uint64_t)(g - 1) << NFABRIC_CPMU_CFG_GROUP_SHIFT;
-    cfg |= (uint64_t)mask << NFABRIC_CPMU_CFG_EVENTS_SHIFT;
+    if (n < NFABRIC_CPMU_CONFIGURABLE) {
+        cfg |= (uint64_t)mask << NFABRIC_CPMU_CFG_EVENTS_SHIFT;
+    }
     pw(NFABRIC_CPMU_REG_COUNTER_CFG(n), cfg);
     pw(NFABRIC_CPMU_REG_COUNTER(n), 0);
 }
@@ -109,14 +114,14 @@ int main(void)
     nfabric_ctrl_init(&c, ram, RAM_SIZE, &tparams, NULL, NULL);
 
     cap = pr(NFABRIC_CPMU_REG_CAP);
-    TAP_CHECK((cap & NFABRIC_CPMU_CAP_COUNTERS_MASK) == NFABRIC_CPMU_COUNTERS - 1 &&
+    TAP_CHECK((cap & NFABRIC_CPMU_CAP_COUNTERS_MASK) == 27 - 1 &&
               ((cap >> NFABRIC_CPMU_CAP_WIDTH_SHIFT) & 0xff) == NFABRIC_CPMU_WIDTH &&
               ((cap >> NFABRIC_CPMU_CAP_EVCAPS_SHIFT) & 0x1f) ==
               NFABRIC_CPMU_NUM_GROUPS - 1 &&
               (cap & NFABRIC_CPMU_CAP_FREEZE) &&
               (cap & NFABRIC_CPMU_CAP_WRITABLE_FROZEN) &&
               !(cap & NFABRIC_CPMU_CAP_INT) && (cap >> 60) == 1,
-              "CAP: 8 counters of 48 bits, 6 event capabilities, freeze, "
+              "CAP: 27 counters of 48 bits, 2 event capabilities, freeze, "
               "writable while frozen, version 1; no interrupt without a vector");
     nfabric_ctrl_set_cpmu_irq(&c, 9);
     cap = pr(NFABRIC_CPMU_REG_CAP);
@@ -131,28 +136,34 @@ int main(void)
     }
     ev = pr(NFABRIC_CPMU_REG_EVENT_CAP(NFABRIC_CPMU_GROUP_REFUSALS - 1));
     TAP_CHECK(ok && (uint32_t)ev == (1u << NFABRIC_ERR_MAX) - 1 &&
-              (uint32_t)pr(NFABRIC_CPMU_REG_EVENT_CAP(0)) == 0x7,
-              "event capabilities: vendor 0x1b36, groups 1..6; paths 0-2, "
-              "refusals: one bit per error code");
+              (uint32_t)pr(NFABRIC_CPMU_REG_EVENT_CAP(0)) == 0xffff,
+              "event capabilities: vendor 0x1b36, group 1 (16 device events), "
+              "group 2 (one bit per error code)");
     ok = true;
     for (unsigned n = 0; n < NFABRIC_CPMU_COUNTERS; n++) {
-        ok &= (pr(NFABRIC_CPMU_REG_COUNTER_CFG(n)) & 3) == 2;
+        uint64_t cfg = pr(NFABRIC_CPMU_REG_COUNTER_CFG(n));
+
+        ok &= n < 8 ? (cfg & 3) == 2 :
+              (cfg & 3) == 1 && cfg >> 59 == 1 &&
+              ((cfg >> 24) & 0xffffffffu) == 1u << (n - 8);
     }
-    TAP_CHECK(ok, "every counter is configurable (type 2)");
+    TAP_CHECK(ok, "counters 0-7 configurable (type 2); 8-26 fixed (type 1), "
+              "event capability 1, one error code's bit each");
 
     /* Linux's pmu_disable, then event_start for each, then pmu_enable. */
     win_on(0, NFABRIC_PATH_GBINARY);
     win_on(1, NFABRIC_PATH_GTERNARY);
     pw(NFABRIC_CPMU_REG_FREEZE, ~0ull);
-    start(0, NFABRIC_CPMU_GROUP_WRITES, 1u << NFABRIC_PATH_GBINARY);
-    start(1, NFABRIC_CPMU_GROUP_WRITE_BYTES, 0x7);
-    start(2, NFABRIC_CPMU_GROUP_READS, 1u << NFABRIC_PATH_GTERNARY);
-    start(3, NFABRIC_CPMU_GROUP_REFUSALS, 0xffffffffu >> (32 - NFABRIC_ERR_MAX));
-    start(4, NFABRIC_CPMU_GROUP_ROUNDS, NFABRIC_CPMU_ROUND_CONTRIB |
-          NFABRIC_CPMU_ROUND_DONE);
-    start(5, NFABRIC_CPMU_GROUP_READ_BYTES, 1u << NFABRIC_PATH_GTERNARY);
-    TAP_CHECK(pr(NFABRIC_CPMU_REG_FREEZE) == 0xff,
-              "FREEZE: all 1s written, the 8 counters' bits kept");
+    start(0, 1u << NFABRIC_CPMU_EV_WRITES(NFABRIC_PATH_GBINARY));
+    start(1, 0x7u << NFABRIC_CPMU_EV_WRITE_BYTES(0));
+    start(2, 1u << NFABRIC_CPMU_EV_READS(NFABRIC_PATH_GTERNARY));
+    start(3, 1u << NFABRIC_CPMU_EV_REFUSED);
+    start(4, 1u << NFABRIC_CPMU_EV_CONTRIB | 1u << NFABRIC_CPMU_EV_ROUND_DONE);
+    start(5, 1u << NFABRIC_CPMU_EV_READ_BYTES(NFABRIC_PATH_GTERNARY));
+    start(8 + NFABRIC_ERR_UNMAPPED - 1, 0);
+    start(8 + NFABRIC_ERR_ROUND - 1, 0);
+    TAP_CHECK(pr(NFABRIC_CPMU_REG_FREEZE) == (1u << 27) - 1,
+              "FREEZE: all 1s written, the 27 counters' bits kept");
     traffic(0, 10, 8, true);
     TAP_CHECK(pr(NFABRIC_CPMU_REG_COUNTER(0)) == 0 &&
               pr(NFABRIC_CPMU_REG_COUNTER(1)) == 0,
@@ -194,20 +205,23 @@ int main(void)
               pr(NFABRIC_CPMU_REG_COUNTER(5)) == 178,
               "G-Ternary reads and read bytes equal STATS (26, 178)");
     TAP_CHECK(pr(NFABRIC_CPMU_REG_COUNTER(3)) == rd(NFABRIC_REG_ERROR_COUNT) - e0 &&
-              pr(NFABRIC_CPMU_REG_COUNTER(3)) == 3,
-              "refusals of every code equal ERROR_COUNT's growth (3)");
+              pr(NFABRIC_CPMU_REG_COUNTER(3)) == 3 &&
+              pr(NFABRIC_CPMU_REG_COUNTER(8 + NFABRIC_ERR_UNMAPPED - 1)) == 1 &&
+              pr(NFABRIC_CPMU_REG_COUNTER(8 + NFABRIC_ERR_ROUND - 1)) == 1,
+              "refusals equal ERROR_COUNT's growth (3); the fixed counters of "
+              "UNMAPPED and ROUND 1 each");
     TAP_CHECK(pr(NFABRIC_CPMU_REG_COUNTER(4)) == 6,
               "rounds: 3 contributions + 3 rounds seen ALL_DONE (each once)");
 
     /* One code alone; a clear of the statistics moves no counter. */
-    start(6, NFABRIC_CPMU_GROUP_REFUSALS, 1u << (NFABRIC_ERR_UNMAPPED - 1));
+    start(8 + NFABRIC_ERR_UNMAPPED - 1, 0);
     wr(0xffc, 1);
     wr(0xffc, 1);
     wr(NFABRIC_REG_CTRL, 0x80);
     v = pr(NFABRIC_CPMU_REG_COUNTER(0));
     wr(NFABRIC_REG_CTRL, NFABRIC_CTRL_CLEAR_STATS | NFABRIC_CTRL_CLEAR_ERROR);
     traffic(0, 5, 8, true);
-    TAP_CHECK(pr(NFABRIC_CPMU_REG_COUNTER(6)) == 2 &&
+    TAP_CHECK(pr(NFABRIC_CPMU_REG_COUNTER(8 + NFABRIC_ERR_UNMAPPED - 1)) == 2 &&
               pr(NFABRIC_CPMU_REG_COUNTER(0)) == v + 5 &&
               stat(NFABRIC_PATH_GBINARY, NFABRIC_STATS_WRITES) == 5,
               "refusals of UNMAPPED alone (2); CLEAR_STATS zeroes STATS, "
@@ -221,7 +235,7 @@ int main(void)
     b = nfabric_ctrl_cpmu_check(&c);
     TAP_CHECK(v == 1 && a && !b && pr(NFABRIC_CPMU_REG_OVERFLOW) == 1 &&
               pr(NFABRIC_CPMU_REG_COUNTER(0)) == 2 &&
-              pr(NFABRIC_CPMU_REG_FREEZE) == 0xff,
+              pr(NFABRIC_CPMU_REG_FREEZE) == (1u << 27) - 1,
               "2^48 - 3 + 5 events: wraps to 2, OVERFLOW bit 0 (seen by a "
               "read), one message after it, every counter frozen");
     v = pr(NFABRIC_CPMU_REG_COUNTER(1));
@@ -247,18 +261,25 @@ int main(void)
     v = pr(NFABRIC_CPMU_REG_COUNTER_CFG(2));
     e0 = rd(NFABRIC_REG_ERROR_COUNT);
     pw(NFABRIC_CPMU_REG_COUNTER_CFG(2),
-       (uint64_t)NFABRIC_CPMU_NUM_GROUPS << NFABRIC_CPMU_CFG_GROUP_SHIFT |
+       1ull << NFABRIC_CPMU_CFG_GROUP_SHIFT |
        1ull << NFABRIC_CPMU_CFG_EVENTS_SHIFT | NFABRIC_CPMU_CFG_ENABLE);
     a = rd(NFABRIC_REG_LAST_ERROR) == NFABRIC_ERR_RESERVED_BITS;
     pw(NFABRIC_CPMU_REG_COUNTER_CFG(2),
-       8ull << NFABRIC_CPMU_CFG_EVENTS_SHIFT | NFABRIC_CPMU_CFG_ENABLE);
+       0x10000ull << NFABRIC_CPMU_CFG_EVENTS_SHIFT | NFABRIC_CPMU_CFG_ENABLE);
     b = rd(NFABRIC_REG_LAST_ERROR) == NFABRIC_ERR_RESERVED_BITS;
     pw(NFABRIC_CPMU_REG_COUNTER_CFG(2), v | 1ull << 4);
     TAP_CHECK(a && b && rd(NFABRIC_REG_LAST_ERROR) == NFABRIC_ERR_RESERVED_BITS &&
               pr(NFABRIC_CPMU_REG_COUNTER_CFG(2)) == v &&
               rd(NFABRIC_REG_ERROR_COUNT) == e0 + 3,
-              "a configuration naming no event capability, an unsupported "
-              "event, a reserved bit: RESERVED_BITS, configuration unchanged");
+              "a configurable counter naming event capability 1 (the fixed "
+              "counters'), an event it lacks, a reserved bit: RESERVED_BITS, "
+              "configuration unchanged");
+    v = pr(NFABRIC_CPMU_REG_COUNTER_CFG(9));
+    pw(NFABRIC_CPMU_REG_COUNTER_CFG(9), v | 0xfull << NFABRIC_CPMU_CFG_EVENTS_SHIFT |
+       NFABRIC_CPMU_CFG_ENABLE);
+    TAP_CHECK(pr(NFABRIC_CPMU_REG_COUNTER_CFG(9)) == (v | NFABRIC_CPMU_CFG_ENABLE),
+              "a fixed counter's events and event capability are read-only: "
+              "a write there is ignored, its enable taken");
     pw(NFABRIC_CPMU_REG_CAP, 0);
     a = rd(NFABRIC_REG_LAST_ERROR) == NFABRIC_ERR_READONLY;
     pw(0x800, 1);
@@ -274,7 +295,7 @@ int main(void)
     ok = pr(NFABRIC_CPMU_REG_FREEZE) == 0 && pr(NFABRIC_CPMU_REG_OVERFLOW) == 0;
     for (unsigned n = 0; n < NFABRIC_CPMU_COUNTERS; n++) {
         ok &= pr(NFABRIC_CPMU_REG_COUNTER(n)) == 0 &&
-              pr(NFABRIC_CPMU_REG_COUNTER_CFG(n)) == 2;
+              (pr(NFABRIC_CPMU_REG_COUNTER_CFG(n)) & NFABRIC_CPMU_CFG_ENABLE) == 0;
     }
     TAP_CHECK(ok && pr(NFABRIC_CPMU_REG_CAP) == cap &&
               !nfabric_ctrl_cpmu_ticking(&c),

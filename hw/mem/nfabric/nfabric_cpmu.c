@@ -2,9 +2,10 @@
 /*
  * NEURON-Fabric controller model: the CXL PMU (register version 1.9, CXL
  * r3.1 8.2.7; docs/registers.md "The CXL PMU").  A head's CPMU register
- * block: its capability and event capability registers, eight
- * configurable counters, the freeze and overflow status registers, and the
- * overflow message.
+ * block: its capability and two event capability registers, eight
+ * configurable counters over the device's events (event capability 0),
+ * a fixed-function counter per error code (event capability 1), the
+ * freeze and overflow status registers, and the overflow message.
  *
  * The events themselves are counted where they happen, into total[]
  * (nfabric_cpmu_count() and nfabric_cpmu_round() in nfabric_ctrl_int.h:
@@ -63,11 +64,31 @@ static uint32_t nfabric_cpmu_events(uint64_t cfg)
     return (cfg & NFABRIC_CPMU_CFG_EVENTS_MASK) >> NFABRIC_CPMU_CFG_EVENTS_SHIFT;
 }
 
+/*
+ * Counter n's configuration as it reads: a configurable counter's as
+ * written; a fixed counter's control bits as written, its type, event
+ * capability (1) and event (its error code's bit) its own.
+ */
+static uint64_t nfabric_cpmu_cfg(const NFabricCpmu *c, unsigned n)
+{
+    unsigned k = n - NFABRIC_CPMU_CONFIGURABLE;
+
+    if (n < NFABRIC_CPMU_CONFIGURABLE) {
+        return c->cfg[n] | NFABRIC_CPMU_CFG_TYPE_CONFIGURABLE;
+    }
+    return (c->cfg[n] & NFABRIC_CPMU_CFG_CONTROL) |
+           NFABRIC_CPMU_CFG_TYPE_FIXED |
+           (uint64_t)(NFABRIC_CPMU_GROUP_REFUSALS - 1) <<
+           NFABRIC_CPMU_CFG_GROUP_SHIFT |
+           (uint64_t)(1u << k) << NFABRIC_CPMU_CFG_EVENTS_SHIFT;
+}
+
 /* The total of the events counter n selects (its configuration checked). */
 static uint64_t nfabric_cpmu_total(const NFabricCpmu *c, unsigned n)
 {
-    unsigned g = nfabric_cpmu_group(c->cfg[n]);
-    uint32_t ev = nfabric_cpmu_events(c->cfg[n]);
+    uint64_t cfg = nfabric_cpmu_cfg(c, n);
+    unsigned g = nfabric_cpmu_group(cfg);
+    uint32_t ev = nfabric_cpmu_events(cfg);
     uint64_t sum = 0;
 
     if (g >= NFABRIC_CPMU_NUM_GROUPS) {
@@ -169,8 +190,7 @@ static bool nfabric_cpmu_reg(NFabricCtrl *s, uint64_t off, uint64_t *val)
                (uint64_t)NFABRIC_CPMU_VENDOR_ID << NFABRIC_CPMU_EVCAP_VID_SHIFT;
     } else if (off >= NFABRIC_CPMU_REG_COUNTER_CFG(0) &&
                off < NFABRIC_CPMU_REG_COUNTER_CFG(NFABRIC_CPMU_COUNTERS)) {
-        *val = c->cfg[(off - NFABRIC_CPMU_REG_COUNTER_CFG(0)) / 8] |
-               NFABRIC_CPMU_CFG_TYPE_CONFIGURABLE;
+        *val = nfabric_cpmu_cfg(c, (off - NFABRIC_CPMU_REG_COUNTER_CFG(0)) / 8);
     } else if (off >= NFABRIC_CPMU_REG_COUNTER(0) &&
                off < NFABRIC_CPMU_REG_COUNTER(NFABRIC_CPMU_COUNTERS)) {
         *val = c->value[(off - NFABRIC_CPMU_REG_COUNTER(0)) / 8];
@@ -206,8 +226,14 @@ uint64_t nfabric_ctrl_cpmu_read(NFabricCtrl *s, uint64_t off, unsigned size)
     return size == 8 ? val : (uint32_t)(val >> (off & 4 ? 32 : 0));
 }
 
-/* A counter's new configuration: what it selects must be there. */
-static bool nfabric_cpmu_cfg_ok(NFabricCtrl *s, uint64_t off, uint64_t val)
+/*
+ * Counter n's new configuration: no reserved bit; a configurable
+ * counter's events of event capability 0 (capability 1 is the fixed
+ * counters'), and only those it has.  A fixed counter's read-only fields
+ * are ignored.
+ */
+static bool nfabric_cpmu_cfg_ok(NFabricCtrl *s, unsigned n, uint64_t off,
+                                uint64_t val)
 {
     unsigned g = nfabric_cpmu_group(val);
 
@@ -217,12 +243,15 @@ static bool nfabric_cpmu_cfg_ok(NFabricCtrl *s, uint64_t off, uint64_t val)
                           "configuration");
         return false;
     }
-    if (g >= NFABRIC_CPMU_NUM_GROUPS ||
+    if (n >= NFABRIC_CPMU_CONFIGURABLE) {
+        return true;
+    }
+    if (g != NFABRIC_CPMU_GROUP_DEVICE - 1 ||
         (nfabric_cpmu_events(val) & ~nfabric_cpmu_supported[g])) {
         nfabric_set_error(s, -1, NFABRIC_ERR_RESERVED_BITS, off,
-                          "CXL PMU: a counter's configuration selects an "
-                          "event capability or events the block does not "
-                          "have");
+                          "CXL PMU: a configurable counter's configuration "
+                          "selects an event capability other than 0, or "
+                          "events it does not have");
         return false;
     }
     return true;
@@ -258,10 +287,11 @@ void nfabric_ctrl_cpmu_write(NFabricCtrl *s, uint64_t off, uint64_t val,
                reg < NFABRIC_CPMU_REG_COUNTER_CFG(NFABRIC_CPMU_COUNTERS)) {
         unsigned n = (reg - NFABRIC_CPMU_REG_COUNTER_CFG(0)) / 8;
 
-        if (!nfabric_cpmu_cfg_ok(s, off, val)) {
+        if (!nfabric_cpmu_cfg_ok(s, n, off, val)) {
             return;
         }
-        c->cfg[n] = val & NFABRIC_CPMU_CFG_WRITABLE;
+        c->cfg[n] = val & (n < NFABRIC_CPMU_CONFIGURABLE ?
+                           NFABRIC_CPMU_CFG_WRITABLE : NFABRIC_CPMU_CFG_CONTROL);
         c->seen[n] = nfabric_cpmu_total(c, n);      /* counts from now */
     } else if (reg >= NFABRIC_CPMU_REG_COUNTER(0) &&
                reg < NFABRIC_CPMU_REG_COUNTER(NFABRIC_CPMU_COUNTERS)) {

@@ -94,10 +94,12 @@ static inline void nfabric_cpmu_round(NFabricCtrl *s, unsigned i,
         c->round_seen[i] = 0;
     }
     if (now & ~c->round_seen[i] & 1u) {
-        nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_ROUNDS, 1, 1);
+        nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_DEVICE,
+                           NFABRIC_CPMU_EV_ROUND_DONE, 1);
     }
     if (now & ~c->round_seen[i] & 2u) {
-        nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_ROUNDS, 2, 1);
+        nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_DEVICE,
+                           NFABRIC_CPMU_EV_ROUND_INCOMPLETE, 1);
     }
     c->round_seen[i] |= now;
 }

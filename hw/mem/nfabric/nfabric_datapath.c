@@ -84,10 +84,12 @@ static void nfabric_account(NFabricCtrl *s, unsigned path, bool write,
 
     st[write ? NFABRIC_STAT_WRITES : NFABRIC_STAT_READS]++;
     st[write ? NFABRIC_STAT_WRITE_BYTES : NFABRIC_STAT_READ_BYTES] += len;
-    nfabric_cpmu_count(s, write ? NFABRIC_CPMU_GROUP_WRITES :
-                       NFABRIC_CPMU_GROUP_READS, path, 1);
-    nfabric_cpmu_count(s, write ? NFABRIC_CPMU_GROUP_WRITE_BYTES :
-                       NFABRIC_CPMU_GROUP_READ_BYTES, path, len);
+    nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_DEVICE,
+                       write ? NFABRIC_CPMU_EV_WRITES(path) :
+                       NFABRIC_CPMU_EV_READS(path), 1);
+    nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_DEVICE,
+                       write ? NFABRIC_CPMU_EV_WRITE_BYTES(path) :
+                       NFABRIC_CPMU_EV_READ_BYTES(path), len);
     if (s->record) {
         nfabric_record_result(s, s->record_failed ? -1 :
             nfabric_record_write_access(s->record,
@@ -623,10 +625,12 @@ void nfabric_account_posted(NFabricCtrl *s, unsigned path, bool write,
 
     st[write ? NFABRIC_STAT_WRITES : NFABRIC_STAT_READS] += words;
     st[write ? NFABRIC_STAT_WRITE_BYTES : NFABRIC_STAT_READ_BYTES] += len;
-    nfabric_cpmu_count(s, write ? NFABRIC_CPMU_GROUP_WRITES :
-                       NFABRIC_CPMU_GROUP_READS, path, words);
-    nfabric_cpmu_count(s, write ? NFABRIC_CPMU_GROUP_WRITE_BYTES :
-                       NFABRIC_CPMU_GROUP_READ_BYTES, path, len);
+    nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_DEVICE,
+                       write ? NFABRIC_CPMU_EV_WRITES(path) :
+                       NFABRIC_CPMU_EV_READS(path), words);
+    nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_DEVICE,
+                       write ? NFABRIC_CPMU_EV_WRITE_BYTES(path) :
+                       NFABRIC_CPMU_EV_READ_BYTES(path), len);
     while (len) {
         uint64_t m = NFABRIC_RTL_LINE - (off & (NFABRIC_RTL_LINE - 1));
 

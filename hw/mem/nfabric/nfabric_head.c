@@ -30,6 +30,8 @@ void nfabric_set_error(NFabricCtrl *s, int win, uint32_t code,
 {
     s->last_error = code;
     s->error_count++;
+    nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_DEVICE,
+                       NFABRIC_CPMU_EV_REFUSED, 1);
     if (code >= 1 && code <= NFABRIC_ERR_MAX) {
         nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_REFUSALS, code - 1, 1);
     }

@@ -517,7 +517,8 @@ static void nfabric_round_complete(NFabricCtrl *s, unsigned i, uint32_t val,
     }
     __atomic_fetch_or(&sh->round[i].done, 1u << s->head, __ATOMIC_RELEASE);
     nfabric_unlock_win(s, i);
-    nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_ROUNDS, 0, 1);  /* CONTRIB */
+    nfabric_cpmu_count(s, NFABRIC_CPMU_GROUP_DEVICE,
+                       NFABRIC_CPMU_EV_CONTRIB, 1);
     nfabric_shared_event_bump(sh);
 }
 

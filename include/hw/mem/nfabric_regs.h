@@ -358,35 +358,45 @@ typedef struct NFabricRegDesc {
  * out as the specification says (capability 0x000, overflow status 0x010,
  * freeze 0x018, event capabilities 0x100 + 8n, counter configuration
  * 0x200 + 8n, counters 0xc00 + 8n).  Linux's cxl_pci finds it and cxl_pmu
- * binds it.  NFABRIC_CPMU_COUNTERS configurable counters of
- * NFABRIC_CPMU_WIDTH bits, each counting the sum of any events of one
- * group below; freeze (writable while frozen), overflow status and its
- * message (number in the capability register's bits 47:44).  Every head
- * has its own, counting that head's events.  Events are vendor defined,
- * vendor ID NFABRIC_CPMU_VENDOR_ID; group g is event capability register
- * g - 1.  In a group's mask, bit p of READS..WRITE_BYTES is path p (as
- * the statistics registers count it: STATS_*), bit e - 1 of REFUSALS is
- * error code e (as ERROR_COUNT counts it).
+ * binds it.  Every head has its own, counting that head's events.  Events
+ * are vendor defined, vendor ID NFABRIC_CPMU_VENDOR_ID, in two groups:
+ *
+ *   group 1 (event capability 0): the device's events, NFABRIC_CPMU_EV_*:
+ *     reads, writes, bytes read and written of path p (as STATS counts
+ *     them), contributions, rounds seen done or INCOMPLETE, refusals (as
+ *     ERROR_COUNT counts them).  Counters 0-7 are configurable: each
+ *     counts the sum of any of these.
+ *   group 2 (event capability 1): refusals by error code, bit e - 1 for
+ *     code e.  Counter 8 + e - 1 is a fixed-function counter of code e.
+ *
+ * (Linux's cxl_pmu programs a configurable counter with event capability
+ * 0 whatever group was asked for, so the configurable counters have one
+ * group; a fixed counter's group is its own.)  Counters are
+ * NFABRIC_CPMU_WIDTH bits wide; freeze (writable while frozen), overflow
+ * status and its message (number in the capability's bits 47:44).
  */
 #define NFABRIC_CPMU_BIR            0           /* BAR0 */
 #define NFABRIC_CPMU_OFFSET         0x20000
 #define NFABRIC_CPMU_SIZE           0x1000
 #define NFABRIC_REGLOC_RBI_CPMU     4
-#define NFABRIC_CPMU_COUNTERS       8
+#define NFABRIC_CPMU_CONFIGURABLE   8           /* counters 0-7 */
+#define NFABRIC_CPMU_FIXED          NFABRIC_ERR_MAX /* 8..: one per code */
+#define NFABRIC_CPMU_COUNTERS       (NFABRIC_CPMU_CONFIGURABLE + NFABRIC_CPMU_FIXED)
 #define NFABRIC_CPMU_WIDTH          48
 #define NFABRIC_CPMU_VENDOR_ID      NFABRIC_PCI_VENDOR_ID
-/* X(NAME, group ID, name as perf spells it, supported events mask) */
+/* X(NAME, group ID, name, supported events mask) */
 #define NFABRIC_CPMU_GROUPS(X) \
-    X(READS,       1, "reads",        (1u << NFABRIC_NUM_PATHS) - 1) \
-    X(WRITES,      2, "writes",       (1u << NFABRIC_NUM_PATHS) - 1) \
-    X(READ_BYTES,  3, "read_bytes",   (1u << NFABRIC_NUM_PATHS) - 1) \
-    X(WRITE_BYTES, 4, "write_bytes",  (1u << NFABRIC_NUM_PATHS) - 1) \
-    X(ROUNDS,      5, "rounds",       0x7u) \
-    X(REFUSALS,    6, "refusals",     (1u << NFABRIC_ERR_MAX) - 1)
-/* Events of group ROUNDS: */
-#define NFABRIC_CPMU_ROUND_CONTRIB      (1u << 0)   /* a ROUND_COMPLETE taken */
-#define NFABRIC_CPMU_ROUND_DONE         (1u << 1)   /* a round seen ALL_DONE */
-#define NFABRIC_CPMU_ROUND_INCOMPLETE   (1u << 2)   /* a round seen INCOMPLETE */
+    X(DEVICE,      1, "device",       0xffffu) \
+    X(REFUSALS,    2, "refusals",     (1u << NFABRIC_ERR_MAX) - 1)
+/* Events of group DEVICE (bit numbers): */
+#define NFABRIC_CPMU_EV_READS(p)        (0 + (p))   /* path p */
+#define NFABRIC_CPMU_EV_WRITES(p)       (3 + (p))
+#define NFABRIC_CPMU_EV_READ_BYTES(p)   (6 + (p))
+#define NFABRIC_CPMU_EV_WRITE_BYTES(p)  (9 + (p))
+#define NFABRIC_CPMU_EV_CONTRIB         12          /* a ROUND_COMPLETE taken */
+#define NFABRIC_CPMU_EV_ROUND_DONE      13          /* a round seen ALL_DONE */
+#define NFABRIC_CPMU_EV_ROUND_INCOMPLETE 14         /* a round seen INCOMPLETE */
+#define NFABRIC_CPMU_EV_REFUSED         15          /* a refusal, any code */
 #define NFABRIC_X_CPMU_GROUP_(name, gid, str, mask) \
     NFABRIC_CPMU_GROUP_##name = (gid),
 #define NFABRIC_X_CPMU_COUNT_(name, gid, str, mask) + 1
@@ -416,6 +426,7 @@ enum {
 #define NFABRIC_CPMU_EVCAP_VID_SHIFT    48
 /* COUNTER_CFG(n): */
 #define NFABRIC_CPMU_CFG_TYPE_MASK      0x3ull
+#define NFABRIC_CPMU_CFG_TYPE_FIXED 1
 #define NFABRIC_CPMU_CFG_TYPE_CONFIGURABLE 2
 #define NFABRIC_CPMU_CFG_ENABLE         (1ull << 8)
 #define NFABRIC_CPMU_CFG_INT            (1ull << 9)        /* on overflow */
@@ -427,12 +438,18 @@ enum {
 #define NFABRIC_CPMU_CFG_EVENTS_MASK    (0xffffffffull << 24)
 #define NFABRIC_CPMU_CFG_GROUP_SHIFT    59                 /* 63:59 */
 #define NFABRIC_CPMU_CFG_GROUP_MASK     (0x1full << 59)
-/* What software may write: the rest is read-only or reserved (zero). */
-#define NFABRIC_CPMU_CFG_WRITABLE \
+/*
+ * What software may write: the rest is read-only or reserved (zero).  A
+ * fixed counter's events and group are read-only too (what is written
+ * there is ignored).
+ */
+#define NFABRIC_CPMU_CFG_CONTROL \
     (NFABRIC_CPMU_CFG_ENABLE | NFABRIC_CPMU_CFG_INT | \
      NFABRIC_CPMU_CFG_FREEZE_OVF | NFABRIC_CPMU_CFG_EDGE | \
-     NFABRIC_CPMU_CFG_INVERT | (0xffull << NFABRIC_CPMU_CFG_THRESHOLD_SHIFT) | \
-     NFABRIC_CPMU_CFG_EVENTS_MASK | NFABRIC_CPMU_CFG_GROUP_MASK)
+     NFABRIC_CPMU_CFG_INVERT | (0xffull << NFABRIC_CPMU_CFG_THRESHOLD_SHIFT))
+#define NFABRIC_CPMU_CFG_WRITABLE \
+    (NFABRIC_CPMU_CFG_CONTROL | NFABRIC_CPMU_CFG_EVENTS_MASK | \
+     NFABRIC_CPMU_CFG_GROUP_MASK)
 
 /* JOB (1.4): this head's job, as the fabric manager set it. */
 #define NFABRIC_JOB_INDEX_MASK          0x000000ffu /* the job's index */
