@@ -645,7 +645,8 @@ def cmd_needs(argv: List[str]) -> int:
         else:
             device = demo.parse(rest[1:])
             ready, rtl = device is not None, device == "cxl-neuron-fabric"
-            perf = rtl      # the device's CXL PMU counted by perf
+            # The device's CXL PMU counted by perf (the 6.12 line's).
+            perf = rtl and demo.with_perf()
     except (UsageError, benchcluster.Usage):
         return 0
     if not ready:

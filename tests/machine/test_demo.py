@@ -113,6 +113,7 @@ def main():
                 f.write("boot noise\nNFABRIC-READY x\nok 1 - a\n# diag\n1..1\nsummary: s\n")
             return 0 if len(seen) < 3 else 4
         out = io.StringIO()
+        os.environ["NF_GUEST_INITRD_PERF"] = os.path.join(d, "initramfs-perf.cpio.gz")
         with contextlib.redirect_stdout(out):
             rc = demo.guest_suite(d, boot)
         text = out.getvalue()
@@ -123,6 +124,14 @@ def main():
            "the third boot: two devices, no region at boot", seen)
         ok(seen[3][:1] == ["--perf"] and seen[3][-1] == "nfabric-test --only cpmu",
            "the fourth boot: with perf, the CXL PMU group", seen)
+        seen.clear()
+        del os.environ["NF_GUEST_INITRD_PERF"]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            demo.guest_suite(d, boot)
+        ok(len(seen) == 3 and "# skipped: nfabric-test --only cpmu: no perf for the guest's"
+           " kernel line" in out.getvalue(),
+           "no perf (the 7.2 line): the CXL PMU boot is skipped and said so", out.getvalue())
     return done()
 
 
