@@ -1264,6 +1264,8 @@ static void case_pause_probe(void)
     double en_max = 0, peer_min = 1e9, peer_max = 0;
     uint64_t n = 0, bad = 0, regs = 0, reg_refused = 0;
     unsigned ens = 0, en_ok = 0, en_peer = 0, en_state = 0, en_other = 0;
+    int other_rc = 0;           /* the first other refusal, to say it */
+    unsigned other_at = 0;      /* and which enable it was */
     bool peer_left_on = false;
 
     if ((rc0 = nfabric_window_set(dev, own_win, &c))) {
@@ -1304,7 +1306,10 @@ static void case_pause_probe(void)
             } else if (rc == NFABRIC_ERR_STATE) {
                 en_state++;
             } else {
-                en_other++;
+                if (!en_other++) {
+                    other_rc = rc;
+                    other_at = ens;
+                }
             }
             regs++;
             next_reg = nf_now_s() + 0.05;
@@ -1371,6 +1376,10 @@ static void case_pause_probe(void)
               "window left off), %u STATE, %u other; the longest took %.0f ms",
               rank, ens, en_ok, en_peer, peer_min * 1e3, peer_max * 1e3, en_state,
               en_other, en_max * 1e3);
+    if (en_other) {
+        printf("# pause: the first other refusal: enable %u of %u, %d (%s)\n",
+               other_at, ens, other_rc, nfabric_strerror(other_rc));
+    }
     printf("summary: multihost pause: longest plain access %.0f ms, own "
            "window %.0f ms, register write %.0f ms (%" PRIu64 "/%" PRIu64
            " refused)\n", plain_max * 1e3, win_max * 1e3, reg_max * 1e3,

@@ -43,8 +43,19 @@ void nfabric_irq_update(CXLNFabricState *s)
 
 static void nfabric_irq_bh(void *opaque)
 {
-    nfabric_irq_update(opaque);
-    nfabric_events_update(opaque);  /* faults as CXL event records */
+    CXLNFabricState *s = opaque;
+
+    /*
+     * A register write of this head waits inside the controller with the
+     * BQL dropped (an enable waiting for the other heads' maps): the
+     * controller is not to be entered beside it.  That write looks when
+     * it ends, and the event thread schedules this again within 100 ms.
+     */
+    if (s->map_waiting) {
+        return;
+    }
+    nfabric_irq_update(s);
+    nfabric_events_update(s);       /* faults as CXL event records */
 }
 
 /* A head of a shared device: wait for the others' events. */

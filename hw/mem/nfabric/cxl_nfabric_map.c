@@ -220,6 +220,7 @@ void nfabric_hook_wait_begin(void *opaque)
 
     s->map_bql = bql_locked();
     if (s->map_bql) {
+        s->map_waiting = true;  /* the event bottom half keeps out */
         bql_unlock();
     }
 }
@@ -230,6 +231,7 @@ void nfabric_hook_wait_end(void *opaque)
 
     if (s->map_bql) {
         bql_lock();
+        s->map_waiting = false;
     }
 }
 

@@ -105,6 +105,11 @@ struct CXLNFabricState {
     bool irq_stop;
     bool irq_threaded;
     bool map_bql;               /* an enable's wait dropped the BQL */
+    /*
+     * A register write of this head is in the controller, waiting with the
+     * BQL dropped (map_bql): nothing else may run the controller meanwhile.
+     */
+    bool map_waiting;
     /* The CXL PMU block (cxl_nfabric_cpmu.c), BAR0 + 128 KiB. */
     MemoryRegion cpmu;
     QEMUTimer *cpmu_timer;
