@@ -33,20 +33,9 @@ nf_cxlpmu_kernel_version() {
 }
 
 # nf_cxlpmu_fetch PKG VERSION : the path of PKG's .deb at VERSION in the
-# cache (apt-get download PKG=VERSION once; never installed).
+# cache (nf_image_fetch PKG=VERSION: downloaded once, never installed).
 nf_cxlpmu_fetch() {
-    local pkg=$1 ver=$2 dir=$NF_CACHE/debs deb
-    mkdir -p "$dir"
-    # apt-get download spells an epoch's colon %3a in the file name.
-    deb=$(nf_newest_file "$dir" "${pkg}_${ver/:/%3a}_*.deb")
-    if [ -z "$deb" ]; then
-        nf_log "downloading $pkg=$ver"
-        (cd "$dir" && apt-get download -q "$pkg=$ver") > "$dir/download.log" 2>&1 ||
-            nf_die "cxlpmu: apt-get download $pkg=$ver failed (log: $dir/download.log). $NF_DOWNLOAD_HINT"
-        deb=$(nf_newest_file "$dir" "${pkg}_${ver/:/%3a}_*.deb")
-        [ -n "$deb" ] || nf_die "cxlpmu: $pkg=$ver did not download into $dir (log: $dir/download.log)"
-    fi
-    echo "$deb"
+    nf_image_fetch "$1=$2"
 }
 
 # nf_cxlpmu_build KVER : build cxl_pmu.ko for KVER into build/guest/cxlpmu/

@@ -71,17 +71,20 @@ nf_image_kernel_pkg() {
     echo "$pkg"
 }
 
-# nf_image_fetch PKG[/SUITE] : the path of PKG's .deb in the cache.
+# nf_image_fetch PKG[/SUITE] | PKG=VERSION : the path of PKG's .deb in the
+# cache (of that VERSION if one is given), downloaded once.
 nf_image_fetch() {
-    local spec=$1 name=${1%%/*} deb
+    local spec=$1 name=${1%%[/=]*} ver="*" deb
+    # apt-get download spells an epoch's colon %3a in the file name.
+    case $spec in *=*) ver=${spec#*=}; ver=${ver/:/%3a} ;; esac
     mkdir -p "$NF_CACHE/debs"
-    deb=$(nf_newest_file "$NF_CACHE/debs" "${name}_*.deb")
+    deb=$(nf_newest_file "$NF_CACHE/debs" "${name}_${ver}_*.deb")
     if [ -z "$deb" ]; then
         nf_log "downloading $spec"
         (cd "$NF_CACHE/debs" && apt-get download -q "$spec") > "$NF_CACHE/debs/download.log" 2>&1 ||
             nf_die "image: apt-get download $spec failed (log: $NF_CACHE/debs/download.log). $NF_DOWNLOAD_HINT"
-        deb=$(nf_newest_file "$NF_CACHE/debs" "${name}_*.deb")
-        [ -n "$deb" ] || nf_die "image: $spec did not download"
+        deb=$(nf_newest_file "$NF_CACHE/debs" "${name}_${ver}_*.deb")
+        [ -n "$deb" ] || nf_die "image: $spec did not download into $NF_CACHE/debs (log: $NF_CACHE/debs/download.log)"
     fi
     echo "$deb"
 }

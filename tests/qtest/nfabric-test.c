@@ -1169,6 +1169,27 @@ static uint32_t msi_take(NF *nf)
     return v;
 }
 
+/*
+ * Point MSI-X vector num (table: the capability's table register) at
+ * MSI_ADDR with data MSI_DATA | num, unmasked, and enable MSI-X as a driver
+ * does; nothing pending afterwards.  The vector's table entry.
+ */
+static uint64_t msix_point(NF *nf, uint8_t cap, uint32_t ctl, uint32_t table,
+                           uint32_t num)
+{
+    uint64_t entry = BAR4_ADDR + (table & ~PCI_MSIX_FLAGS_BIRMASK) +
+                     num * PCI_MSIX_ENTRY_SIZE;
+
+    qtest_writel(nf->qts, entry + PCI_MSIX_ENTRY_LOWER_ADDR, MSI_ADDR);
+    qtest_writel(nf->qts, entry + PCI_MSIX_ENTRY_UPPER_ADDR, 0);
+    qtest_writel(nf->qts, entry + PCI_MSIX_ENTRY_DATA, MSI_DATA | num);
+    qtest_writel(nf->qts, entry + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+    cfg_writew(nf->qts, DEV_BUS, 0, cap + PCI_MSIX_FLAGS,
+               (ctl & ~PCI_MSIX_FLAGS_MASKALL) | PCI_MSIX_FLAGS_ENABLE);
+    msi_take(nf);
+    return entry;
+}
+
 static void complete_round(NF *nf, int i)
 {
     wr32(nf, NFABRIC_REG_ROUND(i, NFABRIC_ROUND_COMPLETE),
@@ -1193,15 +1214,7 @@ static void test_irq(void)
     /* cxl-type3's own 8 vectors, then the device's two (1.9: the CPMU's). */
     g_assert_cmpuint(num, ==, nvec - 2);
     g_assert_cmpuint(nvec, ==, 10);
-    entry = BAR4_ADDR + (table & ~PCI_MSIX_FLAGS_BIRMASK) +
-            num * PCI_MSIX_ENTRY_SIZE;
-    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_LOWER_ADDR, MSI_ADDR);
-    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_UPPER_ADDR, 0);
-    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_DATA, MSI_DATA | num);
-    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
-    cfg_writew(nf.qts, DEV_BUS, 0, cap + PCI_MSIX_FLAGS,
-               (ctl & ~PCI_MSIX_FLAGS_MASKALL) | PCI_MSIX_FLAGS_ENABLE);
-    msi_take(&nf);
+    entry = msix_point(&nf, cap, ctl, table, num);
 
     g_assert_cmpuint(win_set(&nf, 0, 0x100000, 64, 0x200000, 1, 8, 0, 1), ==, 0);
     g_assert_cmpuint(win_set(&nf, 1, 0x110000, 64, 0x210000, 1, 8, 0, 1), ==, 0);
@@ -1269,7 +1282,7 @@ static void test_cpmu(void)
     NF nf;
     uint8_t cap;
     uint32_t ctl, table, nvec, num;
-    uint64_t pcap, entry, gbw, fpr;
+    uint64_t pcap, gbw, fpr;
 
     nf_start_args(&nf, "-global cxl-neuron-fabric.direct-map=off");
     pcap = qtest_readq(nf.qts, CPMU_ADDR + NFABRIC_CPMU_REG_CAP);
@@ -1286,15 +1299,7 @@ static void test_cpmu(void)
                                 NFABRIC_CPMU_REG_EVENT_CAP(0)) >> 48, ==,
                     NFABRIC_CPMU_VENDOR_ID);
     table = cfg_readl(nf.qts, DEV_BUS, 0, cap + PCI_MSIX_TABLE);
-    entry = BAR4_ADDR + (table & ~PCI_MSIX_FLAGS_BIRMASK) +
-            num * PCI_MSIX_ENTRY_SIZE;
-    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_LOWER_ADDR, MSI_ADDR);
-    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_UPPER_ADDR, 0);
-    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_DATA, MSI_DATA | num);
-    qtest_writel(nf.qts, entry + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
-    cfg_writew(nf.qts, DEV_BUS, 0, cap + PCI_MSIX_FLAGS,
-               (ctl & ~PCI_MSIX_FLAGS_MASKALL) | PCI_MSIX_FLAGS_ENABLE);
-    msi_take(&nf);
+    msix_point(&nf, cap, ctl, table, num);
 
     g_assert_cmpuint(win_set(&nf, 0, 0x1000, 4096, 0x10000,
                              NFABRIC_PATH_GBINARY, 8, 0, 0), ==, 0);
